@@ -1,0 +1,189 @@
+"""TorchScript front end: a scripted or traced module, frozen and inlined, translated node by node into the IR."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from ptlite.errors import CaptureError
+from ptlite.ir.dtypes import normalize_dtype_name
+from ptlite.ir.graph import Block, Graph, Node, Program, Value, ValueSpec
+
+from .common import WeightStore, module_path, python_constant, tensor_spec
+
+# TorchScript's scalar type names (TensorType.scalarType()) -> ptlite dtype names
+_TS_DTYPES = {"Float": "float32", "Double": "float64", "Half": "float16", "Long": "int64", "Int": "int32",
+              "Short": "int16", "Char": "int8", "Byte": "uint8", "Bool": "bool", "BFloat16": "bfloat16"}
+
+# Nodes that survive freezing only when the model does something ptlite cannot express.
+_EXPLAIN = {
+    "prim::GetAttr": "reads a module attribute that freezing could not turn into a constant (is it mutated?)",
+    "prim::SetAttr": "mutates a module attribute",
+    "prim::CallMethod": "calls a method that could not be inlined",
+    "prim::CallFunction": "calls a function that could not be inlined",
+}
+
+
+def _type_of(tv: torch._C.Value) -> tuple[str, str | None, tuple | None]:
+    ty = tv.type()
+    if isinstance(ty, torch._C.TensorType):
+        st = ty.scalarType()
+        return "Tensor", (_TS_DTYPES.get(st, normalize_dtype_name(st)) if st else None), None
+    return str(ty), None, None
+
+
+def _op_key(tn: torch._C.Node) -> str:
+    schema = tn.schema()
+    if schema == "(no schema)":
+        return tn.kind()
+    return schema.split("(", 1)[0]
+
+
+def _source(tn: torch._C.Node) -> str:
+    where = module_path(tn.getModuleHierarchy()) if tn.getModuleHierarchy() else ""
+    if not where and tn.scopeName():
+        where = tn.scopeName().split("/")[-1].replace("__module.", "")
+    rng = tn.sourceRange()
+    line = ""
+    if rng:
+        first = rng.strip().splitlines()[0].strip()
+        if first.startswith("File "):
+            line = first.replace('File "', "").replace('", line ', ":")
+    if where and line:
+        return f"{where} at {line}"
+    return where or line
+
+
+class _Translator:
+    def __init__(self, program: Program, weights: WeightStore) -> None:
+        self.program = program
+        self.weights = weights
+        self.values: dict[int, Value] = {}
+        self.unsupported: list[tuple[str, str]] = []
+
+    def define(self, tv: torch._C.Value) -> Value:
+        ty, dtype, shape = _type_of(tv)
+        v = Value(name=tv.debugName(), type=ty, dtype=dtype, shape=shape)
+        self.values[tv.unique()] = v
+        return v
+
+    def use(self, tv: torch._C.Value) -> Value:
+        try:
+            return self.values[tv.unique()]
+        except KeyError:
+            raise CaptureError(f"TorchScript value %{tv.debugName()} is used before it is defined") from None
+
+    def block(self, tb: Any, params: list[Value] | None = None) -> Block:
+        inputs = params if params is not None else [self.define(i) for i in tb.inputs()]
+        nodes = [self.node(tn) for tn in tb.nodes()]
+        return Block(inputs, [n for n in nodes if n is not None], [self.use(o) for o in tb.outputs()])
+
+    def constant(self, tn: torch._C.Node) -> Node:
+        out = tn.output()
+        value = out.toIValue() if tn.hasAttribute("value") else None
+        v = self.define(out)
+        if isinstance(value, torch.Tensor):
+            hint = out.debugName().removeprefix("self.")
+            v.dtype = normalize_dtype_name(str(value.dtype))
+            v.shape = tuple(value.shape)
+            v.type = "Tensor"
+            return Node("prim::Constant", [], [v], {"weight": self.weights.add(value, hint)})
+        try:
+            value = python_constant(value)
+        except CaptureError:
+            raise
+        if isinstance(value, (torch._C.ScriptObject, torch._C.ScriptFunction)) or callable(value):
+            self.unsupported.append(("prim::Constant", f"{_source(tn)}: constant of type {out.type()}"))
+        return Node("prim::Constant", [], [v], {"value": value}, source="")
+
+    def node(self, tn: torch._C.Node) -> Node | None:
+        kind = tn.kind()
+        if kind == "prim::Constant":
+            return self.constant(tn)
+        inputs = [self.use(i) for i in tn.inputs()]
+        if kind == "prim::If":
+            blocks = [self.block(b) for b in tn.blocks()]
+            return Node(kind, inputs, [self.define(o) for o in tn.outputs()], blocks=blocks, source=_source(tn))
+        if kind == "prim::Loop":
+            (body,) = tn.blocks()
+            block = self.block(body)
+            return Node(kind, inputs, [self.define(o) for o in tn.outputs()], blocks=[block], source=_source(tn))
+        if kind in _EXPLAIN:
+            self.unsupported.append((kind, f"{_source(tn)}: the model {_EXPLAIN[kind]}"))
+        outputs = [self.define(o) for o in tn.outputs()]
+        return Node(_op_key(tn), inputs, outputs, source=_source(tn))
+
+
+def _prepare_graph(frozen: torch._C.ScriptModule, name: str) -> torch._C.Graph:
+    graph = frozen._get_method(name).graph
+    torch._C._jit_pass_inline(graph)
+    torch._C._jit_pass_remove_mutation(graph)
+    torch._C._jit_pass_dce(graph)
+    return graph
+
+
+def _method_specs(sm: torch.jit.ScriptModule, name: str, graph: Graph, example_inputs: tuple | None
+                  ) -> list[ValueSpec]:
+    schema = getattr(sm, name).schema
+    args = [a for a in schema.arguments if a.name != "self"]
+    specs = []
+    for i, (arg, value) in enumerate(zip(args, graph.inputs)):
+        example = example_inputs[i] if example_inputs is not None and i < len(example_inputs) else None
+        if value.type == "Tensor":
+            spec = tensor_spec(arg.name, example, static_shape=False)
+        else:
+            spec = ValueSpec(name=arg.name, type=value.type)
+        if arg.has_default_value():
+            spec.default, spec.has_default = python_constant(arg.default_value), True
+        value.name = arg.name
+        specs.append(spec)
+    return specs
+
+
+def _output_specs(graph: Graph, example_outputs: Any) -> list[ValueSpec]:
+    specs = []
+    for i, v in enumerate(graph.outputs):
+        spec = ValueSpec(name=f"output{i}" if len(graph.outputs) > 1 else "output", type=v.type)
+        if isinstance(example_outputs, torch.Tensor) and v.type == "Tensor":
+            spec.dtype = normalize_dtype_name(str(example_outputs.dtype))
+            spec.shape = tuple(None for _ in example_outputs.shape)
+        specs.append(spec)
+    return specs
+
+
+def translate_script_module(sm: torch.jit.ScriptModule, example_inputs: tuple | None = None,
+                            preserved_methods: tuple[str, ...] = (), how: str = "script",
+                            example_outputs: Any = None) -> Program:
+    """Freeze a ScriptModule (weights become constants, calls are inlined) and translate its methods."""
+    sm = sm.eval() if hasattr(sm, "eval") else sm
+    methods = ["forward", *[m for m in preserved_methods if m != "forward"]]
+    for m in methods:
+        if not hasattr(sm, m):
+            raise CaptureError(f"the model has no method '{m}' to capture")
+    try:
+        frozen = torch._C._freeze_module(sm._c, list(methods[1:]), True, False)
+    except RuntimeError as exc:
+        raise CaptureError(f"TorchScript could not freeze the model ({how}): {str(exc).splitlines()[0]}") from exc
+    program = Program(metadata={"capture": how})
+    weights = WeightStore(program)
+    unsupported: list[tuple[str, str]] = []
+    for name in methods:
+        tgraph = _prepare_graph(frozen, name)
+        tr = _Translator(program, weights)
+        tinputs = list(tgraph.inputs())
+        self_value = tinputs[0]
+        if self_value.uses():
+            raise CaptureError(f"method {name} still uses the module object after freezing; ptlite needs "
+                               "every attribute to be constant")
+        params = [tr.define(i) for i in tinputs[1:]]
+        body = tr.block(tgraph, params=params)
+        graph = Graph(name, body.inputs, body.nodes, body.outputs)
+        graph.input_specs = _method_specs(sm, name, graph, example_inputs if name == "forward" else None)
+        graph.output_specs = _output_specs(graph, example_outputs if name == "forward" else None)
+        program.methods[name] = graph
+        unsupported.extend(tr.unsupported)
+    if unsupported:
+        lines = "\n".join(f"  {op}: {why}" for op, why in unsupported)
+        raise CaptureError(f"cannot capture the model ({how}):\n{lines}")
+    return program

@@ -1,0 +1,188 @@
+"""JSON encoding of IR graphs and constant values (the program section of a .ptlite file)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ptlite.errors import FormatError
+from ptlite.ir.graph import Block, Graph, Node, Value, ValueSpec
+
+
+def encode_constant(value: Any) -> Any:
+    """A Python constant as JSON: tuples, dicts and non-finite floats are tagged so they round-trip exactly."""
+    if value is None or isinstance(value, (bool, str, int)):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else {"float": repr(value)}
+    if isinstance(value, list):
+        return [encode_constant(v) for v in value]
+    if isinstance(value, tuple):
+        return {"tuple": [encode_constant(v) for v in value]}
+    if isinstance(value, dict):
+        return {"dict": [[encode_constant(k), encode_constant(v)] for k, v in value.items()]}
+    if hasattr(value, "item") and getattr(value, "ndim", 1) == 0:  # NumPy scalar
+        return encode_constant(value.item())
+    raise TypeError(f"cannot store constant of type {type(value).__name__}: {value!r}")
+
+
+def decode_constant(data: Any) -> Any:
+    if data is None or isinstance(data, (bool, str, int, float)):
+        return data
+    if isinstance(data, list):
+        return [decode_constant(v) for v in data]
+    if isinstance(data, dict) and len(data) == 1:
+        (tag, body), = data.items()
+        if tag == "float" and body in ("inf", "-inf", "nan"):
+            return float(body)
+        if tag == "tuple" and isinstance(body, list):
+            return tuple(decode_constant(v) for v in body)
+        if tag == "dict" and isinstance(body, list) and all(isinstance(p, list) and len(p) == 2 for p in body):
+            return {decode_constant(k): decode_constant(v) for k, v in body}
+    raise FormatError(f"invalid constant encoding: {str(data)[:80]}")
+
+
+def _encode_spec(spec: ValueSpec) -> dict[str, Any]:
+    out: dict[str, Any] = {"name": spec.name, "type": spec.type}
+    if spec.dtype is not None:
+        out["dtype"] = spec.dtype
+    if spec.shape is not None:
+        out["shape"] = list(spec.shape)
+    if spec.has_default:
+        out["default"] = encode_constant(spec.default)
+    return out
+
+
+class GraphEncoder:
+    """Numbers the values of one graph and writes nodes and blocks as nested JSON."""
+
+    def __init__(self) -> None:
+        self.ids: dict[int, int] = {}
+        self.values: list[dict[str, Any]] = []
+
+    def ref(self, v: Value) -> int:
+        if v.id not in self.ids:
+            self.ids[v.id] = len(self.values)
+            entry: dict[str, Any] = {"type": v.type}
+            if v.name:
+                entry["name"] = v.name
+            if v.dtype is not None:
+                entry["dtype"] = v.dtype
+            if v.shape is not None:
+                entry["shape"] = list(v.shape)
+            self.values.append(entry)
+        return self.ids[v.id]
+
+    def node(self, node: Node) -> dict[str, Any]:
+        out: dict[str, Any] = {"op": node.op, "in": [self.ref(v) for v in node.inputs],
+                               "out": [self.ref(v) for v in node.outputs]}
+        if node.attrs:
+            attrs = dict(node.attrs)
+            if "value" in attrs:
+                attrs["value"] = encode_constant(attrs["value"])
+            out["attrs"] = attrs
+        if node.blocks:
+            out["blocks"] = [self.block(b) for b in node.blocks]
+        if node.source:
+            out["src"] = node.source
+        return out
+
+    def block(self, block: Block) -> dict[str, Any]:
+        return {"in": [self.ref(v) for v in block.inputs], "nodes": [self.node(n) for n in block.nodes],
+                "out": [self.ref(v) for v in block.outputs]}
+
+    def graph(self, graph: Graph) -> dict[str, Any]:
+        body = self.block(graph)
+        return {"name": graph.name, "values": self.values, "body": body,
+                "input_specs": [_encode_spec(s) for s in graph.input_specs],
+                "output_specs": [_encode_spec(s) for s in graph.output_specs]}
+
+
+def encode_graph(graph: Graph) -> dict[str, Any]:
+    return GraphEncoder().graph(graph)
+
+
+# ---------------------------------------------------------------- decoding (input is untrusted)
+
+def _expect(cond: bool, message: str) -> None:
+    if not cond:
+        raise FormatError(message)
+
+
+def _shape(data: Any, where: str) -> tuple | None:
+    if data is None:
+        return None
+    _expect(isinstance(data, list) and all(d is None or (type(d) is int and d >= 0) for d in data),
+            f"{where}: invalid shape {str(data)[:60]}")
+    return tuple(data)
+
+
+def _str(data: Any, where: str, optional: bool = False) -> str | None:
+    if optional and data is None:
+        return None
+    _expect(isinstance(data, str), f"{where}: expected a string, got {type(data).__name__}")
+    return data
+
+
+def _decode_spec(data: Any, where: str) -> ValueSpec:
+    _expect(isinstance(data, dict), f"{where}: spec must be an object")
+    spec = ValueSpec(name=_str(data.get("name"), where), type=_str(data.get("type"), where),
+                     dtype=_str(data.get("dtype"), where, optional=True), shape=_shape(data.get("shape"), where))
+    if "default" in data:
+        spec.default, spec.has_default = decode_constant(data["default"]), True
+    return spec
+
+
+class GraphDecoder:
+    def __init__(self, data: dict[str, Any], where: str) -> None:
+        self.where = where
+        raw = data.get("values")
+        _expect(isinstance(raw, list), f"{where}: 'values' must be a list")
+        self.values = []
+        for i, entry in enumerate(raw):
+            _expect(isinstance(entry, dict), f"{where}: value {i} must be an object")
+            self.values.append(Value(name=_str(entry.get("name", ""), where), type=_str(entry.get("type"), where),
+                                     dtype=_str(entry.get("dtype"), where, optional=True),
+                                     shape=_shape(entry.get("shape"), f"{where} value {i}")))
+
+    def refs(self, data: Any) -> list[Value]:
+        _expect(isinstance(data, list), f"{self.where}: value references must be a list")
+        out = []
+        for i in data:
+            _expect(type(i) is int and 0 <= i < len(self.values), f"{self.where}: value reference {i!r} out of range")
+            out.append(self.values[i])
+        return out
+
+    def node(self, data: Any, depth: int) -> Node:
+        _expect(isinstance(data, dict), f"{self.where}: node must be an object")
+        op = _str(data.get("op"), self.where)
+        attrs = data.get("attrs", {})
+        _expect(isinstance(attrs, dict), f"{self.where}: {op} attrs must be an object")
+        attrs = dict(attrs)
+        if "value" in attrs:
+            attrs["value"] = decode_constant(attrs["value"])
+        if "weight" in attrs:
+            _str(attrs["weight"], self.where)
+        blocks = data.get("blocks", [])
+        _expect(isinstance(blocks, list), f"{self.where}: {op} blocks must be a list")
+        return Node(op, self.refs(data.get("in")), self.refs(data.get("out")), attrs,
+                    [self.block(b, depth + 1) for b in blocks], source=_str(data.get("src", ""), self.where))
+
+    def block(self, data: Any, depth: int = 0) -> Block:
+        _expect(depth < 64, f"{self.where}: blocks nested more than 64 deep")
+        _expect(isinstance(data, dict), f"{self.where}: block must be an object")
+        nodes = data.get("nodes")
+        _expect(isinstance(nodes, list), f"{self.where}: block 'nodes' must be a list")
+        return Block(self.refs(data.get("in")), [self.node(n, depth) for n in nodes], self.refs(data.get("out")))
+
+
+def decode_graph(data: Any, where: str) -> Graph:
+    _expect(isinstance(data, dict), f"{where}: method must be an object")
+    decoder = GraphDecoder(data, where)
+    body = decoder.block(data.get("body"))
+    graph = Graph(_str(data.get("name"), where), body.inputs, body.nodes, body.outputs)
+    specs_in, specs_out = data.get("input_specs", []), data.get("output_specs", [])
+    _expect(isinstance(specs_in, list) and isinstance(specs_out, list), f"{where}: specs must be lists")
+    graph.input_specs = [_decode_spec(s, where) for s in specs_in]
+    graph.output_specs = [_decode_spec(s, where) for s in specs_out]
+    return graph

@@ -1,0 +1,113 @@
+"""Read a .ptlite file, checking every size and offset before use; weights are memory-mapped, not copied."""
+
+from __future__ import annotations
+
+import json
+import mmap
+import os
+import zlib
+from typing import Any
+
+import numpy as np
+
+from ptlite.errors import FormatError
+from ptlite.ir.graph import Program
+from ptlite.ir.verifier import verify_graph
+
+from .encoding import decode_constant, decode_graph
+from .layout import ALIGN, FORMAT_VERSION, HEADER, HEADER_SIZE, MAGIC, MAX_PROGRAM_BYTES, WEIGHT_DTYPES
+
+
+def is_ptlite_file(head: bytes) -> bool:
+    """Whether the first bytes of a file are a .ptlite magic."""
+    return head.startswith(MAGIC)
+
+
+def _read_header(buf: Any, size: int, name: str) -> tuple[int, int, int, int, int]:
+    if size < HEADER_SIZE:
+        raise FormatError(f"{name}: file is {size} bytes, too short for a ptlite header ({HEADER_SIZE} bytes); "
+                          "it is truncated or not a ptlite file")
+    magic, version, _flags, prog_off, prog_size, data_off, data_size, crc, _ = HEADER.unpack_from(buf, 0)
+    if magic != MAGIC:
+        raise FormatError(f"{name}: not a ptlite file (bad magic {magic!r})")
+    if version > FORMAT_VERSION:
+        raise FormatError(f"{name}: file format version {version} is newer than this ptlite reads "
+                          f"(version {FORMAT_VERSION}); upgrade ptlite")
+    if version < 1:
+        raise FormatError(f"{name}: invalid format version {version}")
+    if prog_off != HEADER_SIZE or prog_size > MAX_PROGRAM_BYTES or prog_off + prog_size > size:
+        raise FormatError(f"{name}: program section (offset {prog_off}, {prog_size} bytes) lies outside the "
+                          f"{size}-byte file; the file is truncated or corrupt")
+    if data_off % ALIGN or data_off < prog_off + prog_size or data_off + data_size > size:
+        raise FormatError(f"{name}: data section (offset {data_off}, {data_size} bytes) lies outside the "
+                          f"{size}-byte file or is misaligned; the file is truncated or corrupt")
+    return prog_off, prog_size, data_off, data_size, crc
+
+
+def _weights(table: Any, buf: Any, data_off: int, data_size: int, name: str) -> dict[str, np.ndarray]:
+    if not isinstance(table, list):
+        raise FormatError(f"{name}: weights table must be a list")
+    weights: dict[str, np.ndarray] = {}
+    for i, entry in enumerate(table):
+        if not isinstance(entry, dict):
+            raise FormatError(f"{name}: weight entry {i} must be an object")
+        wname, dtype, shape = entry.get("name"), entry.get("dtype"), entry.get("shape")
+        offset, nbytes = entry.get("offset"), entry.get("nbytes")
+        where = f"{name}: weight {wname!r}"
+        if not isinstance(wname, str) or wname in weights:
+            raise FormatError(f"{name}: weight entry {i} has a missing or duplicate name")
+        if dtype not in WEIGHT_DTYPES:
+            raise FormatError(f"{where} has unsupported dtype {dtype!r}")
+        if not isinstance(shape, list) or not all(type(d) is int and d >= 0 for d in shape):
+            raise FormatError(f"{where} has an invalid shape {str(shape)[:60]}")
+        if type(offset) is not int or type(nbytes) is not int or offset < 0 or offset % ALIGN:
+            raise FormatError(f"{where} has an invalid or misaligned offset {offset!r}")
+        dt = np.dtype(dtype).newbyteorder("<")
+        count = int(np.prod(shape, dtype=np.int64)) if shape else 1
+        if count * dt.itemsize != nbytes:
+            raise FormatError(f"{where}: size {nbytes} bytes does not match shape {shape} of {dtype}")
+        if offset + nbytes > data_size:
+            raise FormatError(f"{where} (offset {offset}, {nbytes} bytes) lies outside the {data_size}-byte data "
+                              "section; the file is truncated or corrupt")
+        arr = np.frombuffer(buf, dtype=dt, count=count, offset=data_off + offset).reshape(shape)
+        weights[wname] = arr if dt.isnative else arr.astype(dt.newbyteorder("="))
+    return weights
+
+
+def read_program(path: str | os.PathLike) -> Program:
+    """Read and validate a .ptlite file into a Program whose weights are read-only memory-mapped arrays."""
+    name = os.fspath(path)
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        if size == 0:
+            raise FormatError(f"{name}: file is empty")
+        buf = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    prog_off, prog_size, data_off, data_size, crc = _read_header(buf, size, name)
+    body = buf[prog_off:prog_off + prog_size]
+    if zlib.crc32(body) != crc:
+        raise FormatError(f"{name}: program section checksum mismatch; the file is corrupt")
+    try:
+        doc = json.loads(body.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        raise FormatError(f"{name}: program section is not valid JSON ({exc})") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("methods"), list):
+        raise FormatError(f"{name}: program section lacks a 'methods' list")
+    weights = _weights(doc.get("weights", []), buf, data_off, data_size, name)
+    metadata = doc.get("metadata", {})
+    if not isinstance(metadata, dict):
+        raise FormatError(f"{name}: metadata must be an object")
+    program = Program(weights=weights, metadata={k: decode_constant(v) for k, v in metadata.items()})
+    program.metadata.setdefault("producer", doc.get("producer"))
+    try:
+        for i, data in enumerate(doc["methods"]):
+            graph = decode_graph(data, f"{name}: method {i}")
+            program.methods[graph.name] = graph
+    except RecursionError:
+        raise FormatError(f"{name}: program nests too deeply") from None
+    if "forward" not in program.methods and program.methods:
+        raise FormatError(f"{name}: the program has no 'forward' method")
+    problems = [f"{g.name}: {p}" for g in program.methods.values() for p in verify_graph(g, program)
+                if "unknown operator" not in p]
+    if problems:
+        raise FormatError(f"{name}: invalid program:\n  " + "\n  ".join(problems[:20]))
+    return program

@@ -1,0 +1,68 @@
+"""Structural checks on the IR: every value defined before use, known operators, control-flow shape."""
+
+from __future__ import annotations
+
+from . import registry
+from .graph import Block, Graph, Node, Program
+
+
+class VerificationError(ValueError):
+    """The IR breaks one of its invariants; the message lists every problem found."""
+
+
+def _check_node(node: Node, scope: set[int], program: Program, problems: list[str]) -> None:
+    where = f"{node.op}" + (f" ({node.source})" if node.source else "")
+    for v in node.inputs:
+        if v.id not in scope:
+            problems.append(f"{where}: input {v!r} is used before it is defined")
+    if node.op == "prim::Constant":
+        if "weight" in node.attrs and node.attrs["weight"] not in program.weights:
+            problems.append(f"{where}: weight {node.attrs['weight']!r} is missing from the program")
+    elif node.op == "prim::If":
+        if len(node.blocks) != 2 or len(node.inputs) != 1:
+            problems.append(f"{where}: needs one condition and two blocks")
+        for b in node.blocks:
+            if len(b.outputs) != len(node.outputs):
+                problems.append(f"{where}: a branch returns {len(b.outputs)} values, the node has {len(node.outputs)}")
+    elif node.op == "prim::Loop":
+        if len(node.blocks) != 1 or len(node.inputs) < 2:
+            problems.append(f"{where}: needs a trip count, a condition and one body block")
+        else:
+            body, carried = node.blocks[0], len(node.inputs) - 2
+            if len(body.inputs) != carried + 1 or len(body.outputs) != carried + 1 or len(node.outputs) != carried:
+                problems.append(f"{where}: body inputs/outputs do not match {carried} carried values")
+    else:
+        op = registry.lookup(node.op)
+        if op is None:
+            problems.append(f"{where}: unknown operator")
+        elif not op.schema.variadic and len(node.inputs) != len(op.schema.arguments):
+            problems.append(f"{where}: {len(node.inputs)} inputs, schema {op.schema} takes {len(op.schema.arguments)}")
+    for block in node.blocks:
+        _check_block(block, set(scope), program, problems)
+    for out in node.outputs:
+        if out.id in scope:
+            problems.append(f"{where}: output {out!r} is defined twice")
+        scope.add(out.id)
+
+
+def _check_block(block: Block, scope: set[int], program: Program, problems: list[str]) -> None:
+    scope.update(v.id for v in block.inputs)
+    for node in block.nodes:
+        _check_node(node, scope, program, problems)
+    for v in block.outputs:
+        if v.id not in scope:
+            problems.append(f"block output {v!r} is not defined in the block")
+
+
+def verify_graph(graph: Graph, program: Program) -> list[str]:
+    """Problems found in one method (empty if none)."""
+    problems: list[str] = []
+    _check_block(graph, set(), program, problems)
+    return problems
+
+
+def verify(program: Program) -> None:
+    """Raise VerificationError listing every problem in the program's methods."""
+    problems = [f"{name}: {p}" for name, g in program.methods.items() for p in verify_graph(g, program)]
+    if problems:
+        raise VerificationError("invalid ptlite program:\n  " + "\n  ".join(problems))

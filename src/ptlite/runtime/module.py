@@ -1,0 +1,139 @@
+"""The loaded model as users see it: methods taking and returning NumPy arrays, with checked inputs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ptlite.errors import InputError
+from ptlite.ir.graph import Graph, Program, ValueSpec
+
+from .interpreter import CompiledGraph
+
+_SCALAR_TYPES = {"int": (int, np.integer), "float": (float, int, np.floating, np.integer), "bool": (bool, np.bool_),
+                 "str": (str,)}
+
+
+def _check_tensor(spec: ValueSpec, value: Any, method: str) -> np.ndarray:
+    if not isinstance(value, np.ndarray):
+        if hasattr(value, "__array__") or isinstance(value, (list, tuple, int, float)):
+            value = np.asarray(value)
+        else:
+            raise InputError(f"{method}: input '{spec.name}' must be a NumPy array, got {type(value).__name__}")
+    if spec.dtype is not None and value.dtype != np.dtype(spec.dtype):
+        raise InputError(f"{method}: input '{spec.name}' must have dtype {spec.dtype}, got {value.dtype} "
+                         f"(convert it with .astype(np.{spec.dtype}))")
+    if spec.shape is not None:
+        if value.ndim != len(spec.shape):
+            raise InputError(f"{method}: input '{spec.name}' must have {len(spec.shape)} dimensions "
+                             f"{_shape_text(spec.shape)}, got {value.ndim}: {tuple(value.shape)}")
+        bad = [i for i, (want, got) in enumerate(zip(spec.shape, value.shape)) if want is not None and want != got]
+        if bad:
+            raise InputError(f"{method}: input '{spec.name}' must have shape {_shape_text(spec.shape)}, got "
+                             f"{tuple(value.shape)} (dimension {bad[0]} differs); this program was captured with "
+                             f"static shapes: capture again with dynamic shapes or use the captured size")
+    return value
+
+
+def _shape_text(shape: tuple) -> str:
+    return "(" + ", ".join("?" if d is None else str(d) for d in shape) + ")"
+
+
+def _check_scalar(spec: ValueSpec, value: Any, method: str) -> Any:
+    kinds = _SCALAR_TYPES.get(spec.type)
+    if kinds is not None and not isinstance(value, kinds):
+        raise InputError(f"{method}: input '{spec.name}' must be {spec.type}, got {type(value).__name__}")
+    if spec.type == "int" and isinstance(value, (bool, np.bool_)):
+        raise InputError(f"{method}: input '{spec.name}' must be int, got bool")
+    return value
+
+
+class Method:
+    """One callable method of a loaded program."""
+
+    def __init__(self, graph: Graph, program: Program) -> None:
+        self.name = graph.name
+        self.input_specs: list[ValueSpec] = list(graph.input_specs)
+        self.output_specs: list[ValueSpec] = list(graph.output_specs)
+        self._compiled = CompiledGraph(graph, program)
+        self._single_output = len(graph.outputs) == 1
+
+    def signature(self) -> str:
+        return f"{self.name}(" + ", ".join(s.describe() for s in self.input_specs) + ")"
+
+    def check_args(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[Any]:
+        """Bind positional and keyword arguments to the method's inputs, fill defaults and check each one."""
+        specs = self.input_specs
+        if len(args) > len(specs):
+            raise InputError(f"{self.signature()} takes {len(specs)} input(s), got {len(args)}")
+        bound: list[Any] = list(args)
+        names = [s.name for s in specs]
+        for key in kwargs:
+            if key not in names:
+                raise InputError(f"{self.signature()} has no input named '{key}'")
+        for spec in specs[len(args):]:
+            if spec.name in kwargs:
+                bound.append(kwargs[spec.name])
+            elif spec.has_default:
+                bound.append(spec.default)
+            else:
+                raise InputError(f"{self.signature()}: missing input '{spec.name}'")
+        checked = []
+        for spec, value in zip(specs, bound):
+            if spec.type == "Tensor":
+                checked.append(_check_tensor(spec, value, self.name))
+            elif spec.type in _SCALAR_TYPES:
+                checked.append(_check_scalar(spec, value, self.name))
+            else:
+                checked.append(value)
+        return checked
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        outputs = self._compiled(*self.check_args(args, kwargs))
+        return outputs[0] if self._single_output else tuple(outputs)
+
+
+class Module:
+    """A loaded ptlite program: call it like the PyTorch module it came from, with NumPy arrays."""
+
+    def __init__(self, program: Program) -> None:
+        self.program = program
+        self._methods: dict[str, Method] = {name: Method(g, program) for name, g in program.methods.items()}
+
+    def _method(self, name: str) -> Method:
+        if name not in self._methods:
+            raise InputError(f"the program has no method '{name}'; it has {', '.join(self.method_names)}")
+        return self._methods[name]
+
+    @property
+    def method_names(self) -> list[str]:
+        """Names of the methods the program exposes ('forward' first)."""
+        return list(self.program.methods)
+
+    @property
+    def input_specs(self) -> list[ValueSpec]:
+        """What `forward` expects: name, type, dtype and shape of each input."""
+        return self._method("forward").input_specs
+
+    @property
+    def output_specs(self) -> list[ValueSpec]:
+        """What `forward` returns at each position."""
+        return self._method("forward").output_specs
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        return self.program.metadata
+
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        """Run `forward`; returns an array, or the tuple/list/dict structure the model returns."""
+        return self._method("forward")(*args, **kwargs)
+
+    __call__ = forward
+
+    def run_method(self, name: str, *args: Any, **kwargs: Any) -> Any:
+        """Run the method called `name` with the given arguments."""
+        return self._method(name)(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"<ptlite.Module methods={self.method_names}>"

@@ -1,0 +1,22 @@
+"""Shared test fixtures and helpers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+
+def assert_close(actual, expected, *, what: str, rtol: float = 1e-4) -> None:
+    """max |actual - expected| <= rtol * max(|expected|), with a message naming what was compared."""
+    actual, expected = np.asarray(actual), np.asarray(expected)
+    assert actual.shape == expected.shape, f"{what}: shape {actual.shape} != reference {expected.shape}"
+    scale = float(np.max(np.abs(expected))) if expected.size else 0.0
+    diff = float(np.max(np.abs(actual.astype(np.float64) - expected.astype(np.float64)))) if expected.size else 0.0
+    assert diff <= rtol * max(scale, 1e-30), (
+        f"{what}: max |diff| = {diff:.3g}, max |reference| = {scale:.3g}, ratio {diff / max(scale, 1e-30):.3g} "
+        f"> tolerance {rtol:g}")
+
+
+@pytest.fixture
+def rng() -> np.random.Generator:
+    return np.random.default_rng(0)

@@ -1,0 +1,211 @@
+"""The .ptlite file: round trip, memory-mapped weights, and refusal of damaged or hostile files."""
+
+from __future__ import annotations
+
+import json
+import struct
+import zlib
+
+import numpy as np
+import pytest
+
+import ptlite
+from ptlite.format.layout import ALIGN, HEADER, HEADER_SIZE, MAGIC
+from ptlite.ir.graph import Block, Graph, Node, Program, Value, ValueSpec
+from ptlite.ir.registry import kernel
+
+
+@kernel("test::affine(Tensor x, Tensor w, float s=1.0) -> Tensor")
+def _affine(x, w, s):
+    return x * w * s
+
+
+@kernel("test::gt_zero(Tensor x) -> bool")
+def _gt_zero(x):
+    return bool(x.sum() > 0)
+
+
+def make_program() -> Program:
+    """y = affine(x, w, 2.5) if sum(x) > 0 else affine(x, w2, -1.0)."""
+    x = Value("x", "Tensor", "float32", (None, 4))
+    w, w2 = Value("w", "Tensor"), Value("w2", "Tensor")
+    s, neg = Value("s", "float"), Value("neg", "float")
+    cond, y = Value("cond", "bool"), Value("y", "Tensor")
+    then_out, else_out = Value("t", "Tensor"), Value("e", "Tensor")
+    nodes = [
+        Node("prim::Constant", [], [w], {"weight": "w"}),
+        Node("prim::Constant", [], [w2], {"weight": "w2"}),
+        Node("prim::Constant", [], [s], {"value": 2.5}),
+        Node("prim::Constant", [], [neg], {"value": -1.0}),
+        Node("test::gt_zero", [x], [cond]),
+        Node("prim::If", [cond], [y], blocks=[
+            Block([], [Node("test::affine", [x, w, s], [then_out])], [then_out]),
+            Block([], [Node("test::affine", [x, w2, neg], [else_out])], [else_out]),
+        ]),
+    ]
+    graph = Graph("forward", [x], nodes, [y])
+    graph.input_specs = [ValueSpec("x", "Tensor", "float32", (None, 4))]
+    graph.output_specs = [ValueSpec("y", "Tensor", "float32", (None, 4))]
+    weights = {"w": np.arange(4, dtype=np.float32), "w2": np.full((4,), 3.0, dtype=np.float32)}
+    return Program({"forward": graph}, weights, {"note": (1, float("inf"), {"k": [1, 2]})})
+
+
+@pytest.fixture
+def saved(tmp_path):
+    path = tmp_path / "m.ptlite"
+    ptlite.save(make_program(), path)
+    return path
+
+
+def test_round_trip_runs_both_branches(saved):
+    m = ptlite.load(saved)
+    x = np.ones((2, 4), np.float32)
+    np.testing.assert_array_equal(m(x), x * np.arange(4) * 2.5)
+    np.testing.assert_array_equal(m(-x), -x * 3.0 * -1.0)
+    assert m.metadata["note"] == (1, float("inf"), {"k": [1, 2]})
+    assert m.method_names == ["forward"]
+
+
+def test_weights_are_aligned_read_only_maps(saved):
+    program = ptlite.load_program(saved)
+    raw = saved.read_bytes()
+    (_, _, _, _, _, data_off, _, _, _) = HEADER.unpack_from(raw, 0)
+    assert data_off % ALIGN == 0
+    for arr in program.weights.values():
+        assert not arr.flags.writeable
+        assert isinstance(arr.base, (memoryview, bytes)) or arr.base is not None
+
+
+def test_operator_list_in_file(saved):
+    assert ptlite.export_opnames(saved) == ["test::affine", "test::gt_zero"]
+
+
+def _rewrite_program(path, mutate):
+    raw = bytearray(path.read_bytes())
+    fields = list(HEADER.unpack_from(raw, 0))
+    body = json.loads(bytes(raw[HEADER_SIZE:HEADER_SIZE + fields[4]]))
+    mutate(body)
+    new = json.dumps(body).encode()
+    data = raw[fields[5]:]
+    data_off = (HEADER_SIZE + len(new) + ALIGN - 1) // ALIGN * ALIGN
+    fields[4], fields[5], fields[7] = len(new), data_off, zlib.crc32(new)
+    out = HEADER.pack(*fields) + new + b"\0" * (data_off - HEADER_SIZE - len(new)) + data
+    path.write_bytes(out)
+
+
+@pytest.mark.parametrize("cut", [0, 10, HEADER_SIZE, HEADER_SIZE + 20, -1])
+def test_truncated_file_is_refused(saved, cut):
+    raw = saved.read_bytes()
+    saved.write_bytes(raw[:cut] if cut >= 0 else raw[:-64])
+    with pytest.raises(ptlite.FormatError, match="truncated|empty|too short|outside"):
+        ptlite.load(saved)
+
+
+def test_bad_magic(saved):
+    raw = bytearray(saved.read_bytes())
+    raw[1:7] = b"XXXXXX"
+    saved.write_bytes(bytes(raw))
+    with pytest.raises(ptlite.FormatError, match="not a ptlite file"):
+        ptlite.load(saved)
+
+
+def test_newer_version_is_refused(saved):
+    raw = bytearray(saved.read_bytes())
+    struct.pack_into("<I", raw, 8, 99)
+    saved.write_bytes(bytes(raw))
+    with pytest.raises(ptlite.FormatError, match="version 99 is newer"):
+        ptlite.load(saved)
+
+
+def test_corrupt_program_section(saved):
+    raw = bytearray(saved.read_bytes())
+    raw[HEADER_SIZE + 5] ^= 0xFF
+    saved.write_bytes(bytes(raw))
+    with pytest.raises(ptlite.FormatError, match="checksum"):
+        ptlite.load(saved)
+
+
+def test_weight_outside_data_section(saved):
+    def mutate(body):
+        body["weights"][0]["offset"] = 1 << 40
+    _rewrite_program(saved, mutate)
+    with pytest.raises(ptlite.FormatError, match="weight 'w'.*outside"):
+        ptlite.load(saved)
+
+
+def test_weight_size_mismatch(saved):
+    def mutate(body):
+        body["weights"][0]["shape"] = [1000]
+    _rewrite_program(saved, mutate)
+    with pytest.raises(ptlite.FormatError, match="does not match shape"):
+        ptlite.load(saved)
+
+
+def test_bad_value_reference(saved):
+    def mutate(body):
+        body["methods"][0]["body"]["nodes"][0]["out"] = [10**6]
+    _rewrite_program(saved, mutate)
+    with pytest.raises(ptlite.FormatError, match="out of range"):
+        ptlite.load(saved)
+
+
+def test_use_before_definition(saved):
+    def mutate(body):
+        nodes = body["methods"][0]["body"]["nodes"]
+        nodes.insert(0, nodes.pop())  # the If now uses its condition before it exists
+    _rewrite_program(saved, mutate)
+    with pytest.raises(ptlite.FormatError, match="used before it is defined"):
+        ptlite.load(saved)
+
+
+def test_unknown_operators_are_listed_together(saved):
+    from ptlite.errors import UnsupportedOperatorError
+
+    def mutate(body):
+        nodes = body["methods"][0]["body"]["nodes"]
+        nodes[4]["op"] = "evil::first"
+        nodes[5]["blocks"][0]["nodes"][0]["op"] = "evil::second"
+    _rewrite_program(saved, mutate)
+    with pytest.raises(UnsupportedOperatorError, match=r"(?s)2 operator.*evil::first.*evil::second"):
+        ptlite.load(saved)
+
+
+def test_hostile_json_nesting(saved):
+    def mutate(body):
+        deep = {"in": [], "nodes": [], "out": []}
+        for _ in range(100):
+            deep = {"in": [], "out": [], "nodes": [{"op": "prim::If", "in": [], "out": [], "blocks": [deep]}]}
+        body["methods"][0]["body"] = deep
+    _rewrite_program(saved, mutate)
+    with pytest.raises(ptlite.FormatError, match="nested"):
+        ptlite.load(saved)
+
+
+def test_not_json(saved):
+    raw = bytearray(saved.read_bytes())
+    fields = list(HEADER.unpack_from(raw, 0))
+    junk = b"{" * fields[4]
+    raw[HEADER_SIZE:HEADER_SIZE + fields[4]] = junk
+    fields[7] = zlib.crc32(junk)
+    raw[:HEADER_SIZE] = HEADER.pack(*fields)
+    saved.write_bytes(bytes(raw))
+    with pytest.raises(ptlite.FormatError, match="JSON"):
+        ptlite.load(saved)
+
+
+def test_input_errors_name_the_input(saved):
+    m = ptlite.load(saved)
+    with pytest.raises(ptlite.InputError, match="'x' must have dtype float32, got float64"):
+        m(np.ones((2, 4)))
+    with pytest.raises(ptlite.InputError, match="'x' must have 2 dimensions"):
+        m(np.ones((4,), np.float32))
+    with pytest.raises(ptlite.InputError, match=r"'x' must have shape \(\?, 4\), got \(2, 5\)"):
+        m(np.ones((2, 5), np.float32))
+    with pytest.raises(ptlite.InputError, match="takes 1 input"):
+        m(np.ones((2, 4), np.float32), 3)
+    with pytest.raises(ptlite.InputError, match="no method 'nope'"):
+        m.run_method("nope")
+
+
+def test_magic_is_documented():
+    assert MAGIC == b"\x89PTLITE\n"
