@@ -1,0 +1,208 @@
+"""Reference models for tests, benchmarks and the CLI: real architectures with weights that give O(1) outputs.
+
+Nothing can be downloaded, so weights are random. Random initialisation alone makes some torchvision models
+output values near 1e-9, which would make any comparison meaningless; `calibrate` re-draws the weights with
+variance-preserving scales, gives batch-norm layers random affine parameters, and re-estimates their running
+statistics on random images so that every normalised activation is O(1) in eval mode.
+
+Every builder is a `package.module:function` entry point usable with `ptlite convert`, e.g.
+`ptlite convert ptlite.zoo:resnet18 --input-shape 1,3,224,224 -o resnet18.ptlite`. Needs torch and torchvision.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Dict, List, Tuple  # noqa: UP035  (TorchScript needs typing generics)
+
+import torch
+from torch import nn
+
+IMAGE_SIZE = 224
+
+
+def calibrate(model: nn.Module, input_shape: tuple[int, ...] = (2, 3, 160, 160), seed: int = 0,
+              steps: int = 3) -> nn.Module:
+    """Re-draw weights so outputs are O(1), re-estimate batch-norm statistics, and return the model in eval mode."""
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, (nn.Conv2d, nn.Linear, nn.Conv1d)):
+                fan_in = m.weight[0].numel()
+                m.weight.normal_(0.0, math.sqrt(2.0 / fan_in), generator=gen)
+                if m.bias is not None:
+                    m.bias.uniform_(-0.1, 0.1, generator=gen)
+            elif isinstance(m, (nn.BatchNorm2d, nn.BatchNorm1d)):
+                m.weight.uniform_(0.5, 1.5, generator=gen)
+                m.bias.uniform_(-0.2, 0.2, generator=gen)
+                m.reset_running_stats()
+                m.momentum = None  # cumulative average over the calibration batches
+        if any(isinstance(m, nn.modules.batchnorm._BatchNorm) for m in model.modules()):
+            model.train()
+            for _ in range(steps):
+                model(torch.randn(*input_shape, generator=gen))
+    return model.eval()
+
+
+def _tv(name: str, **kwargs) -> nn.Module:
+    import torchvision
+
+    builder = getattr(torchvision.models, name, None) or getattr(torchvision.models.segmentation, name)
+    torch.manual_seed(0)
+    return calibrate(builder(weights=None, **kwargs))
+
+
+def mobilenet_v2() -> nn.Module:
+    return _tv("mobilenet_v2")
+
+
+def mobilenet_v3_small() -> nn.Module:
+    return _tv("mobilenet_v3_small")
+
+
+def mobilenet_v3_large() -> nn.Module:
+    return _tv("mobilenet_v3_large")
+
+
+def resnet18() -> nn.Module:
+    return _tv("resnet18")
+
+
+def resnet50() -> nn.Module:
+    return _tv("resnet50")
+
+
+def squeezenet1_1() -> nn.Module:
+    return _tv("squeezenet1_1")
+
+
+def shufflenet_v2_x1_0() -> nn.Module:
+    return _tv("shufflenet_v2_x1_0")
+
+
+def efficientnet_b0() -> nn.Module:
+    return _tv("efficientnet_b0")
+
+
+def densenet121() -> nn.Module:
+    return _tv("densenet121")
+
+
+def googlenet() -> nn.Module:
+    return _tv("googlenet", aux_logits=False, init_weights=True)
+
+
+def deeplabv3_mobilenet_v3_large() -> nn.Module:
+    return _tv("deeplabv3_mobilenet_v3_large", weights_backbone=None, aux_loss=False)
+
+
+def lraspp_mobilenet_v3_large() -> nn.Module:
+    return _tv("lraspp_mobilenet_v3_large", weights_backbone=None)
+
+
+class TransformerClassifier(nn.Module):
+    """nn.TransformerEncoder (batch_first) over token embeddings, with a padding mask, mean-pooled."""
+
+    def __init__(self, vocab: int = 100, d_model: int = 64, heads: int = 4, layers: int = 2,
+                 classes: int = 5) -> None:
+        super().__init__()
+        self.embed = nn.Embedding(vocab, d_model)
+        layer = nn.TransformerEncoderLayer(d_model, heads, dim_feedforward=128, dropout=0.1, batch_first=True)
+        self.encoder = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
+        self.head = nn.Linear(d_model, classes)
+
+    def forward(self, tokens: torch.Tensor, padding_mask: torch.Tensor) -> torch.Tensor:
+        h = self.encoder(self.embed(tokens), src_key_padding_mask=padding_mask)
+        keep = (~padding_mask).unsqueeze(-1).to(h.dtype)
+        return self.head((h * keep).sum(1) / keep.sum(1))
+
+
+def transformer_encoder() -> nn.Module:
+    torch.manual_seed(0)
+    return TransformerClassifier().eval()
+
+
+class RecurrentClassifier(nn.Module):
+    """A 2-layer LSTM or GRU (batch_first; the GRU bidirectional) over feature sequences, then a linear head."""
+
+    def __init__(self, cell: str = "lstm", features: int = 16, hidden: int = 32, classes: int = 4) -> None:
+        super().__init__()
+        if cell == "lstm":
+            self.rnn = nn.LSTM(features, hidden, num_layers=2, batch_first=True)
+            out = hidden
+        else:
+            self.rnn = nn.GRU(features, hidden, num_layers=2, batch_first=True, bidirectional=True)
+            out = 2 * hidden
+        self.head = nn.Linear(out, classes)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y, _ = self.rnn(x)
+        return self.head(y[:, -1])
+
+
+def lstm_classifier() -> nn.Module:
+    torch.manual_seed(0)
+    return RecurrentClassifier("lstm").eval()
+
+
+def gru_classifier() -> nn.Module:
+    torch.manual_seed(0)
+    return RecurrentClassifier("gru").eval()
+
+
+class MyDecisionGate(nn.Module):
+    """The PyTorch tutorial's data-dependent branch: script keeps it, trace freezes it."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.sum() > 0:
+            return x
+        else:
+            return -x
+
+
+def decision_gate() -> nn.Module:
+    return MyDecisionGate()
+
+
+class ControlFlowModule(nn.Module):
+    """A for loop over a list, an int argument with a default, a tuple return and a dict output."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.layers = nn.ModuleList([nn.Linear(8, 8) for _ in range(3)])
+        self.scales: List[float] = [0.5, 1.0, 2.0]
+
+    def forward(self, x: torch.Tensor, repeats: int = 2) -> Tuple[torch.Tensor, Dict[str, torch.Tensor]]:
+        outs: List[torch.Tensor] = []
+        for layer in self.layers:
+            x = torch.relu(layer(x))
+            outs.append(x)
+        total = torch.zeros_like(x)
+        for s in self.scales:
+            total = total + s * x
+        i = 0
+        while i < repeats:
+            total = total - 0.1 * outs[i % len(outs)]
+            i += 1
+        return total, {"first": outs[0], "last": outs[-1]}
+
+
+def control_flow() -> nn.Module:
+    torch.manual_seed(0)
+    return ControlFlowModule().eval()
+
+
+VISION: dict[str, Callable[[], nn.Module]] = {
+    "mobilenet_v2": mobilenet_v2,
+    "mobilenet_v3_small": mobilenet_v3_small,
+    "mobilenet_v3_large": mobilenet_v3_large,
+    "resnet18": resnet18,
+    "resnet50": resnet50,
+    "squeezenet1_1": squeezenet1_1,
+    "shufflenet_v2_x1_0": shufflenet_v2_x1_0,
+    "efficientnet_b0": efficientnet_b0,
+    "densenet121": densenet121,
+    "googlenet": googlenet,
+    "deeplabv3_mobilenet_v3_large": deeplabv3_mobilenet_v3_large,
+    "lraspp_mobilenet_v3_large": lraspp_mobilenet_v3_large,
+}
