@@ -32,8 +32,8 @@ __all__ = ["capture", "save", "load", "export_opnames", "Program", "Module", "Va
 
 
 def capture(model: Any, example_inputs: tuple | None = None, method: str = "auto", **options: Any) -> Program:
-    """Capture a PyTorch model into a ptlite Program (needs torch; see `ptlite.capture.capture`)."""
-    from .capture import capture as _capture
+    """Capture a PyTorch model into a ptlite Program (needs torch; see `ptlite.frontend.capture`)."""
+    from .frontend import capture as _capture
 
     return _capture(model, example_inputs, method=method, **options)
 

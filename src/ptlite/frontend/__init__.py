@@ -1,4 +1,4 @@
-"""Capture: the only part of ptlite that imports torch. PyTorch models in, ptlite Programs out."""
+"""Capture front ends: the only package of ptlite that imports torch. PyTorch models in, ptlite Programs out."""
 
 from __future__ import annotations
 
@@ -111,7 +111,7 @@ def _capture_trace(model: Any, example_inputs: tuple | None) -> Program:
     try:
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=".*torch.jit.trace.*deprecated", category=FutureWarning)
-            tm = torch.jit.trace(model, example_inputs, check_trace=False)
+            tm = torch.jit.trace(model, example_inputs, check_trace=False, strict=False)
     except Exception as exc:
         raise CaptureError(f"torch.jit.trace could not trace the model: {type(exc).__name__}: "
                            f"{str(exc).strip()[:2000]}") from exc
