@@ -47,7 +47,23 @@ def _compare(name: str, method: str, module: ptlite.Module, inputs: tuple) -> No
         if e is None or isinstance(e, (int, float, bool)):
             assert a == e, f"{name} ({method}) output {i}: {a!r} != {e!r}"
             continue
-        assert_close(a, e, what=f"{name} ({method}) output {i} {tuple(e.shape)}", rtol=RTOL)
+        try:
+            assert_close(a, e, what=f"{name} ({method}) output {i} {tuple(e.shape)}", rtol=RTOL)
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}\n  first divergent op: {_localize(name, inputs)}") from None
+
+
+def _localize(name: str, inputs: tuple) -> str:
+    """Where the export capture of the same model first departs from torch (names the operator)."""
+    if "export" not in CASES[name].methods:
+        return "unknown (the model cannot be exported)"
+    from ptlite.frontend.debug import first_divergence
+
+    try:
+        program = ptlite.capture(_model(name), inputs, method="export")
+        return first_divergence(_model(name), inputs, program, RTOL) or "none found in the export capture"
+    except Exception as exc:  # localisation is a diagnostic; never mask the real failure
+        return f"could not localise ({type(exc).__name__}: {exc})"
 
 
 def _params():

@@ -108,7 +108,7 @@ class TransformerClassifier(nn.Module):
         super().__init__()
         self.embed = nn.Embedding(vocab, d_model)
         layer = nn.TransformerEncoderLayer(d_model, heads, dim_feedforward=128, dropout=0.1, batch_first=True)
-        self.encoder = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
+        self.encoder = nn.TransformerEncoder(layer, layers)
         self.head = nn.Linear(d_model, classes)
 
     def forward(self, tokens: torch.Tensor, padding_mask: torch.Tensor) -> torch.Tensor:

@@ -28,6 +28,12 @@ _PYTHON_OPS = {
 }
 
 
+# Checks torch.export inserts to validate its own tracing assumptions; they compute nothing, so they are dropped.
+_TRACING_ASSERTIONS = {"aten::_assert_tensor_metadata", "aten::_assert_async", "aten::_assert_async.msg",
+                       "aten::_assert_scalar", "aten::sym_constrain_range", "aten::sym_constrain_range_for_size",
+                       "aten::_functional_assert_async.msg"}
+
+
 def op_key(target: Any) -> str:
     """'aten::add.Tensor' for torch.ops.aten.add.Tensor; the 'default' overload has no suffix."""
     schema = target._schema
@@ -123,6 +129,9 @@ class _Translator:
         if not isinstance(target, torch._ops.OpOverload):
             self.unsupported.append((str(target), f"{_source(node)}: Python call in the exported graph"))
             self.env[node.name] = self._define(node)
+            return
+        if op_key(target) in _TRACING_ASSERTIONS:
+            self.env[node.name] = None
             return
         schema = target._schema
         inputs = []

@@ -60,6 +60,7 @@ class _Translator:
         self.program = program
         self.weights = weights
         self.values: dict[int, Value] = {}
+        self.objects: dict[int, Any] = {}  # module-typed TorchScript values, resolved at capture time
         self.unsupported: list[tuple[str, str]] = []
 
     def define(self, tv: torch._C.Value) -> Value:
@@ -72,7 +73,25 @@ class _Translator:
         try:
             return self.values[tv.unique()]
         except KeyError:
+            if tv.unique() in self.objects:
+                raise CaptureError(f"the model passes the module object %{tv.debugName()} around at run time; "
+                                   "ptlite needs calls on submodules to be inlined") from None
             raise CaptureError(f"TorchScript value %{tv.debugName()} is used before it is defined") from None
+
+    def get_attr(self, tn: torch._C.Node) -> Node | None:
+        """Read an attribute of a (frozen) module object now: freezing leaves some, e.g. in unrolled loops."""
+        owner = self.objects[tn.input().unique()]
+        name = tn.s("name")
+        value = owner.getattr(name)
+        out = tn.output()
+        if isinstance(value, torch._C.ScriptModule):
+            self.objects[out.unique()] = value
+            return None
+        v = self.define(out)
+        if isinstance(value, torch.Tensor):
+            v.type, v.dtype, v.shape = "Tensor", normalize_dtype_name(str(value.dtype)), tuple(value.shape)
+            return Node("prim::Constant", [], [v], {"weight": self.weights.add(value, out.debugName())})
+        return Node("prim::Constant", [], [v], {"value": python_constant(value)})
 
     def block(self, tb: Any, params: list[Value] | None = None) -> Block:
         inputs = params if params is not None else [self.define(i) for i in tb.inputs()]
@@ -101,6 +120,8 @@ class _Translator:
         kind = tn.kind()
         if kind == "prim::Constant":
             return self.constant(tn)
+        if kind == "prim::GetAttr" and tn.input().unique() in self.objects:
+            return self.get_attr(tn)
         inputs = [self.use(i) for i in tn.inputs()]
         if kind == "prim::If":
             blocks = [self.block(b) for b in tn.blocks()]
@@ -172,10 +193,7 @@ def translate_script_module(sm: torch.jit.ScriptModule, example_inputs: tuple | 
         tgraph = _prepare_graph(frozen, name)
         tr = _Translator(program, weights)
         tinputs = list(tgraph.inputs())
-        self_value = tinputs[0]
-        if self_value.uses():
-            raise CaptureError(f"method {name} still uses the module object after freezing; ptlite needs "
-                               "every attribute to be constant")
+        tr.objects[tinputs[0].unique()] = frozen
         params = [tr.define(i) for i in tinputs[1:]]
         body = tr.block(tgraph, params=params)
         graph = Graph(name, body.inputs, body.nodes, body.outputs)

@@ -147,17 +147,36 @@ class CompiledGraph:
         self.input_slots = [compiler.slot(v) for v in graph.inputs]
         self.steps = compiler.block(graph)
         self.output_slots = [compiler.slot(v) for v in graph.outputs]
+        self.value_names = {slot: v.name for v in _all_values(graph) if v.name
+                            for slot in [compiler.slots.get(v.id)] if slot is not None}
         self.template: list[Any] = [None] * len(compiler.slots)
         for slot, value in compiler.constants.items():
             self.template[slot] = value
 
     def __call__(self, *args: Any) -> list[Any]:
+        return self.run(args)[0]
+
+    def run(self, args: tuple[Any, ...]) -> tuple[list[Any], list[Any]]:
+        """Outputs and the whole register file (for debugging: see `intermediates`)."""
         env = self.template.copy()
         for slot, value in zip(self.input_slots, args):
             env[slot] = value
         for step in self.steps:
             step(env)
-        return [env[o] for o in self.output_slots]
+        return [env[o] for o in self.output_slots], env
+
+    def intermediates(self, *args: Any) -> dict[str, Any]:
+        """Every named value after a run, by name (values inside loops hold their last iteration)."""
+        _, env = self.run(args)
+        return {name: env[slot] for slot, name in self.value_names.items()}
+
+
+def _all_values(block: Block):
+    yield from block.inputs
+    for node in block.nodes:
+        yield from node.outputs
+        for b in node.blocks:
+            yield from _all_values(b)
 
 
 def missing_operators(program: Program, graphs: list[Graph] | None = None) -> dict[str, list[str]]:
