@@ -1,0 +1,400 @@
+"""The `ptlite` command line: convert, run, ops, inspect, and its one-line errors with exit status 2."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import ptlite
+from ptlite.cli import main
+
+torch = pytest.importorskip("torch")
+
+pytestmark = pytest.mark.filterwarnings("ignore:.*torch.jit.*deprecated:FutureWarning")
+
+SRC = os.path.dirname(os.path.dirname(os.path.abspath(ptlite.__file__)))
+
+# A user's own model file, as `ptlite convert` finds it: a module in the current directory.
+MODEL_SOURCE = textwrap.dedent("""
+    import torch
+    from torch import nn
+
+
+    class Tiny(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 4, 3, padding=1)
+            self.pool = nn.AdaptiveAvgPool2d(1)
+            self.fc = nn.Linear(4, 5)
+
+        def forward(self, x):
+            return self.fc(torch.flatten(self.pool(torch.relu(self.conv(x))), 1))
+
+        @torch.jit.export
+        def embed(self, x):
+            return torch.flatten(self.pool(self.conv(x)), 1)
+
+
+    def tiny():
+        torch.manual_seed(0)
+        return Tiny().eval()
+
+
+    def not_a_model():
+        return 42
+""")
+MODULE = "ptlite_cli_test_models"  # unique, so that no other test's module of the same name is reused
+
+# Makes `import torch` fail, to show that a command works without torch.
+BLOCK_TORCH = textwrap.dedent("""
+    import importlib.abc, sys
+    class _NoTorch(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path=None, target=None):
+            if name == "torch" or name.startswith("torch."):
+                raise ImportError("torch is blocked")
+    sys.meta_path.insert(0, _NoTorch())
+""")
+
+
+def cli(capsys, *argv: str) -> tuple[int, str, str]:
+    """Run the command line in this process: (exit status, stdout, stderr)."""
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def assert_clean_error(code: int, err: str, expected: str) -> None:
+    assert code == 2, f"exit status {code}, stderr: {err}"
+    assert "Traceback" not in err, err
+    headline = err.strip().splitlines()[0]
+    assert headline.startswith("ptlite"), err
+    assert "error:" in headline, err
+    assert expected in headline, f"expected {expected!r} in the first line of: {err}"
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory):
+    """A folder with the user's model file, and the tiny model converted three ways (export, script, file)."""
+    folder = tmp_path_factory.mktemp("cli")
+    (folder / f"{MODULE}.py").write_text(MODEL_SOURCE)
+    cwd, path = os.getcwd(), list(sys.path)
+    os.chdir(folder)
+    try:
+        files = {"folder": folder}
+        code = main(["convert", f"{MODULE}:tiny", "--input-shape", "1,3,16,16", "--method", "export",
+                     "-o", "tiny_export.ptlite"])
+        assert code == 0
+        code = main(["convert", f"{MODULE}:tiny", "--method", "script", "--preserve-method", "embed",
+                     "-o", "tiny_script.ptlite"])
+        assert code == 0
+        model = sys.modules[MODULE].tiny()
+        torch.jit.save(torch.jit.script(model), str(folder / "tiny.pt"))
+        files.update(export=folder / "tiny_export.ptlite", script=folder / "tiny_script.ptlite",
+                     model=model, jit=folder / "tiny.pt")
+        x = np.random.default_rng(0).standard_normal((1, 3, 16, 16)).astype(np.float32)
+        np.save(folder / "x.npy", x)
+        files["x"] = x
+        yield files
+    finally:
+        os.chdir(cwd)
+        sys.path[:] = path
+
+
+def torch_forward(model, x: np.ndarray, method: str = "forward") -> np.ndarray:
+    with torch.no_grad():
+        return getattr(model, method)(torch.from_numpy(x)).numpy()
+
+
+def write_png(path, height: int = 40, width: int = 30, seed: int = 0) -> None:
+    from PIL import Image
+
+    pixels = (np.random.default_rng(seed).random((height, width, 3)) * 255).astype(np.uint8)
+    Image.fromarray(pixels).save(path)
+
+
+# ----------------------------------------------------------------------------------------------------
+# convert
+
+
+def test_convert_module_function_reports_and_matches_torch(work, capsys, monkeypatch):
+    monkeypatch.chdir(work["folder"])
+    code, out, err = cli(capsys, "convert", f"{MODULE}:tiny", "--input-shape", "1,3,16,16",
+                         "-o", "again.ptlite")
+    assert code == 0, err
+    assert "with export" in out  # auto tries torch.export first
+    assert "operators: 5" in out
+    assert "weights:   4 tensors, 548 B" in out  # conv 4*3*3*3 + 4, linear 5*4 + 5 float32 values
+    assert f"wrote again.ptlite ({os.path.getsize(work['folder'] / 'again.ptlite') / 1024:.1f} KB)" in out
+    module = ptlite.load(work["folder"] / "again.ptlite")
+    got = module(work["x"])
+    want = torch_forward(work["model"], work["x"])
+    assert np.abs(got - want).max() <= 1e-5, f"max |diff| {np.abs(got - want).max()}"
+
+
+def test_convert_keeps_preserved_method(work):
+    module = ptlite.load(work["script"])
+    assert module.method_names == ["forward", "embed"]
+    assert module.metadata["capture"] == "script"
+    x = np.random.default_rng(1).standard_normal((3, 3, 16, 16)).astype(np.float32)
+    got = module.run_method("embed", x)
+    want = torch_forward(work["model"], x, "embed")
+    assert np.abs(got - want).max() <= 1e-5, f"embed: max |diff| {np.abs(got - want).max()}"
+
+
+def test_convert_torchscript_file(work, capsys, tmp_path):
+    out_path = tmp_path / "from_jit.ptlite"
+    code, out, err = cli(capsys, "convert", work["jit"], "-o", out_path)
+    assert code == 0, err
+    assert "with script" in out
+    assert f"wrote {out_path}" in out
+    got = ptlite.load(out_path)(work["x"])
+    want = torch_forward(work["model"], work["x"])
+    assert np.abs(got - want).max() <= 1e-5, f"max |diff| {np.abs(got - want).max()}"
+
+
+def test_convert_python_file_path_and_dynamic_batch(work, capsys, tmp_path):
+    out_path = tmp_path / "dynamic.ptlite"
+    code, out, err = cli(capsys, "convert", f"{work['folder'] / MODULE}.py:tiny", "--method", "export",
+                         "--input-shape", "1,3,16,16", "--dynamic-batch", "-o", out_path)
+    assert code == 0, err
+    module = ptlite.load(out_path)
+    assert module.input_specs[0].shape == (None, 3, 16, 16)
+    x = np.random.default_rng(2).standard_normal((5, 3, 16, 16)).astype(np.float32)
+    assert np.abs(module(x) - torch_forward(work["model"], x)).max() <= 1e-5
+
+
+def test_convert_default_output_name(work, capsys, monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    code, out, err = cli(capsys, "convert", work["jit"])
+    assert code == 0, err
+    assert (tmp_path / "tiny.ptlite").is_file()
+
+
+# ----------------------------------------------------------------------------------------------------
+# run
+
+
+def _top_lines(out: str) -> list[str]:
+    return [line.strip() for line in out.splitlines() if line.strip()[:2] in {f"{i}." for i in range(1, 10)}]
+
+
+def test_run_npy_prints_outputs_top_k_and_saves(work, capsys, tmp_path):
+    labels = tmp_path / "labels.txt"
+    labels.write_text("cat\ndog\nbird\nfish\nfrog\n")
+    saved = tmp_path / "outputs.npz"
+    code, out, err = cli(capsys, "run", work["export"], work["folder"] / "x.npy", "--top-k", "3",
+                         "--labels", labels, "--save-outputs", saved)
+    assert code == 0, err
+    assert "output: shape (1, 5) float32" in out
+    want = torch_forward(work["model"], work["x"])[0]
+    probs = np.exp(want - want.max()) / np.exp(want - want.max()).sum()
+    order = np.argsort(-probs)
+    lines = _top_lines(out)
+    assert len(lines) == 3, out
+    names = ["cat", "dog", "bird", "fish", "frog"]
+    for rank, line in enumerate(lines):
+        cls = order[rank]
+        assert f"class {cls}" in line and names[cls] in line, f"rank {rank + 1}: {line}"
+        assert f"{probs[cls] * 100:6.2f}%".strip() in line, f"softmax of class {cls}: {line}"
+    with np.load(saved) as data:
+        assert list(data.keys()) == ["output"]
+        assert np.abs(data["output"][0] - want).max() <= 1e-5
+
+
+def test_run_png_image_is_preprocessed_like_torchvision(work, capsys, tmp_path):
+    transforms = pytest.importorskip("torchvision.transforms")
+    from PIL import Image
+
+    image_path = tmp_path / "photo.png"
+    write_png(image_path)
+    saved = tmp_path / "image_outputs.npz"
+    code, out, err = cli(capsys, "run", work["export"], image_path, "--save-outputs", saved)
+    assert code == 0, err
+    assert "output: shape (1, 5) float32" in out
+    assert len(_top_lines(out)) == 5
+    # The export captured a 16x16 input: resize the shorter side to round(16 / 0.875) = 18, crop 16.
+    pipeline = transforms.Compose([transforms.Resize(18), transforms.CenterCrop(16), transforms.ToTensor(),
+                                   transforms.Normalize([0.485, 0.456, 0.406], [0.229, 0.224, 0.225])])
+    with Image.open(image_path) as image:
+        x = pipeline(image.convert("RGB"))[None].numpy()
+    want = torch_forward(work["model"], x)
+    with np.load(saved) as data:
+        assert np.abs(data["output"] - want).max() <= 1e-5, np.abs(data["output"] - want).max()
+
+
+def test_run_stacks_several_images_into_a_batch(work, capsys, tmp_path):
+    paths = []
+    for seed in range(3):
+        paths.append(tmp_path / f"img{seed}.png")
+        write_png(paths[-1], 20 + seed, 30, seed)
+    code, out, err = cli(capsys, "run", work["script"], *paths, "--image-size", "16", "--top-k", "1")
+    assert code == 0, err
+    assert "output: shape (3, 5) float32" in out
+    for path in paths:
+        assert f"for {path}" in out
+    assert len(_top_lines(out)) == 3
+
+
+def test_run_other_method_and_float64_input(work, capsys, tmp_path):
+    x64 = tmp_path / "x64.npy"
+    np.save(x64, work["x"].astype(np.float64))
+    code, out, err = cli(capsys, "run", work["script"], x64, "--method", "embed", "--top-k", "0")
+    assert code == 0, err
+    assert "embed ran in" in out
+    assert "output: shape (1, 4) float32" in out
+    assert "converted float64 to float32" in err
+    assert not _top_lines(out)
+
+
+def test_run_needs_no_torch(work):
+    code = BLOCK_TORCH + textwrap.dedent("""
+        from ptlite.cli import main
+        status = main(sys.argv[1:])
+        assert "torch" not in sys.modules, "torch was imported"
+        sys.exit(status)
+    """)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([SRC, os.environ.get("PYTHONPATH", "")]))
+    argv = ["run", str(work["export"]), str(work["folder"] / "x.npy")]
+    proc = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, env=env,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "output: shape (1, 5) float32" in proc.stdout
+
+
+# ----------------------------------------------------------------------------------------------------
+# ops and inspect
+
+
+def test_ops_lists_the_programs_operators(work, capsys):
+    code, out, err = cli(capsys, "ops", work["export"])
+    assert code == 0, err
+    names = out.split()
+    assert names == ptlite.export_opnames(work["export"])
+    assert names == sorted(["aten::adaptive_avg_pool2d", "aten::conv2d", "aten::flatten.using_ints",
+                            "aten::linear", "aten::relu"])
+
+
+def test_ops_yaml_is_a_yaml_list(work, capsys):
+    code, out, err = cli(capsys, "ops", work["script"], "--yaml")
+    assert code == 0, err
+    lines = out.strip().splitlines()
+    assert lines == [f"- {name}" for name in ptlite.export_opnames(work["script"])]
+    assert "- aten::conv2d" in lines
+
+
+def test_ops_yaml_parses_with_pyyaml(work, capsys):
+    yaml = pytest.importorskip("yaml")
+    code, out, err = cli(capsys, "ops", work["script"], "--yaml")
+    assert code == 0, err
+    assert yaml.safe_load(out) == ptlite.export_opnames(work["script"])
+
+
+def test_inspect_describes_methods_operators_and_weights(work, capsys):
+    code, out, err = cli(capsys, "inspect", work["export"])
+    assert code == 0, err
+    assert f"{os.path.getsize(work['export'])} bytes)" in out
+    assert "producer:   ptlite" in out
+    assert "captured:   export with torch" in out
+    assert "in   x: Tensor float32[1, 3, 16, 16]" in out
+    assert "out  output: Tensor float32[1, 5]" in out
+    assert "operators:  5 distinct, 5 calls" in out
+    assert "weights:    4 tensors, 137 values, 548 B" in out
+    assert "runnable:   yes" in out
+    assert "graph forward(" not in out
+
+
+def test_inspect_counts_operators_sorted_by_use(work, capsys):
+    code, out, err = cli(capsys, "inspect", work["script"], "--graph")
+    assert code == 0, err
+    assert "methods:    2" in out
+    counts = {}
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) == 2 and parts[0].startswith(("aten::", "prim::")) and parts[1].isdigit():
+            counts[parts[0]] = int(parts[1])
+    assert counts["aten::conv2d"] == 2  # forward and embed each use it once
+    assert counts["aten::linear"] == 1
+    listed = list(counts.values())
+    assert listed == sorted(listed, reverse=True)
+    assert "graph forward(" in out and "graph embed(" in out
+
+
+# ----------------------------------------------------------------------------------------------------
+# help, version, errors
+
+
+def test_version_and_help(capsys):
+    code, out, _ = cli(capsys, "--version")
+    assert code == 0 and out.strip() == f"ptlite {ptlite.__version__}"
+    code, out, _ = cli(capsys, "--help")
+    assert code == 0
+    for command in ("convert", "run", "ops", "inspect", "demo"):
+        assert command in out
+    code, out, _ = cli(capsys, "convert", "--help")
+    assert code == 0 and "--input-shape" in out and "module:function" in out
+
+
+def test_entry_point_module_runs_without_importing_torch():
+    code = ("import sys; import ptlite.cli; assert 'torch' not in sys.modules; "
+            "sys.exit(ptlite.cli.main(['--help']))")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([SRC, os.environ.get("PYTHONPATH", "")]))
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert "usage: ptlite" in proc.stdout
+
+
+@pytest.fixture
+def bad_files(tmp_path):
+    (tmp_path / "corrupt.ptlite").write_bytes(b"PTLITE" + bytes(range(200)))
+    (tmp_path / "notes.txt").write_text("hello\n")
+    (tmp_path / "broken.pt").write_bytes(b"not a zip archive")
+    return tmp_path
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["run", "{d}/missing.ptlite", "{x}"], "missing.ptlite: no such file"),
+    (["inspect", "{d}/missing.ptlite"], "no such file"),
+    (["ops", "{d}/corrupt.ptlite"], "corrupt.ptlite"),
+    (["run", "{d}/corrupt.ptlite", "{x}"], "corrupt.ptlite"),
+    (["inspect", "{d}/notes.txt"], "notes.txt"),
+    (["run", "{export}", "{d}/missing.npy"], "missing.npy: no such file"),
+    (["run", "{export}", "{d}/notes.txt"], "not an .npy file or an image"),
+    (["run", "{export}", "{x}", "{x}"], "takes 1 input(s)"),
+    (["run", "{script}", "{x}", "--method", "nope"], "has no method 'nope'"),
+    (["run", "{export}", "{x}", "--top-k", "-1"], "--top-k"),
+    (["convert", "{mod}:tiny", "--input-shape", "1,3,a"], "invalid shape '1,3,a'"),
+    (["convert", "{mod}:tiny", "--method", "magic"], "invalid choice: 'magic'"),
+    (["convert", "{mod}:tiny", "--method", "export"], "needs example inputs"),
+    (["convert", "{mod}:nothing"], "has no attribute 'nothing'"),
+    (["convert", "{mod}:not_a_model"], "returned int, not an nn.Module"),
+    (["convert", "no_such_module_xyz:model"], "cannot import 'no_such_module_xyz'"),
+    (["convert", "{d}/broken.pt"], "not a TorchScript file"),
+    (["convert", "{d}/nothing_here"], "no such file"),
+    (["frobnicate"], "invalid choice: 'frobnicate'"),
+])
+def test_errors_are_one_clear_line_with_status_2(work, bad_files, capsys, monkeypatch, argv, expected):
+    monkeypatch.chdir(work["folder"])
+    values = {"d": bad_files, "x": work["folder"] / "x.npy", "export": work["export"],
+              "script": work["script"], "mod": MODULE}
+    code, _, err = cli(capsys, *[a.format(**{k: str(v) for k, v in values.items()}) for a in argv])
+    assert_clean_error(code, err, expected)
+
+
+def test_wrong_input_shape_is_reported_by_the_module(work, capsys, tmp_path):
+    batch = tmp_path / "batch.npy"
+    np.save(batch, np.zeros((2, 3, 16, 16), np.float32))
+    code, _, err = cli(capsys, "run", work["export"], batch)
+    assert_clean_error(code, err, "must have shape (1, 3, 16, 16)")
+
+
+def test_convert_without_torch_says_how_to_install(tmp_path):
+    code = BLOCK_TORCH + "from ptlite.cli import main\nsys.exit(main(sys.argv[1:]))\n"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([SRC, os.environ.get("PYTHONPATH", "")]))
+    proc = subprocess.run([sys.executable, "-c", code, "convert", "torchvision.models:resnet18"],
+                          cwd=tmp_path, capture_output=True, text=True, env=env, timeout=60)
+    assert_clean_error(proc.returncode, proc.stderr, "pip install 'ptlite[export]'")
