@@ -26,4 +26,13 @@ class ExecutionError(PtliteError, RuntimeError):
 
 
 class ScriptError(PtliteError, RuntimeError):
-    """The model itself raised an exception (TorchScript `raise`); the message is the model's."""
+    """An exception the model raised itself (`raise ValueError(...)` in TorchScript); the message is the model's.
+
+    `qualified_class` is TorchScript's name of the exception class ('builtins.ValueError').
+    """
+
+    def __init__(self, message: str, qualified_class: str | None = None) -> None:
+        self.message = message
+        self.qualified_class = qualified_class or "builtins.Exception"
+        self.class_name = self.qualified_class.rsplit(".", 1)[-1]
+        super().__init__(f"{self.class_name}: {message}" if message else self.class_name)

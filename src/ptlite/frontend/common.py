@@ -131,8 +131,9 @@ def module_path(hierarchy: str) -> str:
     parts, kind = [], ""
     for item in _split_hierarchy(hierarchy):
         name, _, rest = item.partition("(")
-        kind = rest.rstrip(")") or kind
-        if name != "SELF":
+        if rest.rstrip(")") not in ("", "UNKNOWN_TYPE"):
+            kind = rest.rstrip(")")
+        if name not in ("SELF", "UNKNOWN_INSTANCE"):
             parts.append(name)
     if not parts and not kind:
         return ""

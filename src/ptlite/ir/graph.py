@@ -108,6 +108,8 @@ class ValueSpec:
     def describe(self) -> str:
         if self.type != "Tensor":
             return f"{self.name}: {self.type}"
+        if self.dtype is None and self.shape is None:
+            return f"{self.name}: Tensor"
         dims = "?" if self.shape is None else "[" + ", ".join("?" if d is None else str(d) for d in self.shape) + "]"
         return f"{self.name}: Tensor {self.dtype or '?'}{dims}"
 

@@ -53,10 +53,11 @@ class _Compiler:
         return self.call_step(node)
 
     def call_step(self, node: Node) -> Step:
-        impl = registry.get(node.op).impl
+        op = registry.get(node.op)
+        impl = op.impl
         ins = [self.slot(v) for v in node.inputs]
         outs = [self.slot(v) for v in node.outputs]
-        if len(outs) == 1:
+        if len(outs) == 1 and node.op not in _UNPACKING_OPS:
             (o,) = outs
 
             def step(env: list, impl=impl, ins=ins, o=o) -> None:
@@ -120,17 +121,19 @@ class _Compiler:
         return step
 
 
+# Operators whose kernel returns a tuple of the node's outputs even when there is only one.
+_UNPACKING_OPS = frozenset({"prim::ListUnpack", "prim::TupleUnpack"})
+
+
 def _located(step: Step, node: Node) -> Step:
     """Wrap a step so that a kernel failure names the node and where it came from in the model."""
 
     def located(env: list) -> None:
         try:
             step(env)
-        except PtliteError:
+        except PtliteError:  # includes ScriptError: an exception the model raised itself
             raise
         except Exception as exc:
-            if getattr(exc, "ptlite_script_error", False):  # raised by the model itself (prim::RaiseException)
-                raise
             where = f" (from {node.source})" if node.source else ""
             raise ExecutionError(f"{node.op}{where} failed: {type(exc).__name__}: {exc}") from exc
     return located

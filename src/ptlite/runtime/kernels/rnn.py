@@ -1,0 +1,244 @@
+"""Recurrent layers (LSTM, GRU, Elman RNN) and their single-step cells, with PyTorch's weight layout.
+
+One matmul projects the inputs of every time step at once; the loop over time then only adds the recurrent
+term. Both directions of a bidirectional layer advance together through one batched matmul per step.
+Sigmoids come from one exp per step (scaling folded exactly into the weights), and the step loop keeps its
+states transposed so that every gate is a contiguous block.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ptlite.ir.registry import kernel
+
+_GATES = {"lstm": 4, "gru": 3, "rnn_tanh": 1, "rnn_relu": 1}
+
+
+@dataclass
+class _Direction:
+    """One direction of one layer, prepared for the step loop.
+
+    Gates are reordered so that those going through a sigmoid come first (LSTM: i, f, o, g; GRU: r, z, n)
+    and their rows are pre-scaled (exactly: by -1 or -2) so that one exp serves every gate of a step:
+    sigmoid(x) = 1 / (1 + exp(-x)) and, for LSTM's g, tanh(x) = 2 / (1 + exp(-2x)) - 1.
+    """
+
+    w_ih: np.ndarray  # (G*H, In)
+    w_hh: np.ndarray  # (G*H, Hout)
+    bias_x: np.ndarray  # (G*H,) bias added to the input projection
+    bias_hn: np.ndarray | None  # GRU: (H,) the hidden bias of the new gate, which r multiplies
+    w_hr: np.ndarray | None  # LSTM with proj_size: (P, H)
+
+
+# PyTorch's gate order -> ours, and the factor each of our gates' rows is scaled by
+_ORDER = {"lstm": ([0, 1, 3, 2], [-1.0, -1.0, -1.0, -2.0]), "gru": ([0, 1, 2], [-1.0, -1.0, 1.0]),
+          "rnn_tanh": ([0], [1.0]), "rnn_relu": ([0], [1.0])}
+
+
+def _reorder(mode: str, rows: np.ndarray, hidden: int) -> np.ndarray:
+    """Permute the gate blocks of a (G*H, ...) weight or (G*H,) bias and scale each block."""
+    order, factors = _ORDER[mode]
+    return np.concatenate([rows[k * hidden:(k + 1) * hidden] * np.asarray(f, rows.dtype)
+                           for k, f in zip(order, factors, strict=True)], axis=0)
+
+
+def _prepare(mode: str, w_ih, w_hh, b_ih, b_hh, w_hr, dtype: np.dtype) -> _Direction:
+    w_ih = np.asarray(w_ih, dtype=dtype)
+    w_hh = np.asarray(w_hh, dtype=dtype)
+    hidden = w_ih.shape[0] // _GATES[mode]
+    b_ih = np.zeros(w_ih.shape[0], dtype) if b_ih is None else np.asarray(b_ih, dtype=dtype)
+    b_hh = np.zeros(w_ih.shape[0], dtype) if b_hh is None else np.asarray(b_hh, dtype=dtype)
+    bias_hn = None
+    if mode == "gru":
+        bias_x = b_ih.copy()
+        bias_x[: 2 * hidden] += b_hh[: 2 * hidden]
+        bias_hn = b_hh[2 * hidden:]
+    else:
+        bias_x = b_ih + b_hh
+    w_hr = None if w_hr is None else np.asarray(w_hr, dtype=dtype)
+    return _Direction(_reorder(mode, w_ih, hidden), _reorder(mode, w_hh, hidden),
+                      _reorder(mode, bias_x, hidden), bias_hn, w_hr)
+
+
+def _lstm_step(gates, h, c, hidden, w_hr, scratch) -> None:
+    """gates (D, 4H, B) hold -i, -f, -o, -2g before activation; updates h (D, Hout, B), c (D, H, B)."""
+    np.exp(gates, out=gates)
+    gates += 1.0
+    np.reciprocal(gates, out=gates)
+    i, f, o, g = (gates[:, k * hidden:(k + 1) * hidden] for k in range(4))
+    g *= 2.0
+    g -= 1.0
+    c *= f
+    i *= g
+    c += i
+    np.tanh(c, out=scratch)
+    scratch *= o
+    if w_hr is None:
+        h[...] = scratch
+    else:
+        np.matmul(w_hr, scratch, out=h)
+
+
+def _gru_step(gates, xp_t, h, hidden, bias_hn) -> None:
+    """gates (D, 3H, B): recurrent terms of -r, -z, n; xp_t the input terms; updates h (D, H, B) in place."""
+    rz = gates[:, : 2 * hidden]
+    rz += xp_t[:, : 2 * hidden]
+    np.exp(rz, out=rz)
+    rz += 1.0
+    np.reciprocal(rz, out=rz)
+    r, z, n = (gates[:, k * hidden:(k + 1) * hidden] for k in range(3))
+    n += bias_hn
+    n *= r
+    n += xp_t[:, 2 * hidden:]
+    np.tanh(n, out=n)
+    h -= n
+    h *= z
+    h += n
+
+
+def _run_layer(mode: str, x: np.ndarray, dirs: list[_Direction], h0: np.ndarray, c0: np.ndarray | None):
+    """x (T, B, In); h0 (D, B, Hout); returns output (T, B, D*Hout), h_n (D, B, Hout), c_n (D, B, H).
+
+    The loop keeps states transposed, (D, features, B): one stacked matmul W_hh @ h per step gives every
+    gate of every direction as a contiguous (H, B) block, so the elementwise work runs on contiguous memory
+    (and BLAS prefers this shape for small batches).
+    """
+    steps, batch, _ = x.shape
+    num_dirs, hidden_gates = len(dirs), dirs[0].w_ih.shape[0]
+    hidden = hidden_gates // _GATES[mode]
+    xp = np.matmul(np.stack([d.w_ih for d in dirs]), x.reshape(steps * batch, -1).T)  # (D, G*H, T*B)
+    xp += np.stack([d.bias_x for d in dirs])[:, :, None]
+    xp = np.ascontiguousarray(xp.reshape(num_dirs, hidden_gates, steps, batch).transpose(0, 2, 1, 3))
+    if num_dirs == 2:
+        xp[1] = xp[1, ::-1].copy()
+    w_hh = np.stack([d.w_hh for d in dirs])  # (D, G*H, Hout)
+    h = np.ascontiguousarray(np.asarray(h0, dtype=x.dtype).transpose(0, 2, 1))
+    c = None if c0 is None else np.ascontiguousarray(np.asarray(c0, dtype=x.dtype).transpose(0, 2, 1))
+    out = np.empty((num_dirs, steps) + h.shape[1:], dtype=x.dtype)
+    gates = np.empty((num_dirs, hidden_gates, batch), dtype=x.dtype)
+    scratch = np.empty((num_dirs, hidden, batch), dtype=x.dtype)
+    w_hr = None if dirs[0].w_hr is None else np.stack([d.w_hr for d in dirs])
+    bias_hn = None if dirs[0].bias_hn is None else np.stack([d.bias_hn for d in dirs])[:, :, None]
+    with np.errstate(over="ignore"):  # exp(-x) overflows to inf for x < -88; 1 / (1 + inf) = 0 is right
+        for s in range(steps):
+            np.matmul(w_hh, h, out=gates)
+            if mode == "gru":
+                _gru_step(gates, xp[:, s], h, hidden, bias_hn)
+            else:
+                gates += xp[:, s]
+                if mode == "lstm":
+                    _lstm_step(gates, h, c, hidden, w_hr, scratch)
+                elif mode == "rnn_tanh":
+                    np.tanh(gates, out=h)
+                else:
+                    np.maximum(gates, 0.0, out=h)
+            out[:, s] = h
+    if num_dirs == 2:
+        out[1] = out[1, ::-1].copy()
+    output = out.transpose(1, 3, 0, 2).reshape(steps, batch, -1)
+    h_n = np.ascontiguousarray(h.transpose(0, 2, 1))
+    return output, h_n, None if c is None else np.ascontiguousarray(c.transpose(0, 2, 1))
+
+
+def _split_params(mode: str, params: list, has_biases: bool, num_layers: int, num_dirs: int):
+    """PyTorch's flat list -> per layer, per direction (w_ih, w_hh, b_ih, b_hh, w_hr)."""
+    per = len(params) // (num_layers * num_dirs)
+    base = 4 if has_biases else 2
+    if per * num_layers * num_dirs != len(params) or per not in (base, base + 1):
+        raise ValueError(f"aten::{mode}: {len(params)} parameters do not fit {num_layers} layer(s) x "
+                         f"{num_dirs} direction(s)")
+    layers = []
+    for layer in range(num_layers):
+        entry = []
+        for d in range(num_dirs):
+            chunk = params[(layer * num_dirs + d) * per:(layer * num_dirs + d + 1) * per]
+            b_ih, b_hh = (chunk[2], chunk[3]) if has_biases else (None, None)
+            w_hr = chunk[base] if per == base + 1 else None
+            entry.append((chunk[0], chunk[1], b_ih, b_hh, w_hr))
+        layers.append(entry)
+    return layers
+
+
+def _run(mode: str, x, h0, c0, params, has_biases, num_layers, bidirectional, batch_first):
+    """Every layer in turn; returns output and the stacked final states (layer-major, then direction)."""
+    x = np.asarray(x)
+    seq = np.swapaxes(x, 0, 1) if batch_first else x
+    seq = np.ascontiguousarray(seq)
+    num_dirs = 2 if bidirectional else 1
+    h_n, c_n = [], []
+    for layer, entry in enumerate(_split_params(mode, params, has_biases, num_layers, num_dirs)):
+        dirs = [_prepare(mode, *p, dtype=seq.dtype) for p in entry]
+        rows = slice(layer * num_dirs, (layer + 1) * num_dirs)
+        c_init = None if c0 is None else np.asarray(c0)[rows]
+        seq, h, c = _run_layer(mode, seq, dirs, np.asarray(h0)[rows], c_init)
+        h_n.append(h)
+        c_n.append(c)
+    output = np.ascontiguousarray(np.swapaxes(seq, 0, 1)) if batch_first else seq
+    h_n = np.concatenate(h_n, axis=0)
+    c_n = None if c0 is None else np.concatenate(c_n, axis=0)
+    return output, h_n, c_n
+
+
+@kernel("aten::lstm.input(Tensor input, Tensor[] hx, Tensor[] params, bool has_biases, int num_layers, "
+        "float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor, Tensor)")
+def lstm(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first):  # noqa: A002
+    """Returns (output, h_n, c_n). Inter-layer dropout is not applied (inference)."""
+    return _run("lstm", input, hx[0], hx[1], params, has_biases, num_layers, bidirectional, batch_first)
+
+
+@kernel("aten::gru.input(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, "
+        "float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor)")
+def gru(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first):  # noqa: A002
+    return _run("gru", input, hx, None, params, has_biases, num_layers, bidirectional, batch_first)[:2]
+
+
+@kernel("aten::rnn_tanh.input(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, "
+        "float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor)")
+def rnn_tanh(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first):  # noqa: A002
+    return _run("rnn_tanh", input, hx, None, params, has_biases, num_layers, bidirectional, batch_first)[:2]
+
+
+@kernel("aten::rnn_relu.input(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, "
+        "float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor)")
+def rnn_relu(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first):  # noqa: A002
+    return _run("rnn_relu", input, hx, None, params, has_biases, num_layers, bidirectional, batch_first)[:2]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Single steps (nn.LSTMCell, nn.GRUCell, nn.RNNCell)
+# ---------------------------------------------------------------------------------------------------------
+
+def _cell(mode: str, x, h, c, w_ih, w_hh, b_ih, b_hh):
+    """One time step on (B, In) input: the layer loop with T = 1."""
+    x = np.asarray(x)
+    direction = _prepare(mode, w_ih, w_hh, b_ih, b_hh, None, dtype=x.dtype)
+    c0 = None if c is None else np.asarray(c)[None]
+    _, h_new, c_new = _run_layer(mode, x[None], [direction], np.asarray(h)[None], c0)
+    return h_new[0], None if c_new is None else c_new[0]
+
+
+@kernel("aten::lstm_cell(Tensor input, Tensor[] hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, "
+        "Tensor? b_hh=None) -> (Tensor, Tensor)")
+def lstm_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):  # noqa: A002
+    return _cell("lstm", input, hx[0], hx[1], w_ih, w_hh, b_ih, b_hh)
+
+
+@kernel("aten::gru_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, "
+        "Tensor? b_hh=None) -> Tensor")
+def gru_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):  # noqa: A002
+    return _cell("gru", input, hx, None, w_ih, w_hh, b_ih, b_hh)[0]
+
+
+@kernel("aten::rnn_tanh_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, "
+        "Tensor? b_hh=None) -> Tensor")
+def rnn_tanh_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):  # noqa: A002
+    return _cell("rnn_tanh", input, hx, None, w_ih, w_hh, b_ih, b_hh)[0]
+
+
+@kernel("aten::rnn_relu_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, "
+        "Tensor? b_hh=None) -> Tensor")
+def rnn_relu_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):  # noqa: A002
+    return _cell("rnn_relu", input, hx, None, w_ih, w_hh, b_ih, b_hh)[0]

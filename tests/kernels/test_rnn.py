@@ -1,0 +1,123 @@
+"""LSTM, GRU and Elman RNN layers and cells against PyTorch (aten::lstm.input & co., nn modules' weights)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from ptlite.ir.registry import get  # noqa: E402
+
+
+def _assert_close(key: str, got, want: torch.Tensor, what: str, tol: float = 1e-5) -> None:
+    want = want.detach().numpy()
+    assert isinstance(got, np.ndarray), f"{key} {what}: returned {type(got).__name__}"
+    assert got.shape == want.shape, f"{key} {what}: shape {got.shape} != torch {want.shape}"
+    assert got.dtype == want.dtype, f"{key} {what}: dtype {got.dtype} != torch {want.dtype}"
+    diff = float(np.max(np.abs(got.astype(np.float64) - want))) if want.size else 0.0
+    scale = max(1.0, float(np.max(np.abs(want)))) if want.size else 1.0
+    assert diff <= tol * scale, f"{key} {what}: max |diff| {diff:.3g} > {tol:g} * {scale:.3g}"
+
+
+def _module(kind: str, **kw) -> torch.nn.Module:
+    torch.manual_seed(0)
+    if kind == "lstm":
+        return torch.nn.LSTM(**kw).eval()
+    if kind == "gru":
+        return torch.nn.GRU(**kw).eval()
+    return torch.nn.RNN(nonlinearity=kind.split("_")[1], **kw).eval()
+
+
+# (kind, module options, batch, steps)
+LAYER_CASES = [
+    ("lstm", dict(input_size=8, hidden_size=16, num_layers=2, batch_first=True), 3, 7),
+    ("lstm", dict(input_size=5, hidden_size=6, num_layers=1, batch_first=False, bidirectional=True), 2, 9),
+    ("lstm", dict(input_size=5, hidden_size=8, num_layers=2, batch_first=True, proj_size=3,
+                  bidirectional=True), 2, 4),
+    ("lstm", dict(input_size=4, hidden_size=6, num_layers=1, bias=False), 1, 5),
+    ("gru", dict(input_size=16, hidden_size=12, num_layers=1, batch_first=True, bidirectional=True), 3, 6),
+    ("gru", dict(input_size=6, hidden_size=10, num_layers=3, batch_first=False), 2, 5),
+    ("gru", dict(input_size=6, hidden_size=4, num_layers=2, bias=False, bidirectional=True), 1, 3),
+    ("rnn_tanh", dict(input_size=6, hidden_size=7, num_layers=2, batch_first=True, bidirectional=True), 2, 5),
+    ("rnn_relu", dict(input_size=6, hidden_size=7, num_layers=2), 3, 4),
+]
+
+
+def _layer_args(kind, module, batch, steps, random_state: bool):
+    opts = module
+    dirs = 2 if opts.bidirectional else 1
+    shape = (batch, steps, opts.input_size) if opts.batch_first else (steps, batch, opts.input_size)
+    x = torch.randn(*shape)
+    out_size = opts.proj_size if getattr(opts, "proj_size", 0) else opts.hidden_size
+    make = torch.randn if random_state else torch.zeros
+    h0 = make(opts.num_layers * dirs, batch, out_size)
+    hx = [h0, make(opts.num_layers * dirs, batch, opts.hidden_size)] if kind == "lstm" else h0
+    params = [p.detach() for p in opts._flat_weights]
+    rest = (opts.bias, opts.num_layers, 0.0, False, opts.bidirectional, opts.batch_first)
+    return x, hx, params, rest
+
+
+def _np(v):
+    return [_np(t) for t in v] if isinstance(v, list) else v.numpy()
+
+
+@pytest.mark.parametrize("random_state", [False, True], ids=["zero_state", "given_state"])
+@pytest.mark.parametrize("kind,opts,batch,steps", LAYER_CASES,
+                         ids=[f"{c[0]}{i}" for i, c in enumerate(LAYER_CASES)])
+def test_layer_matches_torch(kind, opts, batch, steps, random_state):
+    module = _module(kind, **opts)
+    x, hx, params, rest = _layer_args(kind, module, batch, steps, random_state)
+    key = f"aten::{kind}.input"
+    with torch.no_grad():
+        want = getattr(torch.ops.aten, kind).input(x, hx, params, *rest)
+        if not random_state:  # the module itself calls the same operator
+            ref = module(x)
+            torch.testing.assert_close(ref[0], want[0])
+    got = get(key).impl(x.numpy(), _np(hx), _np(params), *rest)
+    assert isinstance(got, tuple) and len(got) == len(want), f"{key}: {len(got)} outputs, torch {len(want)}"
+    for name, g, w in zip(("output", "h_n", "c_n"), got, want, strict=False):
+        _assert_close(key, g, w, f"{name} ({opts}, batch {batch}, steps {steps})")
+
+
+def test_long_sequence_stays_accurate():
+    module = _module("lstm", input_size=32, hidden_size=64, num_layers=2, batch_first=True)
+    x, hx, params, rest = _layer_args("lstm", module, 4, 200, True)
+    with torch.no_grad():
+        want = torch.ops.aten.lstm.input(x, hx, params, *rest)
+    got = get("aten::lstm.input").impl(x.numpy(), _np(hx), _np(params), *rest)
+    for name, g, w in zip(("output", "h_n", "c_n"), got, want, strict=True):
+        _assert_close("aten::lstm.input", g, w, f"{name} after 200 steps")
+
+
+CELLS = [("lstm_cell", torch.nn.LSTMCell), ("gru_cell", torch.nn.GRUCell),
+         ("rnn_tanh_cell", torch.nn.RNNCell),
+         ("rnn_relu_cell", lambda i, h, bias: torch.nn.RNNCell(i, h, bias, nonlinearity="relu"))]
+
+
+@pytest.mark.parametrize("bias", [True, False], ids=["bias", "no_bias"])
+@pytest.mark.parametrize("name,cls", CELLS, ids=[c[0] for c in CELLS])
+def test_cell_matches_torch(name, cls, bias):
+    torch.manual_seed(1)
+    cell = cls(5, 7, bias)
+    x, h, c = torch.randn(3, 5), torch.randn(3, 7), torch.randn(3, 7)
+    hx = [h, c] if name == "lstm_cell" else h
+    weights = [cell.weight_ih.detach(), cell.weight_hh.detach(),
+               None if not bias else cell.bias_ih.detach(), None if not bias else cell.bias_hh.detach()]
+    with torch.no_grad():
+        want = getattr(torch.ops.aten, name)(x, hx, *weights)
+    got = get(f"aten::{name}").impl(x.numpy(), _np(hx), *[None if w is None else w.numpy() for w in weights])
+    want_all = want if isinstance(want, tuple) else (want,)
+    got_all = got if isinstance(got, tuple) else (got,)
+    assert len(got_all) == len(want_all), f"aten::{name}: {len(got_all)} outputs, torch {len(want_all)}"
+    for g, w in zip(got_all, want_all, strict=True):
+        _assert_close(f"aten::{name}", g, w, "step")
+
+
+def test_inputs_are_not_modified():
+    module = _module("gru", input_size=4, hidden_size=5, num_layers=2, bidirectional=True)
+    x, hx, params, rest = _layer_args("gru", module, 2, 3, True)
+    arrays = [x.numpy(), hx.numpy()] + _np(params)
+    for a in arrays:
+        a.flags.writeable = False  # a read-only memory map must be enough
+    get("aten::gru.input").impl(arrays[0], arrays[1], arrays[2:], *rest)
