@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import re
 from typing import Any
 
 import torch
@@ -40,16 +42,28 @@ def _op_key(tn: torch._C.Node) -> str:
     return schema.split("(", 1)[0]
 
 
+_TRACE_FRAME = re.compile(r"^(.*)\((\d+)\): \S+$")
+
+
+def _code_location(source_range: str) -> str:
+    """'file:line' of a node: TorchScript's 'File "f", line n' header, or, for traced nodes, the first frame of
+    the recorded Python stack that lies outside torch itself (the user's code)."""
+    lines = [ln.strip() for ln in source_range.strip().splitlines() if ln.strip()]
+    if not lines:
+        return ""
+    if lines[0].startswith("File "):
+        return lines[0].replace('File "', "").replace('", line ', ":")
+    frames = [m.groups() for m in map(_TRACE_FRAME.match, lines) if m]
+    user = [f for f in frames if f"{os.sep}torch{os.sep}" not in f[0]]
+    chosen = (user or frames or [("", "")])[0]
+    return f"{chosen[0]}:{chosen[1]}" if chosen[0] else ""
+
+
 def _source(tn: torch._C.Node) -> str:
     where = module_path(tn.getModuleHierarchy()) if tn.getModuleHierarchy() else ""
     if not where and tn.scopeName():
         where = tn.scopeName().split("/")[-1].replace("__module.", "")
-    rng = tn.sourceRange()
-    line = ""
-    if rng:
-        first = rng.strip().splitlines()[0].strip()
-        if first.startswith("File "):
-            line = first.replace('File "', "").replace('", line ', ":")
+    line = _code_location(tn.sourceRange())
     if where and line:
         return f"{where} at {line}"
     return where or line
