@@ -70,9 +70,7 @@ OTHER_CASES = [
     Case("gru_classifier", zoo.gru_classifier, lambda b, s: sequence(b), ("export", "script", "trace")),
     Case("decision_gate", zoo.decision_gate, lambda b, s: (torch.randn(b, 4),), ("script", "trace"),
          why_not={"export": "the branch depends on tensor data; torch.export needs torch.cond for that"}),
-    Case("control_flow", zoo.control_flow, lambda b, s: (torch.randn(b, 8),), ("export", "script"),
-         why_not={"trace": "torch.jit.trace cannot trace a dict output mixed with a tuple in strict mode and "
-                           "freezes the int argument"}),
+    Case("control_flow", zoo.control_flow, lambda b, s: (torch.randn(b, 8),), ("export", "script", "trace")),
 ]
 
 CASES = {c.name: c for c in VISION_CASES + OTHER_CASES}
