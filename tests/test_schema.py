@@ -50,3 +50,15 @@ def test_rejects_malformed():
         parse_schema("add(Tensor self) -> Tensor")
     with pytest.raises(ValueError):
         parse_schema("aten::add(Tensor self -> Tensor")
+
+
+def test_every_registered_schema_parses():
+    from ptlite.ir import registry
+
+    bad = []
+    for key, op in registry.all_ops().items():
+        try:
+            assert op.schema.key == key
+        except Exception as exc:  # collect them all
+            bad.append(f"{key}: {exc}")
+    assert not bad, "schemas that do not parse:\n" + "\n".join(bad)

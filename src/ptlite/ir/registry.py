@@ -8,22 +8,38 @@ the first time it is read.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from .schema import Schema, parse_schema
 
 
-@dataclass(frozen=True)
 class OpDef:
-    """One row of the table: an operator's schema and the Python callable implementing it."""
+    """One row of the table: an operator's schema and the Python callable implementing it.
 
-    schema: Schema
-    impl: Callable[..., Any]
+    The schema text is parsed when first needed, so registering hundreds of kernels stays cheap at import.
+    """
 
-    @property
-    def key(self) -> str:
-        return self.schema.key
+    __slots__ = ("key", "schema_text", "impl", "__dict__")
+
+    def __init__(self, key: str, schema_text: str, impl: Callable[..., Any]) -> None:
+        self.key = key
+        self.schema_text = schema_text
+        self.impl = impl
+
+    @cached_property
+    def schema(self) -> Schema:
+        return parse_schema(self.schema_text)
+
+    def __repr__(self) -> str:
+        return f"OpDef({self.schema_text!r})"
+
+
+def _key_of(schema_text: str) -> str:
+    head = schema_text.split("(", 1)[0].strip()
+    if "::" not in head or not head.split("::", 1)[1]:
+        raise ValueError(f"schema {schema_text!r} lacks a qualified operator name (e.g. 'aten::relu')")
+    return head
 
 
 _TABLE: dict[str, OpDef] = {}
@@ -39,11 +55,11 @@ def kernel(*schemas: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
 
     def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
         for text in schemas:
-            schema = parse_schema(text)
-            if schema.key in _TABLE and _TABLE[schema.key].impl is not fn:
-                raise ValueError(f"operator {schema.key} registered twice "
-                                 f"({_TABLE[schema.key].impl.__module__} and {fn.__module__})")
-            _TABLE[schema.key] = OpDef(schema, fn)
+            key = _key_of(text)
+            if key in _TABLE and _TABLE[key].impl is not fn:
+                raise ValueError(f"operator {key} registered twice "
+                                 f"({_TABLE[key].impl.__module__} and {fn.__module__})")
+            _TABLE[key] = OpDef(key, text, fn)
         return fn
 
     return wrap
