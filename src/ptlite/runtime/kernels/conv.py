@@ -1,0 +1,326 @@
+"""Convolution kernels (1-D and 2-D, grouped, depthwise, transposed) on NCHW arrays, as NumPy + BLAS."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from ptlite.ir.registry import kernel
+
+IntList = int | Sequence[int]
+
+
+def expand(value: IntList, n: int, what: str = "argument") -> tuple[int, ...]:
+    """[k] or k -> (k,) * n; a list of n ints stays as it is (PyTorch's int[n] broadcasting)."""
+    if isinstance(value, (int, np.integer)):
+        return (int(value),) * n
+    value = [int(v) for v in value]
+    if len(value) == 1:
+        return (value[0],) * n
+    if len(value) != n:
+        raise ValueError(f"{what} must have 1 or {n} values, got {value}")
+    return tuple(value)
+
+
+def pad2d(x: np.ndarray, top: int, bottom: int, left: int, right: int, value: float = 0.0) -> np.ndarray:
+    """x[..., H, W] in a new buffer grown (or, for negative sizes, cropped) per side, borders set to value.
+
+    Only the borders are written besides the one copy of the interior.
+    """
+    if top == bottom == left == right == 0:
+        return x
+    h, w = x.shape[-2:]
+    hp, wp = h + top + bottom, w + left + right
+    out = np.empty(x.shape[:-2] + (hp, wp), dtype=x.dtype)
+    # Source rows/columns that land inside the buffer.
+    r0, r1 = max(0, -top), min(h, hp - top)
+    c0, c1 = max(0, -left), min(w, wp - left)
+    dr, dc = r0 + top, c0 + left
+    out[..., :dr, :] = value
+    out[..., dr + (r1 - r0):, :] = value
+    out[..., dr:dr + (r1 - r0), :dc] = value
+    out[..., dr:dr + (r1 - r0), dc + (c1 - c0):] = value
+    out[..., dr:dr + (r1 - r0), dc:dc + (c1 - c0)] = x[..., r0:r1, c0:c1]
+    return out
+
+
+def _out_size(size: int, k: int, stride: int, pad_total: int, dilation: int) -> int:
+    out = (size + pad_total - dilation * (k - 1) - 1) // stride + 1
+    if out <= 0:
+        raise ValueError(f"convolution output size {out} is not positive (input {size}, kernel {k}, "
+                         f"stride {stride}, padding {pad_total}, dilation {dilation})")
+    return out
+
+
+def _add_bias(out: np.ndarray, bias: np.ndarray | None, channel_axis: int = 1) -> np.ndarray:
+    if bias is None:
+        return out
+    shape = [1] * out.ndim
+    shape[channel_axis] = -1
+    b = np.asarray(bias).reshape(shape)
+    if b.dtype == out.dtype or np.can_cast(b.dtype, out.dtype, "same_kind"):
+        np.add(out, b, out=out, casting="same_kind")
+        return out
+    return out + b
+
+
+def _conv_pointwise(x, weight, groups, stride):
+    """1x1 convolution without padding: one matmul (per group) over the channel axis."""
+    n, c = x.shape[:2]
+    o = weight.shape[0]
+    sh, sw = stride
+    if sh != 1 or sw != 1:
+        x = x[:, :, ::sh, ::sw]
+    ho, wo = x.shape[2:]
+    hw = ho * wo
+    dtype = np.result_type(x.dtype, weight.dtype)
+    if groups == 1:
+        w2 = weight.reshape(o, c)
+        out = np.empty((n, o, hw), dtype=dtype)
+        if n == 1:
+            np.matmul(w2, x.reshape(c, hw), out=out[0])
+        else:
+            np.matmul(w2, x.reshape(n, c, hw), out=out)
+    else:
+        w3 = weight.reshape(groups, o // groups, c // groups)
+        out = np.empty((n, groups, o // groups, hw), dtype=dtype)
+        np.matmul(w3, x.reshape(n, groups, c // groups, hw), out=out)
+    return out.reshape(n, o, ho, wo)
+
+
+def phase_buffer(x, top: int, left: int, stride, dilation, kernel, out_hw) -> tuple[np.ndarray, int]:
+    """x zero-padded and split into stride phases, rows flattened, so that each kernel tap is one slice.
+
+    Returns (buffer of shape (sh, sw, N, C, hq * wq), wq). Phase (a, b) holds padded pixel
+    (a + sh * r, b + sw * q) at r * wq + q. Output pixel (r, q) of tap (i, j) then reads
+    base(i, j) + r * wq + q, so a tap over the whole output is buffer[a, b, :, :, base:base + ho * wq]:
+    a "wide" image whose last wq - wo columns are discarded. Long slices keep NumPy's inner loops long.
+    """
+    n, c, h, w = x.shape
+    (sh, sw), (dh, dw), (kh, kw), (ho, wo) = stride, dilation, kernel, out_hw
+    hq = ho + (kh - 1) * dh // sh + 1  # + 1: the wide rows of the last output row spill into the next
+    wq = wo + (kw - 1) * dw // sw
+    buf = np.zeros((sh, sw, n, c, hq, wq), dtype=x.dtype)
+    for a in range(sh):
+        y0 = (a - top) % sh  # first input row that lands in phase row set a
+        r0 = (y0 + top - a) // sh
+        rows = min(len(range(y0, h, sh)), hq - r0)
+        for b in range(sw):
+            x0 = (b - left) % sw
+            q0 = (x0 + left - b) // sw
+            cols = min(len(range(x0, w, sw)), wq - q0)
+            if rows > 0 and cols > 0:
+                buf[a, b, :, :, r0:r0 + rows, q0:q0 + cols] = \
+                    x[:, :, y0:y0 + sh * (rows - 1) + 1:sh, x0:x0 + sw * (cols - 1) + 1:sw]
+    return buf.reshape(sh, sw, n, c, hq * wq), wq
+
+
+def _phase_taps(kernel, stride, dilation, wq):
+    """(i, j, phase row, phase column, flat offset) of every kernel tap in a phase buffer."""
+    for i in range(kernel[0]):
+        for j in range(kernel[1]):
+            di, dj = i * dilation[0], j * dilation[1]
+            yield i, j, di % stride[0], dj % stride[1], (di // stride[0]) * wq + dj // stride[1]
+
+
+def _conv_depthwise(x, weight, bias, pads, stride, dilation, out_hw):
+    """groups == in_channels: accumulate kernel taps (long contiguous slices of a phase buffer) with
+    per-channel weights broadcast; no im2col. Crop of the wide rows and bias share one final pass."""
+    n, c = x.shape[:2]
+    o, _, kh, kw = weight.shape
+    mult, (ho, wo) = o // c, out_hw
+    buf, wq = phase_buffer(x, pads[0], pads[2], stride, dilation, (kh, kw), out_hw)
+    length = ho * wq
+    dtype = np.result_type(x.dtype, weight.dtype)
+    taps = weight.reshape(c, mult, kh, kw)
+    acc = np.empty((n, c, mult, length), dtype=dtype)
+    tmp = np.empty_like(acc)
+    for t, (i, j, a, b, base) in enumerate(_phase_taps((kh, kw), stride, dilation, wq)):
+        view = buf[a, b, :, :, None, base:base + length]
+        np.multiply(view, taps[:, :, i, j, None], out=acc if t == 0 else tmp)
+        if t:
+            np.add(acc, tmp, out=acc)
+    wide = acc.reshape(n, o, ho, wq)[..., :wo]
+    out = np.empty((n, o, ho, wo), dtype=dtype)
+    if bias is None:
+        np.copyto(out, wide)
+    else:
+        np.add(wide, np.asarray(bias, dtype=dtype).reshape(1, o, 1, 1), out=out)
+    return out
+
+
+def _conv_im2col(x, weight, groups, stride, dilation, out_hw):
+    """General convolution: im2col by one strided copy, then one (batched) BLAS matmul."""
+    n, c = x.shape[:2]
+    o, cg, kh, kw = weight.shape
+    ho, wo = out_hw
+    sh, sw = stride
+    dh, dw = dilation
+    og = o // groups
+    dtype = np.result_type(x.dtype, weight.dtype)
+    s_n, s_c, s_h, s_w = x.strides
+    patches = as_strided(x, shape=(n, groups, cg, kh, kw, ho, wo),
+                         strides=(s_n, s_c * cg, s_c, s_h * dh, s_w * dw, s_h * sh, s_w * sw),
+                         writeable=False)
+    cols = np.empty((n, groups, cg, kh, kw, ho, wo), dtype=x.dtype)
+    np.copyto(cols, patches)
+    k, hw = cg * kh * kw, ho * wo
+    if groups == 1:
+        w2 = weight.reshape(o, k)
+        out = np.empty((n, o, hw), dtype=dtype)
+        if n == 1:
+            np.matmul(w2, cols.reshape(k, hw), out=out[0])
+        else:
+            np.matmul(w2, cols.reshape(n, k, hw), out=out)
+    else:
+        out = np.empty((n, groups, og, hw), dtype=dtype)
+        np.matmul(weight.reshape(groups, og, k), cols.reshape(n, groups, k, hw), out=out)
+    return out.reshape(n, o, ho, wo)
+
+
+def conv2d_nchw(x: np.ndarray, weight: np.ndarray, bias: np.ndarray | None, stride: Sequence[int],
+                pads: Sequence[int], dilation: Sequence[int], groups: int) -> np.ndarray:
+    """2-D convolution of x (N, C, H, W) by weight (O, C/groups, kh, kw); pads: top, bottom, left, right."""
+    n, c, h, w = x.shape
+    o, cg, kh, kw = weight.shape
+    if c != cg * groups or o % groups:
+        raise ValueError(f"conv2d: input has {c} channels, weight {tuple(weight.shape)} with groups={groups}")
+    top, bottom, left, right = pads
+    ho = _out_size(h, kh, stride[0], top + bottom, dilation[0])
+    wo = _out_size(w, kw, stride[1], left + right, dilation[1])
+    if kh == kw == 1 and not any(pads):
+        return _add_bias(_conv_pointwise(x, weight, groups, stride), bias)
+    if groups == c and groups > 1 and cg == 1:
+        return _conv_depthwise(x, weight, bias, pads, stride, dilation, (ho, wo))
+    xp = pad2d(x, top, bottom, left, right)
+    return _add_bias(_conv_im2col(xp, weight, groups, stride, dilation, (ho, wo)), bias)
+
+
+def conv_transpose2d_nchw(x: np.ndarray, weight: np.ndarray, bias: np.ndarray | None, stride: Sequence[int],
+                          padding: Sequence[int], output_padding: Sequence[int], groups: int,
+                          dilation: Sequence[int]) -> np.ndarray:
+    """Transposed 2-D convolution: one matmul to per-tap columns, then a strided scatter-add per tap."""
+    n, c, h, w = x.shape
+    cin, og, kh, kw = weight.shape
+    if cin != c or c % groups:
+        raise ValueError(f"conv_transpose2d: input has {c} channels, weight {tuple(weight.shape)}, "
+                         f"groups={groups}")
+    sh, sw = stride
+    dh, dw = dilation
+    ph, pw = padding
+    oph, opw = output_padding
+    o, cg = og * groups, c // groups
+    hf, wf = (h - 1) * sh + dh * (kh - 1) + 1, (w - 1) * sw + dw * (kw - 1) + 1
+    ho, wo = hf - 2 * ph + oph, wf - 2 * pw + opw
+    if ho <= 0 or wo <= 0:
+        raise ValueError(f"conv_transpose2d: output size {(ho, wo)} is not positive")
+    dtype = np.result_type(x.dtype, weight.dtype)
+    w_t = weight.reshape(groups, cg, og * kh * kw).transpose(0, 2, 1)
+    cols = np.matmul(w_t, x.reshape(n, groups, cg, h * w))  # (n, groups, og*kh*kw, h*w)
+    cols = cols.reshape(n, o, kh, kw, h, w)
+    full = np.zeros((n, o, max(hf + oph, ph + ho), max(wf + opw, pw + wo)), dtype=dtype)
+    for i in range(kh):
+        for j in range(kw):
+            dst = full[:, :, i * dh:i * dh + sh * (h - 1) + 1:sh, j * dw:j * dw + sw * (w - 1) + 1:sw]
+            np.add(dst, cols[:, :, i, j], out=dst)
+    out = np.ascontiguousarray(full[:, :, ph:ph + ho, pw:pw + wo])
+    return _add_bias(out, bias)
+
+
+def _same_pads(weight_shape: Sequence[int], dilation: Sequence[int], stride: Sequence[int]) -> list[int]:
+    """padding='same': d*(k-1) per axis, the odd one on the far side -> [before0, after0, before1, ...]."""
+    if any(s != 1 for s in stride):
+        raise ValueError("padding='same' is not supported for strided convolutions")
+    pads = []
+    for k, d in zip(weight_shape, dilation, strict=True):
+        total = d * (k - 1)
+        pads += [total // 2, total - total // 2]
+    return pads
+
+
+def _string_pads(padding: str, kernel_shape, dilation, stride) -> list[int]:
+    if padding == "valid":
+        return [0] * (2 * len(kernel_shape))
+    if padding == "same":
+        return _same_pads(kernel_shape, dilation, stride)
+    raise ValueError(f"padding must be 'valid' or 'same', got {padding!r}")
+
+
+def _convolution_nd(x, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
+    """Any 1-D/2-D convolution, batched or not; padding is per axis (ints) or a string."""
+    spatial = weight.ndim - 2
+    if spatial not in (1, 2):
+        raise NotImplementedError(f"ptlite supports 1-D and 2-D convolutions, not {spatial}-D")
+    unbatched = x.ndim == spatial + 1
+    if unbatched:
+        x = x[None]
+    if x.ndim != spatial + 2:
+        raise ValueError(f"convolution: input of shape {x.shape} does not match weight {weight.shape}")
+    stride = expand(stride, spatial, "stride")
+    dilation = expand(dilation, spatial, "dilation")
+    groups = int(groups)
+    if spatial == 1:  # as 2-D with H = 1
+        x, weight = x[:, :, None, :], weight[:, :, None, :]
+        stride, dilation = (1,) + stride, (1,) + dilation
+    if transposed:
+        if isinstance(padding, str):
+            raise ValueError("transposed convolution takes integer padding")
+        pad = (0,) * (2 - spatial) + expand(padding, spatial, "padding")
+        opad = (0,) * (2 - spatial) + expand(output_padding, spatial, "output_padding")
+        out = conv_transpose2d_nchw(x, weight, bias, stride, pad, opad, groups, dilation)
+    else:
+        if isinstance(padding, str):
+            pads = _string_pads(padding, weight.shape[2:], dilation, stride)
+        else:
+            pads = [p for v in (0,) * (2 - spatial) + expand(padding, spatial, "padding") for p in (v, v)]
+        out = conv2d_nchw(x, weight, bias, stride, pads, dilation, groups)
+    if spatial == 1:
+        out = out[:, :, 0, :]
+    return out[0] if unbatched else out
+
+
+@kernel("aten::conv2d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=[1, 1], "
+        "SymInt[2] padding=[0, 0], SymInt[2] dilation=[1, 1], SymInt groups=1) -> Tensor",
+        "aten::conv2d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=[1, 1], "
+        "str padding=\"valid\", SymInt[2] dilation=[1, 1], SymInt groups=1) -> Tensor",
+        "aten::conv1d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=[1], "
+        "SymInt[1] padding=[0], SymInt[1] dilation=[1], SymInt groups=1) -> Tensor",
+        "aten::conv1d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=[1], "
+        "str padding=\"valid\", SymInt[1] dilation=[1], SymInt groups=1) -> Tensor")
+def conv(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    return _convolution_nd(input, weight, bias, stride, padding, dilation, False, 0, groups)
+
+
+@kernel("aten::_convolution_mode(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, str padding, "
+        "SymInt[] dilation, SymInt groups) -> Tensor")
+def _convolution_mode(input, weight, bias, stride, padding, dilation, groups):
+    """What jit.trace records for string padding ('same' / 'valid')."""
+    return _convolution_nd(input, weight, bias, stride, padding, dilation, False, 0, groups)
+
+
+@kernel("aten::conv_transpose2d.input(Tensor input, Tensor weight, Tensor? bias=None, "
+        "SymInt[2] stride=[1, 1], SymInt[2] padding=[0, 0], SymInt[2] output_padding=[0, 0], "
+        "SymInt groups=1, SymInt[2] dilation=[1, 1]) -> Tensor",
+        "aten::conv_transpose1d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=[1], "
+        "SymInt[1] padding=[0], SymInt[1] output_padding=[0], SymInt groups=1, "
+        "SymInt[1] dilation=[1]) -> Tensor")
+def conv_transpose(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    return _convolution_nd(input, weight, bias, stride, padding, dilation, True, output_padding, groups)
+
+
+@kernel("aten::convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, "
+        "SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups) -> Tensor")
+def convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
+    return _convolution_nd(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
+
+
+@kernel("aten::_convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, "
+        "SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups, bool benchmark, "
+        "bool deterministic, bool cudnn_enabled, bool allow_tf32) -> Tensor",
+        "aten::_convolution.deprecated(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, "
+        "SymInt[] padding, SymInt[] dilation, bool transposed, int[] output_padding, SymInt groups, "
+        "bool benchmark, bool deterministic, bool cudnn_enabled) -> Tensor")
+def _convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups, *flags):
+    return _convolution_nd(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups)

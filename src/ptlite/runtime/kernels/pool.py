@@ -1,0 +1,254 @@
+"""Pooling kernels (max, average, adaptive; 1-D and 2-D) over the trailing spatial axes of NCHW arrays."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ptlite.ir.registry import kernel
+
+from .conv import expand, pad2d
+
+
+def _lowest(dtype: np.dtype):
+    """The value padding must have so that max() ignores it."""
+    if np.issubdtype(dtype, np.floating):
+        return -np.inf
+    if dtype == np.bool_:
+        return False
+    return np.iinfo(dtype).min
+
+
+def pool_out_size(size: int, k: int, stride: int, pad: int, dilation: int, ceil_mode: bool) -> int:
+    """PyTorch's pooling output size; in ceil mode the last window must start inside the input or left pad."""
+    if pad > (dilation * (k - 1) + 1) // 2:
+        raise ValueError(f"pad {pad} should be at most half of the kernel extent {dilation * (k - 1) + 1}")
+    span = size + 2 * pad - dilation * (k - 1) - 1
+    out = (span + (stride - 1 if ceil_mode else 0)) // stride + 1
+    if ceil_mode and (out - 1) * stride >= size + pad:
+        out -= 1
+    if out <= 0:
+        raise ValueError(f"pooling output size {out} is not positive (input {size}, kernel {k})")
+    return out
+
+
+def _given(stride) -> bool:
+    """stride=[] (or None) means 'same as the kernel size'."""
+    return stride is not None and not (isinstance(stride, (list, tuple)) and len(stride) == 0)
+
+
+def _pool_args(kernel_size, stride, padding, dilation):
+    k = expand(kernel_size, 2, "kernel_size")
+    s = expand(stride, 2, "stride") if _given(stride) else k
+    return k, s, expand(padding, 2, "padding"), expand(dilation, 2, "dilation")
+
+
+def _window_buffer(x, k, s, p, d, out_hw, value):
+    """x padded with value so that every window of the output is in range (rows/cols never read cut off)."""
+    h, w = x.shape[-2:]
+    need_h = (out_hw[0] - 1) * s[0] + d[0] * (k[0] - 1) + 1
+    need_w = (out_hw[1] - 1) * s[1] + d[1] * (k[1] - 1) + 1
+    if p[0] == p[1] == 0 and need_h <= h and need_w <= w:
+        return x  # windows never reach past the input: no copy
+    return pad2d(x, p[0], need_h - h - p[0], p[1], need_w - w - p[1], value)
+
+
+def _taps(buf, axis: int, k: int, s: int, d: int, n_out: int):
+    """The k shifted, strided views of buf along axis -2 or -1 whose elementwise reduction pools that axis."""
+    for i in range(k):
+        sl = slice(i * d, i * d + s * (n_out - 1) + 1, s)
+        yield buf[..., sl, :] if axis == -2 else buf[..., sl]
+
+
+def _reduce_views(views, ufunc) -> np.ndarray:
+    """ufunc-fold of equally shaped views into a fresh array (the first call allocates it)."""
+    first = next(views)
+    second = next(views, None)
+    if second is None:
+        return np.array(first, copy=True)
+    out = ufunc(first, second)
+    for v in views:
+        ufunc(out, v, out=out)
+    return out
+
+
+def _separable_reduce(buf, k, s, d, out_hw, ufunc):
+    """Reduce windows along W, then along H, with a binary ufunc (np.maximum or np.add)."""
+    rows = _reduce_views(_taps(buf, -1, k[1], s[1], d[1], out_hw[1]), ufunc)
+    return _reduce_views(_taps(rows, -2, k[0], s[0], d[0], out_hw[0]), ufunc)
+
+
+def _max_pool_geometry(x, kernel_size, stride, padding, dilation, ceil_mode):
+    k, s, p, d = _pool_args(kernel_size, stride, padding, dilation)
+    h, w = x.shape[-2:]
+    out_hw = (pool_out_size(h, k[0], s[0], p[0], d[0], ceil_mode),
+              pool_out_size(w, k[1], s[1], p[1], d[1], ceil_mode))
+    return k, s, p, d, out_hw
+
+
+@kernel("aten::max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, "
+        "int[2] dilation=1, bool ceil_mode=False) -> Tensor")
+def max_pool2d(self, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
+    k, s, p, d, out_hw = _max_pool_geometry(self, kernel_size, stride, padding, dilation, ceil_mode)
+    buf = _window_buffer(self, k, s, p, d, out_hw, _lowest(self.dtype))
+    return _separable_reduce(buf, k, s, d, out_hw, np.maximum)
+
+
+def _first_valid(n_out: int, s: int, p: int, d: int) -> np.ndarray:
+    """Per output position, the first input index of its window that is not padding."""
+    start = np.arange(n_out) * s - p
+    return np.where(start < 0, start - (start // d) * d, start)
+
+
+@kernel("aten::max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, "
+        "int[2] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)")
+def max_pool2d_with_indices(self, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
+    """Max pooling that also returns, per output, the flat index h * W + w of the maximum in its plane."""
+    k, s, p, d, (ho, wo) = _max_pool_geometry(self, kernel_size, stride, padding, dilation, ceil_mode)
+    h, w = self.shape[-2:]
+    buf = _window_buffer(self, k, s, p, d, (ho, wo), _lowest(self.dtype))
+    lead = self.shape[:-2]
+    best = np.full(lead + (ho, wo), _lowest(self.dtype), dtype=self.dtype)
+    first = _first_valid(ho, s[0], p[0], d[0])[:, None] * w + _first_valid(wo, s[1], p[1], d[1])[None, :]
+    index = np.broadcast_to(first, best.shape).copy()
+    rows, cols = np.arange(ho) * s[0] - p[0], np.arange(wo) * s[1] - p[1]
+    floating = np.issubdtype(self.dtype, np.floating)
+    for i, row_view in enumerate(_taps(buf, -2, k[0], s[0], d[0], ho)):
+        for j, view in enumerate(_taps(row_view, -1, k[1], s[1], d[1], wo)):
+            take = view > best
+            if floating:
+                take |= np.isnan(view)
+            np.copyto(best, view, where=take)
+            tap_index = (rows + i * d[0])[:, None] * w + (cols + j * d[1])[None, :]
+            np.copyto(index, tap_index, where=take)
+    return best, index.astype(np.int64, copy=False)
+
+
+@kernel("aten::max_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=[0], "
+        "int[1] dilation=[1], bool ceil_mode=False) -> Tensor")
+def max_pool1d(self, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
+    k = expand(kernel_size, 1, "kernel_size")[0]
+    s = expand(stride, 1, "stride")[0] if _given(stride) else k
+    out = max_pool2d(self[..., None, :], [1, k], [1, s], [0, expand(padding, 1)[0]],
+                     [1, expand(dilation, 1)[0]], ceil_mode)
+    return out[..., 0, :]
+
+
+def _avg_divisors(size, k, s, p, n_out, count_include_pad):
+    """Per output position along one axis: window length counting padding (clipped at size + pad), or not."""
+    start = np.arange(n_out) * s - p
+    end = np.minimum(start + k, size + p)
+    if count_include_pad:
+        return end - start
+    return np.minimum(end, size) - np.maximum(start, 0)
+
+
+@kernel("aten::avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, "
+        "bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor")
+def avg_pool2d(self, kernel_size, stride=(), padding=0, ceil_mode=False, count_include_pad=True,
+               divisor_override=None):
+    k, s, p, _ = _pool_args(kernel_size, stride, padding, 1)
+    d = (1, 1)
+    h, w = self.shape[-2:]
+    out_hw = (pool_out_size(h, k[0], s[0], p[0], 1, ceil_mode),
+              pool_out_size(w, k[1], s[1], p[1], 1, ceil_mode))
+    buf = _window_buffer(self, k, s, p, d, out_hw, 0)
+    out = _separable_reduce(buf, k, s, d, out_hw, np.add)
+    if divisor_override:
+        divisor = np.asarray(divisor_override, dtype=out.dtype)
+    else:
+        dh = _avg_divisors(h, k[0], s[0], p[0], out_hw[0], count_include_pad)
+        dw = _avg_divisors(w, k[1], s[1], p[1], out_hw[1], count_include_pad)
+        divisor = (dh[:, None] * dw[None, :]).astype(out.dtype)
+    if np.issubdtype(out.dtype, np.floating):
+        np.divide(out, divisor, out=out)
+        return out
+    return (out // divisor).astype(self.dtype)
+
+
+@kernel("aten::avg_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=[0], "
+        "bool ceil_mode=False, bool count_include_pad=True) -> Tensor")
+def avg_pool1d(self, kernel_size, stride=(), padding=0, ceil_mode=False, count_include_pad=True):
+    k = expand(kernel_size, 1, "kernel_size")[0]
+    s = expand(stride, 1, "stride")[0] if _given(stride) else k
+    out = avg_pool2d(self[..., None, :], [1, k], [1, s], [0, expand(padding, 1)[0]], ceil_mode,
+                     count_include_pad, None)
+    return out[..., 0, :]
+
+
+def adaptive_bounds(size: int, n_out: int) -> tuple[np.ndarray, np.ndarray]:
+    """PyTorch's adaptive windows: start = floor(i * size / n), end = ceil((i + 1) * size / n)."""
+    i = np.arange(n_out)
+    return (i * size) // n_out, -((-(i + 1) * size) // n_out)
+
+
+def _averaging_matrix(size: int, n_out: int, dtype) -> np.ndarray:
+    """(n_out, size) matrix whose row i averages the i-th adaptive window."""
+    start, end = adaptive_bounds(size, n_out)
+    pos = np.arange(size)
+    inside = (pos[None, :] >= start[:, None]) & (pos[None, :] < end[:, None])
+    return (inside / (end - start)[:, None]).astype(dtype)
+
+
+def _output_hw(x, output_size) -> tuple[int, int]:
+    """Adaptive output size; None entries (allowed by TorchScript's F.adaptive_*) keep the input size."""
+    size = list(output_size) if isinstance(output_size, (list, tuple)) else [output_size]
+    if len(size) == 1:
+        size = size * 2
+    h, w = x.shape[-2:]
+    return (h if size[0] is None else int(size[0])), (w if size[1] is None else int(size[1]))
+
+
+@kernel("aten::adaptive_avg_pool2d(Tensor self, SymInt[2] output_size) -> Tensor",
+        "aten::_adaptive_avg_pool2d(Tensor self, SymInt[2] output_size) -> Tensor")
+def adaptive_avg_pool2d(self, output_size):
+    ho, wo = _output_hw(self, output_size)
+    h, w = self.shape[-2:]
+    x = self if np.issubdtype(self.dtype, np.floating) else self.astype(np.float32)
+    lead = x.shape[:-2]
+    if (ho, wo) == (1, 1):
+        flat = x.reshape(lead + (h * w,))
+        return (np.add.reduce(flat, axis=-1, keepdims=True) / (h * w)).astype(x.dtype).reshape(lead + (1, 1))
+    if h % ho == 0 and w % wo == 0:
+        blocks = x.reshape(lead + (ho, h // ho, wo, w // wo))
+        return blocks.mean(axis=(-3, -1), dtype=x.dtype)
+    # General sizes: out = A_h @ x @ A_w^T with per-axis averaging matrices (two BLAS calls).
+    a_h, a_w = _averaging_matrix(h, ho, x.dtype), _averaging_matrix(w, wo, x.dtype)
+    cols = np.matmul(x.reshape(-1, w), a_w.T).reshape(-1, h, wo)
+    return np.matmul(a_h, cols).reshape(lead + (ho, wo))
+
+
+@kernel("aten::adaptive_avg_pool1d(Tensor self, int[1] output_size) -> Tensor")
+def adaptive_avg_pool1d(self, output_size):
+    return adaptive_avg_pool2d(self[..., None, :], [1, expand(output_size, 1)[0]])[..., 0, :]
+
+
+def _window_index(size: int, n_out: int) -> np.ndarray:
+    """(n_out, longest window) input indices of each adaptive window; short ones repeat their last index."""
+    start, end = adaptive_bounds(size, n_out)
+    longest = int((end - start).max())
+    idx = start[:, None] + np.arange(longest)[None, :]
+    return np.minimum(idx, (end - 1)[:, None])
+
+
+@kernel("aten::adaptive_max_pool2d(Tensor self, int[2] output_size) -> (Tensor, Tensor)")
+def adaptive_max_pool2d(self, output_size):
+    """Gathers every adaptive window (padded by repeating an index, harmless to max) and reduces it."""
+    ho, wo = _output_hw(self, output_size)
+    h, w = self.shape[-2:]
+    lead = self.shape[:-2]
+    ih, iw = _window_index(h, ho), _window_index(w, wo)
+    win = self.take(ih.ravel(), axis=-2).take(iw.ravel(), axis=-1)
+    win = win.reshape(lead + (ho, ih.shape[1], wo, iw.shape[1]))
+    win = np.moveaxis(win, -3, -2).reshape(lead + (ho, wo, ih.shape[1] * iw.shape[1]))
+    arg = np.argmax(win, axis=-1)
+    values = np.take_along_axis(win, arg[..., None], axis=-1)[..., 0]
+    flat = ih[:, None, :, None] * w + iw[None, :, None, :]  # (ho, wo, Lh, Lw)
+    flat = flat.reshape(ho, wo, -1)
+    index = np.take_along_axis(np.broadcast_to(flat, arg.shape + flat.shape[-1:]), arg[..., None], axis=-1)
+    return values, index[..., 0].astype(np.int64)
+
+
+@kernel("aten::adaptive_max_pool1d(Tensor self, int[1] output_size) -> (Tensor, Tensor)")
+def adaptive_max_pool1d(self, output_size):
+    values, index = adaptive_max_pool2d(self[..., None, :], [1, expand(output_size, 1)[0]])
+    return values[..., 0, :], index[..., 0, :]

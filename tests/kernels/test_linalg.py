@@ -1,0 +1,132 @@
+"""Matrix-product kernels against PyTorch: linear, matmul for every rank pair, mm, addmm, ..., einsum."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from ptlite.ir.registry import get  # noqa: E402
+from ptlite.ir.schema import parse_schema  # noqa: E402
+
+
+def _torch_op(key: str):
+    name, _, overload = key.split("::")[1].partition(".")
+    return getattr(getattr(torch.ops.aten, name), overload or "default")
+
+
+def _to_torch(a):
+    if isinstance(a, np.ndarray):
+        return torch.from_numpy(np.array(a))
+    if isinstance(a, list) and a and isinstance(a[0], np.ndarray):
+        return [_to_torch(t) for t in a]
+    return a
+
+
+def check(key: str, *args, tol: float = 1e-5):
+    """Run ptlite's kernel and PyTorch's operator on the same arguments and compare every output:
+    max |diff| <= tol * max(1, max |reference|), same shape and dtype."""
+    schema = get(key).schema
+    pos = [_to_torch(a) for a, s in zip(args, schema.arguments, strict=False) if not s.kwarg_only]
+    kw = {s.name: _to_torch(a) for a, s in zip(args, schema.arguments, strict=False) if s.kwarg_only}
+    ours = get(key).impl(*args)  # after copying the inputs for torch: in-place kernels write into args
+    ref = _torch_op(key)(*pos, **kw)
+    ours_all = ours if isinstance(ours, tuple) else (ours,)
+    ref_all = tuple(ref) if isinstance(ref, (tuple, list)) else (ref,)
+    assert len(ours_all) == len(ref_all), f"{key}: {len(ours_all)} outputs, torch has {len(ref_all)}"
+    for i, (got, want) in enumerate(zip(ours_all, ref_all, strict=True)):
+        what = f"{key} output {i} for input shapes {[np.shape(a) for a in args if isinstance(a, np.ndarray)]}"
+        want = want.numpy()
+        assert isinstance(got, np.ndarray), f"{what}: returned {type(got).__name__}, not an ndarray"
+        assert got.shape == want.shape, f"{what}: shape {got.shape} != torch {want.shape}"
+        assert got.dtype == want.dtype, f"{what}: dtype {got.dtype} != torch {want.dtype}"
+        if want.dtype.kind in "biu":
+            assert np.array_equal(got, want), f"{what}: {int(np.sum(got != want))} elements differ"
+            continue
+        assert np.array_equal(np.isnan(got), np.isnan(want)), f"{what}: NaNs differ from torch's"
+        if not want.size:
+            continue
+        got, want = np.atleast_1d(got), np.atleast_1d(want)
+        with np.errstate(invalid="ignore"):
+            delta = np.abs(got.astype(np.float64) - want)
+        delta[(got == want) | np.isnan(want)] = 0
+        diff = float(delta.max())
+        scale = max(1.0, float(np.max(np.abs(np.where(np.isfinite(want), want, 0)))))
+        assert diff <= tol * scale, f"{what}: max |diff| {diff:.3g} > {tol:g} * {scale:.3g}"
+    return ours
+
+
+def check_schemas(keys):
+    for key in keys:
+        theirs = parse_schema(str(_torch_op(key)._schema))
+        assert get(key).schema == theirs, f"{key}: schema differs from torch's {theirs}"
+
+
+def randn(rng, *shape):
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+@pytest.mark.parametrize("shape", [(7,), (3, 7), (2, 4, 7), (2, 1, 3, 7)])
+@pytest.mark.parametrize("with_bias", [True, False])
+def test_linear_matches_torch(shape, with_bias, rng):
+    check("aten::linear", randn(rng, *shape), randn(rng, 5, 7), randn(rng, 5) if with_bias else None)
+
+
+def test_linear_on_strided_input(rng):
+    x = randn(rng, 4, 7, 3).transpose(0, 2, 1)
+    check("aten::linear", x, randn(rng, 5, 7), randn(rng, 5))
+
+
+RANK_PAIRS = [((4,), (4,)), ((4,), (4, 3)), ((3, 4), (4,)), ((3, 4), (4, 5)), ((2, 3, 4), (4,)),
+              ((4,), (2, 4, 3)), ((2, 3, 4), (4, 5)), ((3, 4), (2, 4, 5)), ((2, 3, 4), (2, 4, 5)),
+              ((2, 1, 3, 4), (5, 4, 2)), ((6, 2, 3, 4), (4, 5))]
+
+
+@pytest.mark.parametrize("a,b", RANK_PAIRS, ids=[f"{a}@{b}" for a, b in RANK_PAIRS])
+def test_matmul_matches_torch_for_every_rank_pair(a, b, rng):
+    check("aten::matmul", randn(rng, *a), randn(rng, *b))
+
+
+def test_matmul_vector_dot_is_0d_array(rng):
+    out = get("aten::matmul").impl(randn(rng, 4), randn(rng, 4))
+    assert isinstance(out, np.ndarray) and out.shape == (), f"matmul 1-D @ 1-D gave {type(out)}"
+
+
+def test_mm_bmm_mv_dot(rng):
+    check("aten::mm", randn(rng, 3, 4), randn(rng, 4, 5))
+    check("aten::bmm", randn(rng, 2, 3, 4), randn(rng, 2, 4, 5))
+    check("aten::mv", randn(rng, 3, 4), randn(rng, 4))
+    check("aten::dot", randn(rng, 6), randn(rng, 6))
+
+
+@pytest.mark.parametrize("beta,alpha", [(1, 1), (0.5, 2.0), (0, 1)])
+def test_addmm_family(beta, alpha, rng):
+    check("aten::addmm", randn(rng, 5), randn(rng, 3, 4), randn(rng, 4, 5), beta, alpha)
+    check("aten::addmm", randn(rng, 3, 5), randn(rng, 3, 4), randn(rng, 4, 5), beta, alpha)
+    check("aten::baddbmm", randn(rng, 2, 3, 5), randn(rng, 2, 3, 4), randn(rng, 2, 4, 5), beta, alpha)
+    check("aten::addmv", randn(rng, 3), randn(rng, 3, 4), randn(rng, 4), beta, alpha)
+
+
+def test_addmm_with_beta_zero_ignores_nan_in_self(rng):
+    bias = np.full((3, 5), np.nan, dtype=np.float32)
+    check("aten::addmm", bias, randn(rng, 3, 4), randn(rng, 4, 5), 0, 1)
+
+
+@pytest.mark.parametrize("shape", [(), (4,), (3, 4)])
+def test_t_matches_torch(shape, rng):
+    check("aten::t", randn(rng, *shape))
+
+
+EINSUMS = [("ij,jk->ik", [(3, 4), (4, 5)]), ("bhid, bhjd -> bhij", [(2, 3, 4, 5), (2, 3, 6, 5)]),
+           ("ii->i", [(4, 4)]), ("...ij->...ji", [(2, 3, 4)]), ("i,j,k->ijk", [(2,), (3,), (4,)])]
+
+
+@pytest.mark.parametrize("equation,shapes", EINSUMS)
+def test_einsum_matches_torch(equation, shapes, rng):
+    check("aten::einsum", equation, [randn(rng, *s) for s in shapes], None)
+
+
+def test_schemas_are_torchs():
+    check_schemas(["aten::linear", "aten::matmul", "aten::mm", "aten::bmm", "aten::mv", "aten::dot",
+                   "aten::addmm", "aten::baddbmm", "aten::addmv", "aten::t", "aten::einsum"])
