@@ -15,15 +15,41 @@ import math
 from collections.abc import Callable
 from typing import Dict, List, Tuple  # noqa: UP035  (TorchScript needs typing generics)
 
+import numpy as np
 import torch
 from torch import nn
 
 IMAGE_SIZE = 224
 
 
-def calibrate(model: nn.Module, input_shape: tuple[int, ...] = (2, 3, 160, 160), seed: int = 0,
-              steps: int = 3) -> nn.Module:
-    """Re-draw weights so outputs are O(1), re-estimate batch-norm statistics, and return the model in eval mode."""
+def sample_images(batch: int, size: int, offset: int = 0) -> torch.Tensor:
+    """Crops of scikit-learn's two sample photographs (china.jpg, flower.jpg), ImageNet-normalised NCHW float32.
+
+    Crop i is taken at a position that depends on i + offset, so different offsets give different crops. Needs
+    scikit-learn (it ships the photographs); without it, smooth random images stand in.
+    """
+    try:
+        from sklearn.datasets import load_sample_image
+    except ImportError:
+        gen = torch.Generator().manual_seed(offset)
+        coarse = torch.randn(batch, 3, 8, 8, generator=gen)
+        return torch.nn.functional.interpolate(coarse, size=(size, size), mode="bilinear", align_corners=False)
+    photos = [np.asarray(load_sample_image(n), dtype=np.float32) / 255.0 for n in ("china.jpg", "flower.jpg")]
+    out = []
+    for i in range(offset, offset + batch):
+        img = photos[i % 2]  # 427 x 640 x 3
+        top, left = 20 * ((i // 2) % 4), 60 + 40 * ((i // 2) % 6)
+        side = min(img.shape[0] - top, img.shape[1] - left)
+        idx = np.arange(size) * side // size
+        crop = img[top:top + side, left:left + side][idx][:, idx]
+        crop = (crop - np.array([0.485, 0.456, 0.406], np.float32)) / np.array([0.229, 0.224, 0.225], np.float32)
+        out.append(crop.transpose(2, 0, 1))
+    return torch.from_numpy(np.ascontiguousarray(np.stack(out), dtype=np.float32))
+
+
+def calibrate(model: nn.Module, seed: int = 0, sizes: tuple[int, ...] = (224, 160), batch: int = 4) -> nn.Module:
+    """Re-draw weights so outputs are O(1), re-estimate batch-norm statistics on photographs, and return the
+    model in eval mode."""
     gen = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for m in model.modules():
@@ -39,8 +65,8 @@ def calibrate(model: nn.Module, input_shape: tuple[int, ...] = (2, 3, 160, 160),
                 m.momentum = None  # cumulative average over the calibration batches
         if any(isinstance(m, nn.modules.batchnorm._BatchNorm) for m in model.modules()):
             model.train()
-            for _ in range(steps):
-                model(torch.randn(*input_shape, generator=gen))
+            for k, size in enumerate(sizes):
+                model(sample_images(batch, size, offset=100 + k * batch))
     return model.eval()
 
 

@@ -121,3 +121,22 @@ def test_inputs_are_not_modified():
     for a in arrays:
         a.flags.writeable = False  # a read-only memory map must be enough
     get("aten::gru.input").impl(arrays[0], arrays[1], arrays[2:], *rest)
+
+
+def test_lstm_with_one_array_for_both_states_batch_one():
+    """TorchScript's nn.LSTM passes (zeros, zeros) - the same tensor - as (h0, c0); the states must not alias."""
+    from ptlite.ir.registry import get
+
+    rng = np.random.default_rng(3)
+    params = [rng.standard_normal(s).astype(np.float32) * 0.3
+              for s in [(128, 16), (128, 32), (128,), (128,), (128, 32), (128, 32), (128,), (128,)]]
+    x = rng.standard_normal((1, 10, 16)).astype(np.float32)
+    zeros = np.zeros((2, 1, 32), np.float32)
+    ours = get("aten::lstm.input").impl(x, [zeros, zeros], params, True, 2, 0.0, False, False, True)
+    t_zeros = torch.zeros(2, 1, 32)
+    ref = torch.lstm(torch.from_numpy(x), [t_zeros, t_zeros], [torch.from_numpy(p) for p in params],
+                     True, 2, 0.0, False, False, True)
+    for i, (a, e) in enumerate(zip(ours, ref)):
+        diff = float(np.abs(a - e.numpy()).max())
+        assert diff <= 1e-5, f"aten::lstm.input output {i}: max |diff| {diff:.3g}"
+    assert not zeros.any(), "aten::lstm.input wrote into its initial state"

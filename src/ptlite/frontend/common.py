@@ -67,6 +67,7 @@ class WeightStore:
     def __init__(self, program: Program) -> None:
         self.program = program
         self._by_identity: dict[tuple, str] = {}
+        self._alive: list[torch.Tensor] = []  # keeps storages alive so a data_ptr is never reused meanwhile
 
     def add(self, tensor: torch.Tensor, hint: str) -> str:
         key = (tensor.data_ptr(), tuple(tensor.shape), tuple(tensor.stride()), tensor.dtype) \
@@ -77,6 +78,7 @@ class WeightStore:
         self.program.weights[name] = to_numpy(tensor)
         if key is not None:
             self._by_identity[key] = name
+            self._alive.append(tensor)
         return name
 
 

@@ -92,7 +92,7 @@ class _Translator:
                                    "ptlite needs calls on submodules to be inlined") from None
             raise CaptureError(f"TorchScript value %{tv.debugName()} is used before it is defined") from None
 
-    def get_attr(self, tn: torch._C.Node) -> Node | None:
+    def get_attr(self, tn: torch._C.Node) -> list[Node]:
         """Read an attribute of a (frozen) module object now: freezing leaves some, e.g. in unrolled loops."""
         owner = self.objects[tn.input().unique()]
         name = tn.s("name")
@@ -100,37 +100,41 @@ class _Translator:
         out = tn.output()
         if isinstance(value, torch._C.ScriptModule):
             self.objects[out.unique()] = value
-            return None
-        v = self.define(out)
-        if isinstance(value, torch.Tensor):
-            v.type, v.dtype, v.shape = "Tensor", normalize_dtype_name(str(value.dtype)), tuple(value.shape)
-            return Node("prim::Constant", [], [v], {"weight": self.weights.add(value, out.debugName())})
-        return Node("prim::Constant", [], [v], {"value": python_constant(value)})
+            return []
+        return self.constant_nodes(value, self.define(out), out.debugName(), tn)
 
     def block(self, tb: Any, params: list[Value] | None = None) -> Block:
         inputs = params if params is not None else [self.define(i) for i in tb.inputs()]
-        nodes = [self.node(tn) for tn in tb.nodes()]
-        return Block(inputs, [n for n in nodes if n is not None], [self.use(o) for o in tb.outputs()])
+        nodes: list[Node] = []
+        for tn in tb.nodes():
+            nodes.extend(self.node(tn))
+        return Block(inputs, nodes, [self.use(o) for o in tb.outputs()])
 
-    def constant(self, tn: torch._C.Node) -> Node:
+    def constant_nodes(self, value: Any, v: Value, hint: str, where: torch._C.Node) -> list[Node]:
+        """Nodes defining v as `value`: a weight for a tensor, a construct node over weights for a list or
+        tuple holding tensors (e.g. an LSTM's flat weights), a plain constant otherwise."""
+        if isinstance(value, torch.Tensor):
+            v.type, v.dtype, v.shape = "Tensor", normalize_dtype_name(str(value.dtype)), tuple(value.shape)
+            return [Node("prim::Constant", [], [v], {"weight": self.weights.add(value, hint)})]
+        if isinstance(value, (list, tuple)) and any(isinstance(x, torch.Tensor) for x in value):
+            nodes, items = [], []
+            for i, x in enumerate(value):
+                item = Value(type="Tensor" if isinstance(x, torch.Tensor) else "Any")
+                nodes.extend(self.constant_nodes(x, item, f"{hint}.{i}", where))
+                items.append(item)
+            op = "prim::ListConstruct" if isinstance(value, list) else "prim::TupleConstruct"
+            return [*nodes, Node(op, items, [v])]
+        value = python_constant(value)
+        if isinstance(value, (torch._C.ScriptObject, torch._C.ScriptFunction)) or callable(value):
+            self.unsupported.append(("prim::Constant", f"{_source(where)}: constant of type {type(value).__name__}"))
+        return [Node("prim::Constant", [], [v], {"value": value})]
+
+    def constant(self, tn: torch._C.Node) -> list[Node]:
         out = tn.output()
         value = out.toIValue() if tn.hasAttribute("value") else None
-        v = self.define(out)
-        if isinstance(value, torch.Tensor):
-            hint = out.debugName().removeprefix("self.")
-            v.dtype = normalize_dtype_name(str(value.dtype))
-            v.shape = tuple(value.shape)
-            v.type = "Tensor"
-            return Node("prim::Constant", [], [v], {"weight": self.weights.add(value, hint)})
-        try:
-            value = python_constant(value)
-        except CaptureError:
-            raise
-        if isinstance(value, (torch._C.ScriptObject, torch._C.ScriptFunction)) or callable(value):
-            self.unsupported.append(("prim::Constant", f"{_source(tn)}: constant of type {out.type()}"))
-        return Node("prim::Constant", [], [v], {"value": value}, source="")
+        return self.constant_nodes(value, self.define(out), out.debugName().removeprefix("self."), tn)
 
-    def node(self, tn: torch._C.Node) -> Node | None:
+    def node(self, tn: torch._C.Node) -> list[Node]:
         kind = tn.kind()
         if kind == "prim::Constant":
             return self.constant(tn)
@@ -139,15 +143,15 @@ class _Translator:
         inputs = [self.use(i) for i in tn.inputs()]
         if kind == "prim::If":
             blocks = [self.block(b) for b in tn.blocks()]
-            return Node(kind, inputs, [self.define(o) for o in tn.outputs()], blocks=blocks, source=_source(tn))
+            return [Node(kind, inputs, [self.define(o) for o in tn.outputs()], blocks=blocks, source=_source(tn))]
         if kind == "prim::Loop":
             (body,) = tn.blocks()
             block = self.block(body)
-            return Node(kind, inputs, [self.define(o) for o in tn.outputs()], blocks=[block], source=_source(tn))
+            return [Node(kind, inputs, [self.define(o) for o in tn.outputs()], blocks=[block], source=_source(tn))]
         if kind in _EXPLAIN:
             self.unsupported.append((kind, f"{_source(tn)}: the model {_EXPLAIN[kind]}"))
         outputs = [self.define(o) for o in tn.outputs()]
-        return Node(_op_key(tn), inputs, outputs, source=_source(tn))
+        return [Node(_op_key(tn), inputs, outputs, source=_source(tn))]
 
 
 def _prepare_graph(frozen: torch._C.ScriptModule, name: str) -> torch._C.Graph:

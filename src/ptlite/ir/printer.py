@@ -6,8 +6,7 @@ from .graph import Block, Graph, Node, Program, Value
 
 
 def _value(v: Value) -> str:
-    text = f"%{v.name or v.id}"
-    return text
+    return f"%{v.name}" if v.name else f"%_{v.id}"
 
 
 def _typed(v: Value) -> str:

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from ptlite.errors import ExecutionError, PtliteError, UnsupportedOperatorError
 from ptlite.ir import registry
 from ptlite.ir.graph import Block, Graph, Node, Program, Value
@@ -42,7 +44,7 @@ class _Compiler:
         if node.op == "prim::Constant":
             out = self.slot(node.output)
             if "weight" in node.attrs:
-                self.constants[out] = self.program.weights[node.attrs["weight"]]
+                self.constants[out] = _read_only(self.program.weights[node.attrs["weight"]])
             else:
                 self.constants[out] = node.attrs.get("value")
             return None
@@ -119,6 +121,14 @@ class _Compiler:
             for o, v in zip(outs, values):
                 env[o] = v
         return step
+
+
+def _read_only(array: Any) -> Any:
+    """A read-only view, so that an in-place kernel can never change a weight for later calls."""
+    if isinstance(array, np.ndarray) and array.flags.writeable:
+        array = array.view()
+        array.flags.writeable = False
+    return array
 
 
 # Operators whose kernel returns a tuple of the node's outputs even when there is only one.

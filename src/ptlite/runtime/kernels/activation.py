@@ -39,6 +39,11 @@ def _result_dtype(x: np.ndarray, *others) -> np.dtype:
     return dtype
 
 
+def _inplace_target(self: np.ndarray) -> np.ndarray:
+    """Where an in-place op writes: self, or a new array when self is read-only (a memory-mapped weight)."""
+    return self if self.flags.writeable else np.empty_like(self)
+
+
 def _unary(fn):
     """Register-friendly wrapper: fn(x, out) computes into out; returns (kernel, in-place kernel)."""
     def apply(self):
@@ -46,7 +51,7 @@ def _unary(fn):
         return fn(x, np.empty_like(x))
 
     def apply_(self):
-        return fn(self, self)
+        return fn(self, _inplace_target(self))
 
     return apply, apply_
 
@@ -68,7 +73,7 @@ def relu(self):
 
 @kernel("aten::relu_(Tensor(a!) self) -> Tensor(a!)")
 def relu_(self):
-    return _relu(self, self)
+    return _relu(self, _inplace_target(self))
 
 
 @kernel("aten::hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor")
@@ -78,7 +83,7 @@ def hardtanh(self, min_val=-1, max_val=1):
 
 @kernel("aten::hardtanh_(Tensor(a!) self, Scalar min_val=-1, Scalar max_val=1) -> Tensor(a!)")
 def hardtanh_(self, min_val=-1, max_val=1):
-    return np.clip(self, min_val, max_val, out=self)
+    return np.clip(self, min_val, max_val, out=_inplace_target(self))
 
 
 @kernel("aten::relu6(Tensor self) -> Tensor")
@@ -88,7 +93,7 @@ def relu6(self):
 
 @kernel("aten::relu6_(Tensor(a!) self) -> Tensor(a!)")
 def relu6_(self):
-    return np.clip(self, 0, 6, out=self)
+    return np.clip(self, 0, 6, out=_inplace_target(self))
 
 
 def _hardswish(x, out):
@@ -238,7 +243,7 @@ def gelu(self, approximate="none"):
 
 @kernel("aten::gelu_(Tensor(a!) self, *, str approximate=\"none\") -> Tensor(a!)")
 def gelu_(self, approximate="none"):
-    return _gelu_fn(approximate)(self, self)
+    return _gelu_fn(approximate)(self, _inplace_target(self))
 
 
 # ---------------------------------------------------------------- elu, leaky relu, softplus, prelu
@@ -394,7 +399,7 @@ def clamp(self, min=None, max=None):
 def clamp_(self, min=None, max=None):
     if not np.can_cast(_result_dtype(self, min, max), self.dtype, "same_kind"):
         raise TypeError(f"clamp_: result type {_result_dtype(self, min, max)} can't be cast to {self.dtype}")
-    return _clamp_into(self, min, max, self)
+    return _clamp_into(self, min, max, _inplace_target(self))
 
 
 @kernel("aten::clamp_min(Tensor self, Scalar min) -> Tensor",

@@ -115,8 +115,10 @@ def _run_layer(mode: str, x: np.ndarray, dirs: list[_Direction], h0: np.ndarray,
     if num_dirs == 2:
         xp[1] = xp[1, ::-1].copy()
     w_hh = np.stack([d.w_hh for d in dirs])  # (D, G*H, Hout)
-    h = np.ascontiguousarray(np.asarray(h0, dtype=x.dtype).transpose(0, 2, 1))
-    c = None if c0 is None else np.ascontiguousarray(np.asarray(c0, dtype=x.dtype).transpose(0, 2, 1))
+    # Fresh copies: the loop updates the states in place, and h0 and c0 may be views of inputs (a batch of 1
+    # makes the transpose contiguous already) or even one array (TorchScript passes (zeros, zeros)).
+    h = np.array(np.asarray(h0, dtype=x.dtype).transpose(0, 2, 1), order="C", copy=True)
+    c = None if c0 is None else np.array(np.asarray(c0, dtype=x.dtype).transpose(0, 2, 1), order="C", copy=True)
     out = np.empty((num_dirs, steps) + h.shape[1:], dtype=x.dtype)
     gates = np.empty((num_dirs, hidden_gates, batch), dtype=x.dtype)
     scratch = np.empty((num_dirs, hidden, batch), dtype=x.dtype)

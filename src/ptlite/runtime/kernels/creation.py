@@ -1,0 +1,346 @@
+"""Tensor creation and conversion kernels: zeros/full/arange/linspace/eye, *_like, new_*, to/_to_copy, fill.
+
+Layout, device, pin_memory, memory_format, non_blocking and requires_grad arguments are accepted and ignored.
+`empty` tensors are zero-filled so that results never depend on leftover memory.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ptlite.ir.dtypes import to_numpy
+from ptlite.ir.registry import kernel
+
+from .elementwise import cast, scalar_dtype, write_into
+
+_F32 = np.dtype(np.float32)
+
+_FACTORY = "*, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None"
+_LIKE = _FACTORY + ", MemoryFormat? memory_format=None"
+
+
+def _dtype(dtype: int | None, default: np.dtype) -> np.dtype:
+    return default if dtype is None else to_numpy(dtype)
+
+
+def _shape(size: Any) -> tuple[int, ...]:
+    return (int(size),) if isinstance(size, (int, np.integer)) else tuple(int(s) for s in size)
+
+
+def _number(x: Any) -> Any:
+    """A Scalar argument as a Python number (0-d arrays, as the Tensor overloads pass, included)."""
+    return x.item() if isinstance(x, (np.ndarray, np.generic)) else x
+
+
+# ----------------------------------------------------------------------------------------------------
+# Factories
+# ----------------------------------------------------------------------------------------------------
+
+@kernel(f"aten::zeros(SymInt[] size, {_FACTORY}) -> Tensor",
+        f"aten::empty.memory_format(SymInt[] size, {_LIKE}) -> Tensor")
+def zeros(size: Any, dtype: int | None = None, layout: Any = None, device: Any = None,
+          pin_memory: Any = None, memory_format: Any = None) -> np.ndarray:
+    return np.zeros(_shape(size), _dtype(dtype, _F32))
+
+
+@kernel(f"aten::empty_strided(SymInt[] size, SymInt[] stride, {_FACTORY}) -> Tensor")
+def empty_strided(size: Any, stride: Any, dtype: int | None = None, layout: Any = None, device: Any = None,
+                  pin_memory: Any = None) -> np.ndarray:
+    return zeros(size, dtype)
+
+
+@kernel(f"aten::empty_permuted(SymInt[] size, int[] physical_layout, {_FACTORY}) -> Tensor")
+def empty_permuted(size: Any, physical_layout: Any, dtype: int | None = None, layout: Any = None,
+                   device: Any = None, pin_memory: Any = None) -> np.ndarray:
+    return zeros(size, dtype)
+
+
+@kernel(f"aten::ones(SymInt[] size, {_FACTORY}) -> Tensor")
+def ones(size: Any, dtype: int | None = None, layout: Any = None, device: Any = None,
+         pin_memory: Any = None) -> np.ndarray:
+    return np.ones(_shape(size), _dtype(dtype, _F32))
+
+
+@kernel(f"aten::full(SymInt[] size, Scalar fill_value, {_FACTORY}) -> Tensor")
+def full(size: Any, fill_value: Any, dtype: int | None = None, layout: Any = None, device: Any = None,
+         pin_memory: Any = None) -> np.ndarray:
+    fill_value = _number(fill_value)
+    dt = _dtype(dtype, scalar_dtype(fill_value))
+    return np.full(_shape(size), cast(fill_value, dt), dt)
+
+
+@kernel(f"aten::scalar_tensor(Scalar s, {_FACTORY}) -> Tensor")
+def scalar_tensor(s: Any, dtype: int | None = None, layout: Any = None, device: Any = None,
+                  pin_memory: Any = None) -> np.ndarray:
+    dt = _dtype(dtype, _F32)
+    return np.asarray(cast(_number(s), dt))
+
+
+def _arange(start: Any, end: Any, step: Any, dtype: int | None) -> np.ndarray:
+    start, end, step = _number(start), _number(end), _number(step)
+    if step == 0:
+        raise ValueError("arange: step must be nonzero")
+    is_float = any(isinstance(v, (float, np.floating)) for v in (start, end, step))
+    dt = _dtype(dtype, _F32 if is_float else np.dtype(np.int64))
+    if is_float:
+        count = math.ceil((end - start) / step)
+    else:
+        count = -((start - end) // step)  # exact ceil((end - start) / step) for integers
+    if count < 0:
+        raise ValueError(f"arange: upper bound {end} and step {step} are inconsistent with start {start}")
+    if dt.kind in "iub":
+        # torch converts start and step to the integer type first (truncating), then counts up
+        return (int(start) + int(step) * np.arange(count, dtype=np.int64)).astype(dt, copy=False)
+    values = start + step * np.arange(count, dtype=np.float64)  # torch accumulates in double on CPU
+    return values.astype(dt)
+
+
+@kernel(f"aten::arange(Scalar end, {_FACTORY}) -> Tensor")
+def arange(end: Any, dtype: int | None = None, layout: Any = None, device: Any = None,
+           pin_memory: Any = None) -> np.ndarray:
+    return _arange(0, end, 1, dtype)
+
+
+@kernel(f"aten::arange.start(Scalar start, Scalar end, {_FACTORY}) -> Tensor")
+def arange_start(start: Any, end: Any, dtype: int | None = None, layout: Any = None, device: Any = None,
+                 pin_memory: Any = None) -> np.ndarray:
+    return _arange(start, end, 1, dtype)
+
+
+@kernel(f"aten::arange.start_step(Scalar start, Scalar end, Scalar step=1, {_FACTORY}) -> Tensor")
+def arange_start_step(start: Any, end: Any, step: Any = 1, dtype: int | None = None, layout: Any = None,
+                      device: Any = None, pin_memory: Any = None) -> np.ndarray:
+    return _arange(start, end, step, dtype)
+
+
+@kernel(f"aten::linspace(Scalar start, Scalar end, int steps, {_FACTORY}) -> Tensor",
+        f"aten::linspace.Tensor_Tensor(Tensor start, Tensor end, int steps, {_FACTORY}) -> Tensor",
+        f"aten::linspace.Tensor_Scalar(Tensor start, Scalar end, int steps, {_FACTORY}) -> Tensor",
+        f"aten::linspace.Scalar_Tensor(Scalar start, Tensor end, int steps, {_FACTORY}) -> Tensor")
+def linspace(start: Any, end: Any, steps: int, dtype: int | None = None, layout: Any = None,
+             device: Any = None, pin_memory: Any = None) -> np.ndarray:
+    """Like torch: the first half counts up from start, the second half down from end (symmetric rounding)."""
+    dt = _dtype(dtype, _F32)
+    if steps < 0:
+        raise ValueError("linspace: number of steps must be non-negative")
+    start, end = _number(start), _number(end)
+    work = dt
+    if dt.kind != "f":  # integer output: integer end points, float64 steps, truncated results
+        start, end, work = int(start), int(end), np.dtype(np.float64)
+    start, end = work.type(start), work.type(end)
+    if steps <= 1:
+        return np.full(steps, start, dt)
+    step = (end - start) / work.type(steps - 1)
+    i = np.arange(steps, dtype=work)
+    half = steps // 2
+    out = np.empty(steps, work)
+    out[:half] = start + step * i[:half]
+    out[half:] = end - step * (work.type(steps - 1) - i[half:])
+    return out.astype(dt, copy=False)
+
+
+@kernel(f"aten::eye(SymInt n, {_FACTORY}) -> Tensor")
+def eye(n: int, dtype: int | None = None, layout: Any = None, device: Any = None,
+        pin_memory: Any = None) -> np.ndarray:
+    return np.eye(n, dtype=_dtype(dtype, _F32))
+
+
+@kernel(f"aten::eye.m(SymInt n, SymInt m, {_FACTORY}) -> Tensor")
+def eye_m(n: int, m: int, dtype: int | None = None, layout: Any = None, device: Any = None,
+          pin_memory: Any = None) -> np.ndarray:
+    return np.eye(n, m, dtype=_dtype(dtype, _F32))
+
+
+def _infer_list_dtype(data: Any) -> np.dtype:
+    """torch.tensor(list): bool if every leaf is bool, int64 if all are integers, else the default float."""
+    leaves = np.asarray(data, dtype=object).reshape(-1)
+    if leaves.size == 0:
+        return _F32
+    kinds = {scalar_dtype(_number(v)) for v in leaves}
+    if _F32 in kinds:
+        return _F32
+    return np.dtype(np.int64) if np.dtype(np.int64) in kinds else np.dtype(np.bool_)
+
+
+@kernel("aten::tensor(t[] data, *, ScalarType? dtype=None, Device? device=None, bool requires_grad=False) "
+        "-> Tensor",
+        "aten::as_tensor.list(t[] data, *, ScalarType? dtype=None, Device? device=None) -> Tensor")
+def tensor(data: list, dtype: int | None = None, device: Any = None,
+           requires_grad: bool = False) -> np.ndarray:
+    return np.array(data, dtype=_dtype(dtype, _infer_list_dtype(data)))
+
+
+@kernel("aten::tensor.float(float t, *, ScalarType? dtype=None, Device? device=None, "
+        "bool requires_grad=False) -> Tensor",
+        "aten::tensor.int(int t, *, ScalarType? dtype=None, Device? device=None, bool requires_grad=False) "
+        "-> Tensor",
+        "aten::tensor.bool(bool t, *, ScalarType? dtype=None, Device? device=None, bool requires_grad=False) "
+        "-> Tensor",
+        "aten::as_tensor.float(float t, *, ScalarType? dtype=None, Device? device=None) -> Tensor",
+        "aten::as_tensor.int(int t, *, ScalarType? dtype=None, Device? device=None) -> Tensor",
+        "aten::as_tensor.bool(bool t, *, ScalarType? dtype=None, Device? device=None) -> Tensor")
+def tensor_scalar(t: Any, dtype: int | None = None, device: Any = None,
+                  requires_grad: bool = False) -> np.ndarray:
+    dt = _dtype(dtype, scalar_dtype(t))
+    return np.asarray(cast(t, dt))
+
+
+@kernel("aten::as_tensor(Tensor(a) data, *, ScalarType? dtype=None, Device? device=None) -> Tensor(b|a)")
+def as_tensor(data: np.ndarray, dtype: int | None = None, device: Any = None) -> np.ndarray:
+    return data if dtype is None else data.astype(to_numpy(dtype), copy=False)
+
+
+# ----------------------------------------------------------------------------------------------------
+# *_like and new_*
+# ----------------------------------------------------------------------------------------------------
+
+@kernel(f"aten::zeros_like(Tensor self, {_LIKE}) -> Tensor",
+        f"aten::empty_like(Tensor self, {_LIKE}) -> Tensor")
+def zeros_like(self: np.ndarray, dtype: int | None = None, layout: Any = None, device: Any = None,
+               pin_memory: Any = None, memory_format: Any = None) -> np.ndarray:
+    return np.zeros(self.shape, _dtype(dtype, self.dtype))
+
+
+@kernel(f"aten::ones_like(Tensor self, {_LIKE}) -> Tensor")
+def ones_like(self: np.ndarray, dtype: int | None = None, layout: Any = None, device: Any = None,
+              pin_memory: Any = None, memory_format: Any = None) -> np.ndarray:
+    return np.ones(self.shape, _dtype(dtype, self.dtype))
+
+
+@kernel(f"aten::full_like(Tensor self, Scalar fill_value, {_LIKE}) -> Tensor")
+def full_like(self: np.ndarray, fill_value: Any, dtype: int | None = None, layout: Any = None,
+              device: Any = None, pin_memory: Any = None, memory_format: Any = None) -> np.ndarray:
+    dt = _dtype(dtype, self.dtype)
+    return np.full(self.shape, cast(_number(fill_value), dt), dt)
+
+
+@kernel(f"aten::new_zeros(Tensor self, SymInt[] size, {_FACTORY}) -> Tensor",
+        f"aten::new_empty(Tensor self, SymInt[] size, {_FACTORY}) -> Tensor")
+def new_zeros(self: np.ndarray, size: Any, dtype: int | None = None, layout: Any = None, device: Any = None,
+              pin_memory: Any = None) -> np.ndarray:
+    return np.zeros(_shape(size), _dtype(dtype, self.dtype))
+
+
+@kernel(f"aten::new_ones(Tensor self, SymInt[] size, {_FACTORY}) -> Tensor")
+def new_ones(self: np.ndarray, size: Any, dtype: int | None = None, layout: Any = None, device: Any = None,
+             pin_memory: Any = None) -> np.ndarray:
+    return np.ones(_shape(size), _dtype(dtype, self.dtype))
+
+
+@kernel(f"aten::new_full(Tensor self, SymInt[] size, Scalar fill_value, {_FACTORY}) -> Tensor")
+def new_full(self: np.ndarray, size: Any, fill_value: Any, dtype: int | None = None, layout: Any = None,
+             device: Any = None, pin_memory: Any = None) -> np.ndarray:
+    dt = _dtype(dtype, self.dtype)
+    return np.full(_shape(size), cast(_number(fill_value), dt), dt)
+
+
+# ----------------------------------------------------------------------------------------------------
+# Conversion: to, _to_copy, type_as
+# ----------------------------------------------------------------------------------------------------
+
+def convert(self: np.ndarray, dt: np.dtype | None, copy: bool) -> np.ndarray:
+    """`self` as dtype dt: the same array when nothing changes and no copy is asked for, else a new one.
+
+    Float to integer conversion truncates toward zero, as a C cast (and torch) does.
+    """
+    if dt is None or dt == self.dtype:
+        return np.array(self, copy=True) if copy else self
+    return self.astype(dt)
+
+
+@kernel("aten::to.dtype(Tensor(a) self, ScalarType dtype, bool non_blocking=False, bool copy=False, "
+        "MemoryFormat? memory_format=None) -> Tensor(a)")
+def to_dtype(self: np.ndarray, dtype: int, non_blocking: bool = False, copy: bool = False,
+             memory_format: Any = None) -> np.ndarray:
+    return convert(self, to_numpy(dtype), copy)
+
+
+@kernel("aten::to.device(Tensor(a) self, Device device, ScalarType dtype, bool non_blocking=False, "
+        "bool copy=False, MemoryFormat? memory_format=None) -> Tensor(a)")
+def to_device(self: np.ndarray, device: Any, dtype: int, non_blocking: bool = False, copy: bool = False,
+              memory_format: Any = None) -> np.ndarray:
+    return convert(self, to_numpy(dtype), copy)
+
+
+@kernel("aten::to.other(Tensor(a) self, Tensor other, bool non_blocking=False, bool copy=False, "
+        "MemoryFormat? memory_format=None) -> Tensor(a)")
+def to_other(self: np.ndarray, other: np.ndarray, non_blocking: bool = False, copy: bool = False,
+             memory_format: Any = None) -> np.ndarray:
+    return convert(self, other.dtype, copy)
+
+
+@kernel("aten::to.dtype_layout(Tensor(a) self, *, ScalarType? dtype=None, Layout? layout=None, "
+        "Device? device=None, bool? pin_memory=None, bool non_blocking=False, bool copy=False, "
+        "MemoryFormat? memory_format=None) -> Tensor(a)")
+def to_dtype_layout(self: np.ndarray, dtype: int | None = None, layout: Any = None, device: Any = None,
+                    pin_memory: Any = None, non_blocking: bool = False, copy: bool = False,
+                    memory_format: Any = None) -> np.ndarray:
+    return convert(self, None if dtype is None else to_numpy(dtype), copy)
+
+
+@kernel("aten::to.prim_Device(Tensor(a) self, Device? device, int? dtype=None, bool non_blocking=False, "
+        "bool copy=False) -> Tensor(b|a)")
+def to_prim_device(self: np.ndarray, device: Any, dtype: int | None = None, non_blocking: bool = False,
+                   copy: bool = False) -> np.ndarray:
+    return convert(self, None if dtype is None else to_numpy(dtype), copy)
+
+
+@kernel("aten::to.prim_dtype(Tensor(a) self, int? dtype=None, bool non_blocking=False, bool copy=False) "
+        "-> Tensor(b|a)")
+def to_prim_dtype(self: np.ndarray, dtype: int | None = None, non_blocking: bool = False,
+                  copy: bool = False) -> np.ndarray:
+    return convert(self, None if dtype is None else to_numpy(dtype), copy)
+
+
+@kernel("aten::to.prim_other(Tensor(a) self, bool non_blocking=False, bool copy=False) -> Tensor(b|a)")
+def to_prim_other(self: np.ndarray, non_blocking: bool = False, copy: bool = False) -> np.ndarray:
+    return convert(self, None, copy)
+
+
+@kernel("aten::_to_copy(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, "
+        "bool? pin_memory=None, bool non_blocking=False, MemoryFormat? memory_format=None) -> Tensor")
+def to_copy(self: np.ndarray, dtype: int | None = None, layout: Any = None, device: Any = None,
+            pin_memory: Any = None, non_blocking: bool = False, memory_format: Any = None) -> np.ndarray:
+    return convert(self, None if dtype is None else to_numpy(dtype), True)
+
+
+@kernel("aten::type_as(Tensor self, Tensor other) -> Tensor")
+def type_as(self: np.ndarray, other: np.ndarray) -> np.ndarray:
+    return convert(self, other.dtype, False)
+
+
+# ----------------------------------------------------------------------------------------------------
+# Triangles and fills
+# ----------------------------------------------------------------------------------------------------
+
+@kernel("aten::tril(Tensor self, SymInt diagonal=0) -> Tensor")
+def tril(self: np.ndarray, diagonal: int = 0) -> np.ndarray:
+    return np.tril(self, diagonal)
+
+
+@kernel("aten::triu(Tensor self, SymInt diagonal=0) -> Tensor")
+def triu(self: np.ndarray, diagonal: int = 0) -> np.ndarray:
+    return np.triu(self, diagonal)
+
+
+@kernel("aten::fill.Scalar(Tensor self, Scalar value) -> Tensor",
+        "aten::fill.Tensor(Tensor self, Tensor value) -> Tensor")
+def fill(self: np.ndarray, value: Any) -> np.ndarray:
+    return np.full(self.shape, cast(value, self.dtype), self.dtype)
+
+
+@kernel("aten::fill_.Scalar(Tensor(a!) self, Scalar value) -> Tensor(a!)",
+        "aten::fill_.Tensor(Tensor(a!) self, Tensor value) -> Tensor(a!)")
+def fill_(self: np.ndarray, value: Any) -> np.ndarray:
+    if not self.flags.writeable:
+        return fill(self, value)
+    self[...] = cast(value, self.dtype)
+    return self
+
+
+@kernel("aten::zero_(Tensor(a!) self) -> Tensor(a!)")
+def zero_(self: np.ndarray) -> np.ndarray:
+    return write_into(self, np.zeros((), self.dtype))
