@@ -197,6 +197,8 @@ def translate_exported(ep: ExportedProgram, input_names: list[str] | None = None
     for node in ep.graph.nodes:
         if node.op == "placeholder":
             if node.name in lifted:
+                if not node.users:  # e.g. batch norm's num_batches_tracked: never read at inference
+                    continue
                 tensor = state[lifted[node.name]]
                 v = Value(name=node.name, type="Tensor", dtype=dtype_name(tensor.dtype), shape=tuple(tensor.shape))
                 if isinstance(tensor, torch.Tensor):
