@@ -9,11 +9,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-
-import ptlite
+from conftest import assert_close
 from models import CASES, flatten
 
-from conftest import assert_close
+import ptlite
 
 RTOL = 1e-4
 

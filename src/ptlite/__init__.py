@@ -14,15 +14,19 @@ Device side (NumPy only)::
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from .errors import (CaptureError, ExecutionError, FormatError, InputError, PtliteError, ScriptError,
-                     UnsupportedOperatorError)
+from .errors import (
+    CaptureError,
+    ExecutionError,
+    FormatError,
+    InputError,
+    PtliteError,
+    ScriptError,
+    UnsupportedOperatorError,
+)
 from .ir.graph import Program, ValueSpec
 from .runtime.module import Module
-
-if TYPE_CHECKING:
-    pass
 
 __version__ = "0.1.0"
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 # Identifiers that appear as defaults in ATen schemas, with the values TorchScript passes for them.

@@ -15,7 +15,6 @@ import numpy as np
 from ptlite.errors import ScriptError
 from ptlite.ir.registry import kernel
 
-
 # ---------------------------------------------------------------------------------------------------------
 # Converting values to text as TorchScript's str() and format() do
 # ---------------------------------------------------------------------------------------------------------
