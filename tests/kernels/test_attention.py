@@ -8,26 +8,10 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from oracle import compare, to_numpy  # noqa: E402
+
 from ptlite.ir.registry import get  # noqa: E402
 from ptlite.runtime.kernels.attention import NestedArray  # noqa: E402
-
-
-def _assert_close(key: str, got, want, what: str, tol: float = 1e-5) -> None:
-    """Same shape and dtype, NaN where torch has NaN, max |diff| <= tol * max(1, max |ref|) elsewhere."""
-    want = want.detach().numpy() if isinstance(want, torch.Tensor) else np.asarray(want)
-    assert isinstance(got, np.ndarray), f"{key} {what}: returned {type(got).__name__}"
-    assert got.shape == want.shape, f"{key} {what}: shape {got.shape} != torch {want.shape}"
-    assert got.dtype == want.dtype, f"{key} {what}: dtype {got.dtype} != torch {want.dtype}"
-    assert np.array_equal(np.isnan(got), np.isnan(want)), f"{key} {what}: NaNs differ from torch's"
-    if not want.size or np.isnan(want).all():
-        return
-    diff = float(np.nanmax(np.abs(got.astype(np.float64) - want)))
-    scale = max(1.0, float(np.nanmax(np.abs(want))))
-    assert diff <= tol * scale, f"{key} {what}: max |diff| {diff:.3g} > {tol:g} * {scale:.3g}"
-
-
-def _np(t):
-    return None if t is None else t.detach().numpy()
 
 
 def _mha_weights(embed: int, seed: int = 0):
@@ -67,18 +51,18 @@ def test_native_multi_head_attention_matches_torch(mask_name, need_weights, aver
         want = torch._native_multi_head_attention(x, kv, kv, E, H, *w, mask, need_weights, average, mask_type)
     xn = x.numpy()
     kvn = xn if self_attention else kv.numpy()
-    got = get("aten::_native_multi_head_attention").impl(xn, kvn, kvn, E, H, *[_np(t) for t in w], _np(mask),
+    got = get("aten::_native_multi_head_attention").impl(xn, kvn, kvn, E, H, *to_numpy(w), to_numpy(mask),
                                                           need_weights, average, mask_type)
     key = "aten::_native_multi_head_attention"
-    _assert_close(key, got[0], want[0], f"output ({mask_name})")
+    compare(f"{key} output ({mask_name})", got[0], want[0])
     if need_weights:
-        _assert_close(key, got[1], want[1], f"weights ({mask_name})")
+        compare(f"{key} weights ({mask_name})", got[1], want[1])
     else:
         assert got[1] is None and want[1] is None, f"{key}: weights without need_weights"
 
 
 def test_native_multi_head_attention_needs_mask_type():
-    w = [_np(t) for t in _mha_weights(E)]
+    w = to_numpy(_mha_weights(E))
     x = np.zeros((B, L, E), np.float32)
     with pytest.raises(ValueError, match="Mask Type"):
         get("aten::_native_multi_head_attention").impl(x, x, x, E, H, *w, KPM.numpy(), True, True, None)
@@ -104,7 +88,7 @@ def _layer_args(layer):
 
 
 def _ours(args):
-    return [_np(a) if isinstance(a, torch.Tensor) else a for a in args]
+    return [to_numpy(a) if isinstance(a, torch.Tensor) else a for a in args]
 
 
 @pytest.mark.parametrize("mask_name", ["none", "kpm_bool", "kpm_float", "attn_bool", "merged"])
@@ -117,8 +101,8 @@ def test_encoder_layer_dense_matches_torch(norm_first, activation, mask_name):
     args = _layer_args(layer)
     with torch.no_grad():
         want = torch._transformer_encoder_layer_fwd(x, *args, mask, mask_type)
-    got = get("aten::_transformer_encoder_layer_fwd").impl(x.numpy(), *_ours(args), _np(mask), mask_type)
-    _assert_close("aten::_transformer_encoder_layer_fwd", got, want, f"dense, mask {mask_name}")
+    got = get("aten::_transformer_encoder_layer_fwd").impl(x.numpy(), *_ours(args), to_numpy(mask), mask_type)
+    compare(f"aten::_transformer_encoder_layer_fwd dense, mask {mask_name}", got, want)
 
 
 VALID = torch.tensor([[True] * 6, [True] * 4 + [False] * 2, [True] + [False] * 5, [False] * 6])
@@ -143,9 +127,9 @@ def test_nested_round_trip_matches_torch(norm_first, activation):
         ours = get("aten::_transformer_encoder_layer_fwd").impl(ours, *_ours(_layer_args(layer)), None, None)
         assert isinstance(ours, NestedArray), "the fused layer must keep a nested input nested"
     got = get("aten::to_padded_tensor").impl(ours, 0.0, list(x.size()))
-    _assert_close("aten::to_padded_tensor", got, want, "after two nested layers")
+    compare("aten::to_padded_tensor after two nested layers", got, want)
     got = get("aten::to_padded_tensor").impl(ours, -1.0, None)
-    _assert_close("aten::to_padded_tensor", got, want_trimmed, "padding -1, no output size")
+    compare("aten::to_padded_tensor padding -1, no output size", got, want_trimmed)
 
 
 MASKS = {
@@ -187,7 +171,7 @@ def test_transformer_encoder_fast_path_matches_torch():
     for mod in encoder.layers:
         out = get("aten::_transformer_encoder_layer_fwd").impl(out, *_ours(_layer_args(mod)), None, None)
     got = get("aten::to_padded_tensor").impl(out, 0.0, list(x.shape))
-    _assert_close("nn.TransformerEncoder fast path", got, want, "encoder output")
+    compare("nn.TransformerEncoder fast path encoder output", got, want)
     assert not np.any(got[~keep]), "padded positions must be zero, as torch's to_padded_tensor(0.0) makes"
 
 
@@ -245,6 +229,6 @@ def test_scaled_dot_product_attention_matches_torch(name):
     with torch.no_grad():
         want = torch.ops.aten.scaled_dot_product_attention(q, k, v, mask, 0.0, causal, scale=scale,
                                                             enable_gqa=gqa)
-    got = get("aten::scaled_dot_product_attention").impl(q.numpy(), k.numpy(), v.numpy(), _np(mask), 0.0,
-                                                          causal, scale, gqa)
-    _assert_close("aten::scaled_dot_product_attention", got, want, name)
+    got = get("aten::scaled_dot_product_attention").impl(*to_numpy((q, k, v, mask)), 0.0, causal,
+                                                          scale, gqa)
+    compare(f"aten::scaled_dot_product_attention {name}", got, want)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
 from typing import Any
 
 import numpy as np
+import oracle
 import pytest
 import torch
 
@@ -13,98 +15,9 @@ from ptlite.ir import registry
 from ptlite.runtime.kernels.elementwise import result_type
 
 RNG = np.random.default_rng(0)
-
-
-# ----------------------------------------------------------------------------------------------------
-# The oracle: run an operator in ptlite and in torch (torch.ops.aten.<name>.<overload>) and compare.
-# ----------------------------------------------------------------------------------------------------
-
-def _to_torch(x: Any) -> Any:
-    if isinstance(x, np.ndarray):
-        return torch.from_numpy(np.array(x, copy=True))
-    if isinstance(x, (list, tuple)):
-        return [_to_torch(v) for v in x]
-    return x
-
-
-def _copy(x: Any) -> Any:
-    if isinstance(x, np.ndarray):
-        return np.array(x, copy=True)
-    if isinstance(x, (list, tuple)):
-        return [_copy(v) for v in x]
-    return x
-
-
-def _torch_op(key: str) -> Any:
-    name, _, overload = key.split("::")[1].partition(".")
-    return getattr(getattr(torch.ops.aten, name), overload or "default")
-
-
-def _compare(key: str, ours: Any, ref: Any, tol: float) -> None:
-    if isinstance(ref, (tuple, list)):
-        assert isinstance(ours, (tuple, list)), f"{key}: {len(ref)} results expected"
-        assert len(ours) == len(ref), f"{key}: {len(ours)} results, torch gives {len(ref)}"
-        for o, r in zip(ours, ref, strict=True):
-            _compare(key, o, r, tol)
-        return
-    if not isinstance(ref, torch.Tensor):
-        assert ours == ref, f"{key}: {ours!r} != torch {ref!r}"
-        return
-    assert isinstance(ours, np.ndarray), f"{key}: returned {type(ours).__name__}, not an ndarray"
-    want = ref.numpy()
-    assert ours.dtype == want.dtype, f"{key}: dtype {ours.dtype} != torch {want.dtype}"
-    assert ours.shape == want.shape, f"{key}: shape {ours.shape} != torch {want.shape}"
-    if want.dtype.kind == "f" and want.size:
-        if want.dtype == np.float16:
-            tol = max(tol, 1e-3)  # float16 has 11 significant bits: 1e-3 is about one unit in the last place
-        finite = np.isfinite(want)
-        assert np.array_equal(ours[~finite], want[~finite], equal_nan=True), f"{key}: inf/NaN entries differ"
-        diff = np.abs(ours[finite].astype(np.float64) - want[finite]).max(initial=0.0)
-        scale = max(1.0, np.abs(want[finite]).max(initial=0.0))
-        assert diff <= tol * scale, f"{key}: max |diff| {diff:.3g} > {tol:g} * {scale:.3g}"
-    else:
-        assert np.array_equal(ours, want), f"{key}: values differ: {ours} != torch {want}"
-
-
-# torch's "unsafe" view ops alias their input although their schemas do not say so; ptlite does the same.
-_ALIASING_DESPITE_SCHEMA = {"aten::_unsafe_view", "aten::unsafe_split.Tensor", "aten::unsafe_chunk",
-                            "aten::type_as"}
-
-
-def check(key: str, *args: Any, tol: float = 1e-5) -> tuple[Any, list]:
-    """Run key on args in ptlite and torch, compare the results, and (for in-place ops) the mutated self.
-
-    Returns ptlite's result and the argument copies it ran on.
-    """
-    ours_args = _copy(list(args))
-    ours = registry.get(key).impl(*ours_args)
-    op = _torch_op(key)
-    pos, kw = [], {}
-    for arg, value in zip(registry.get(key).schema.arguments, args, strict=True):
-        if arg.kwarg_only:
-            kw[arg.name] = _to_torch(value)
-        else:
-            pos.append(_to_torch(value))
-    ref = op(*pos, **kw)
-    _compare(key, ours, ref, tol)
-    name = key.split("::")[1].split(".")[0]
-    if name.endswith("_") and not name.endswith("__"):  # in-place (not a dunder such as __and__)
-        _compare(key + " (self after)", ours_args[0], pos[0], tol)
-    elif all(r.alias_info is None for r in op._schema.returns) and key not in _ALIASING_DESPITE_SCHEMA:
-        for out in ours if isinstance(ours, (tuple, list)) else [ours]:
-            for a in ours_args:
-                if isinstance(a, np.ndarray) and isinstance(out, np.ndarray):
-                    assert not np.shares_memory(out, a), f"{key}: result shares memory with an input"
-    return ours, ours_args
-
-
-def rand(*shape: int, dtype: Any = np.float32, low: float = -3, high: float = 3) -> np.ndarray:
-    dt = np.dtype(dtype)
-    if dt == np.bool_:
-        return RNG.random(shape) > 0.5
-    if dt.kind in "iu":
-        return RNG.integers(int(low), int(high) + 1, shape).astype(dt)
-    return RNG.uniform(low, high, shape).astype(dt)
+rand = functools.partial(oracle.rand, RNG)
+# float16 has 11 significant bits: a tolerance of 1e-3 is about one unit in the last place
+check = functools.partial(oracle.check, float16_tol=1e-3)
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -124,7 +37,7 @@ _PROMOTION_OPERANDS = [
 def test_result_type_matches_torch(a: Any, b: Any) -> None:
     if not isinstance(a, np.ndarray) and not isinstance(b, np.ndarray):
         pytest.skip("torch.result_type needs a tensor")
-    want = torch.result_type(_to_torch(a), _to_torch(b))
+    want = torch.result_type(oracle.to_torch(a), oracle.to_torch(b))
     got = result_type(a, b)
     assert str(got) == str(want).replace("torch.", ""), f"result_type({a!r}, {b!r}) = {got}, torch: {want}"
 

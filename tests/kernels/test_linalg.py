@@ -4,67 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from oracle import check, check_schemas, randn
 
-torch = pytest.importorskip("torch")
-
-from ptlite.ir.registry import get  # noqa: E402
-from ptlite.ir.schema import parse_schema  # noqa: E402
-
-
-def _torch_op(key: str):
-    name, _, overload = key.split("::")[1].partition(".")
-    return getattr(getattr(torch.ops.aten, name), overload or "default")
-
-
-def _to_torch(a):
-    if isinstance(a, np.ndarray):
-        return torch.from_numpy(np.array(a))
-    if isinstance(a, list) and a and isinstance(a[0], np.ndarray):
-        return [_to_torch(t) for t in a]
-    return a
-
-
-def check(key: str, *args, tol: float = 1e-5):
-    """Run ptlite's kernel and PyTorch's operator on the same arguments and compare every output:
-    max |diff| <= tol * max(1, max |reference|), same shape and dtype."""
-    schema = get(key).schema
-    pos = [_to_torch(a) for a, s in zip(args, schema.arguments, strict=False) if not s.kwarg_only]
-    kw = {s.name: _to_torch(a) for a, s in zip(args, schema.arguments, strict=False) if s.kwarg_only}
-    ours = get(key).impl(*args)  # after copying the inputs for torch: in-place kernels write into args
-    ref = _torch_op(key)(*pos, **kw)
-    ours_all = ours if isinstance(ours, tuple) else (ours,)
-    ref_all = tuple(ref) if isinstance(ref, (tuple, list)) else (ref,)
-    assert len(ours_all) == len(ref_all), f"{key}: {len(ours_all)} outputs, torch has {len(ref_all)}"
-    for i, (got, want) in enumerate(zip(ours_all, ref_all, strict=True)):
-        what = f"{key} output {i} for input shapes {[np.shape(a) for a in args if isinstance(a, np.ndarray)]}"
-        want = want.numpy()
-        assert isinstance(got, np.ndarray), f"{what}: returned {type(got).__name__}, not an ndarray"
-        assert got.shape == want.shape, f"{what}: shape {got.shape} != torch {want.shape}"
-        assert got.dtype == want.dtype, f"{what}: dtype {got.dtype} != torch {want.dtype}"
-        if want.dtype.kind in "biu":
-            assert np.array_equal(got, want), f"{what}: {int(np.sum(got != want))} elements differ"
-            continue
-        assert np.array_equal(np.isnan(got), np.isnan(want)), f"{what}: NaNs differ from torch's"
-        if not want.size:
-            continue
-        got, want = np.atleast_1d(got), np.atleast_1d(want)
-        with np.errstate(invalid="ignore"):
-            delta = np.abs(got.astype(np.float64) - want)
-        delta[(got == want) | np.isnan(want)] = 0
-        diff = float(delta.max())
-        scale = max(1.0, float(np.max(np.abs(np.where(np.isfinite(want), want, 0)))))
-        assert diff <= tol * scale, f"{what}: max |diff| {diff:.3g} > {tol:g} * {scale:.3g}"
-    return ours
-
-
-def check_schemas(keys):
-    for key in keys:
-        theirs = parse_schema(str(_torch_op(key)._schema))
-        assert get(key).schema == theirs, f"{key}: schema differs from torch's {theirs}"
-
-
-def randn(rng, *shape):
-    return rng.standard_normal(shape).astype(np.float32)
+from ptlite.ir.registry import get
 
 
 @pytest.mark.parametrize("shape", [(7,), (3, 7), (2, 4, 7), (2, 1, 3, 7)])

@@ -9,43 +9,26 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from ptlite.ir.registry import all_ops, get  # noqa: E402
+from oracle import op, torch_op, torch_schema  # noqa: E402
+
+from ptlite.ir.registry import all_ops  # noqa: E402
 from ptlite.ir.schema import parse_schema  # noqa: E402
 from ptlite.runtime.kernels.prim import ScriptError, script_str  # noqa: E402
 
 _OUR_MODULES = ("prim", "tensor_meta", "rnn", "attention")
 
 
-def _torch_schema(key: str):
-    """PyTorch's schema registered under a table key, or None when PyTorch has none (prim::ListConstruct)."""
-    name, _, overload = key.partition(".")
-    for schema in torch._C._jit_get_schemas_for_operator(name):
-        if schema.overload_name == overload:
-            return schema
-    return None
-
-
-def _op(key: str):
-    return get(key).impl
-
-
-def _torch_op(key: str):
-    namespace, _, rest = key.partition("::")
-    name, _, overload = rest.partition(".")
-    return getattr(getattr(getattr(torch.ops, namespace), name), overload or "default")
-
-
 def test_schemas_match_torch():
     """Every operator these modules register has PyTorch's schema, except the variadic prim nodes."""
     mismatched, unknown = [], []
-    for key, op in all_ops().items():
-        if op.impl.__module__.rsplit(".", 1)[-1] not in _OUR_MODULES:
+    for key, entry in all_ops().items():
+        if entry.impl.__module__.rsplit(".", 1)[-1] not in _OUR_MODULES:
             continue
-        theirs = _torch_schema(key)
+        theirs = torch_schema(key)
         if theirs is None:
             unknown.append(key)
-        elif not op.schema.variadic and parse_schema(str(theirs)) != op.schema:
-            mismatched.append(f"{key}: ours {op.schema}, torch {theirs}")
+        elif not entry.schema.variadic and parse_schema(str(theirs)) != entry.schema:
+            mismatched.append(f"{key}: ours {entry.schema}, torch {theirs}")
     assert not mismatched, "schemas differ from torch's:\n" + "\n".join(mismatched)
     assert set(unknown) <= {"prim::ListConstruct", "prim::ListUnpack", "prim::TupleConstruct",
                             "prim::DictConstruct", "prim::TupleSlice"}, f"not torch operators: {unknown}"
@@ -102,8 +85,8 @@ SCALAR_CASES = [
 @pytest.mark.parametrize("key,args", SCALAR_CASES, ids=[f"{k}{a}" for k, a in SCALAR_CASES])
 def test_scalar_op_matches_torch(key, args):
     with torch.no_grad():
-        want = _torch_op(key)(*args)
-    got = _op(key)(*args)
+        want = torch_op(key)(*args)
+    got = op(key)(*args)
     if isinstance(want, torch.Tensor):  # torch.ops returns a tensor for the generic Scalar overloads
         want = want.item()
     if isinstance(want, float) and isinstance(got, float) and math.isnan(want):
@@ -150,69 +133,69 @@ def test_container_op_matches_torchscript(key, signature, expr, args):
     call = [arg_of[i.debugName().split(".")[0]] if i.node().kind() == "prim::Param" else i.toIValue()
             for i in inputs]
     want = fn(*args)
-    got = _op(key)(*call)
+    got = op(key)(*call)
     assert got == want and type(got) is type(want), (
         f"{key} ({expr}) on {args}: ptlite {got!r}, torch {want!r}")
 
 
 def test_pow_int_to_int_returns_int():
     # torch's implementation returns a float although its schema says int; ptlite keeps the schema's type
-    assert _op("aten::pow.int_to_int")(3, 4) == 81 and isinstance(_op("aten::pow.int_to_int")(3, 4), int)
+    assert op("aten::pow.int_to_int")(3, 4) == 81 and isinstance(op("aten::pow.int_to_int")(3, 4), int)
 
 
 def test_list_ops_mutate_the_shared_list():
-    lst = _op("prim::ListConstruct")(1, 2)
+    lst = op("prim::ListConstruct")(1, 2)
     alias = lst
-    assert _op("aten::append.t")(lst, 3) is lst
-    _op("aten::_set_item.t")(lst, -1, 9)
-    _op("aten::insert.t")(lst, 0, 0)
-    _op("aten::extend.t")(lst, [7])
+    assert op("aten::append.t")(lst, 3) is lst
+    op("aten::_set_item.t")(lst, -1, 9)
+    op("aten::insert.t")(lst, 0, 0)
+    op("aten::extend.t")(lst, [7])
     assert alias == [0, 1, 2, 9, 7]
-    assert _op("aten::pop.t")(lst, -1) == 7 and _op("aten::pop.t")(lst, 0) == 0
-    _op("aten::reverse.t")(lst)
-    _op("aten::sort.int")(lst, True)
+    assert op("aten::pop.t")(lst, -1) == 7 and op("aten::pop.t")(lst, 0) == 0
+    op("aten::reverse.t")(lst)
+    op("aten::sort.int")(lst, True)
     assert alias == [9, 2, 1]
-    copy = _op("aten::list.t")(lst)
+    copy = op("aten::list.t")(lst)
     copy.append(5)
     assert lst == [9, 2, 1], "aten::list.t must copy"
-    _op("aten::clear.t")(lst)
+    op("aten::clear.t")(lst)
     assert alias == []
 
 
 def test_list_index_out_of_range_raises():
     with pytest.raises(IndexError):
-        _op("aten::__getitem__.t")([1, 2], 2)
+        op("aten::__getitem__.t")([1, 2], 2)
     with pytest.raises(IndexError):
-        _op("aten::_set_item.t")([1, 2], -3, 0)
+        op("aten::_set_item.t")([1, 2], -3, 0)
 
 
 def test_tuple_and_dict_construction():
-    tup = _op("prim::TupleConstruct")(1, "a", None)
+    tup = op("prim::TupleConstruct")(1, "a", None)
     assert tup == (1, "a", None)
-    assert _op("prim::TupleIndex")(tup, -2) == "a"
-    assert _op("prim::TupleUnpack")(tup) == (1, "a", None)
-    assert _op("prim::ListUnpack")([4, 5]) == (4, 5)
-    assert _op("prim::TupleSlice")((1, 2, 3, 4), 1, 3) == (2, 3)
-    d = _op("prim::DictConstruct")("a", 1, "b", 2)
+    assert op("prim::TupleIndex")(tup, -2) == "a"
+    assert op("prim::TupleUnpack")(tup) == (1, "a", None)
+    assert op("prim::ListUnpack")([4, 5]) == (4, 5)
+    assert op("prim::TupleSlice")((1, 2, 3, 4), 1, 3) == (2, 3)
+    d = op("prim::DictConstruct")("a", 1, "b", 2)
     assert list(d.items()) == [("a", 1), ("b", 2)]
-    _op("aten::_set_item.str")(d, "c", 3)
-    assert _op("aten::items.str")(d) == [("a", 1), ("b", 2), ("c", 3)]
-    assert _op("aten::setdefault.str")(d, "a", 9) == 1 and _op("aten::setdefault.str")(d, "z", 9) == 9
-    assert _op("aten::pop.Dict_str")(d, "z") == 9 and _op("aten::pop.Dict_default_str")(d, "z", 0) == 0
-    assert _op("aten::dict")() == {} and _op("aten::dict.Dict_str")(d) is not d
+    op("aten::_set_item.str")(d, "c", 3)
+    assert op("aten::items.str")(d) == [("a", 1), ("b", 2), ("c", 3)]
+    assert op("aten::setdefault.str")(d, "a", 9) == 1 and op("aten::setdefault.str")(d, "z", 9) == 9
+    assert op("aten::pop.Dict_str")(d, "z") == 9 and op("aten::pop.Dict_default_str")(d, "z", 0) == 0
+    assert op("aten::dict")() == {} and op("aten::dict.Dict_str")(d) is not d
     with pytest.raises(KeyError, match="nope"):
-        _op("aten::__getitem__.Dict_str")(d, "nope")
+        op("aten::__getitem__.Dict_str")(d, "nope")
 
 
 def test_is_and_isnot_follow_torchscript():
     import numpy as np
 
     a = np.zeros(2)
-    assert _op("aten::__is__")(None, None) and not _op("aten::__is__")(a, None)
-    assert _op("aten::__is__")(a, a) and not _op("aten::__is__")(a, a.copy())
-    assert _op("aten::__isnot__")(a, None) and not _op("aten::__isnot__")(None, None)
-    assert _op("aten::__is__")(3, 3) and not _op("aten::__is__")(1, True)
-    assert _op("prim::unchecked_cast")(a) is a and _op("prim::Uninitialized")() is None
+    assert op("aten::__is__")(None, None) and not op("aten::__is__")(a, None)
+    assert op("aten::__is__")(a, a) and not op("aten::__is__")(a, a.copy())
+    assert op("aten::__isnot__")(a, None) and not op("aten::__isnot__")(None, None)
+    assert op("aten::__is__")(3, 3) and not op("aten::__is__")(1, True)
+    assert op("prim::unchecked_cast")(a) is a and op("prim::Uninitialized")() is None
 
 
 # values whose TorchScript text is checked against str() of a scripted function, by type annotation
@@ -243,13 +226,13 @@ def test_str_and_format_text_match_torchscript(annotation, values):
     fn = _scripted_str(annotation)
     for value in values:
         want = fn(value)
-        got = _op("aten::add.str")(_op("aten::str")(value), _op("aten::format")("|{}|", value))
+        got = op("aten::add.str")(op("aten::str")(value), op("aten::format")("|{}|", value))
         assert got == want, (
             f"aten::str/aten::format of {value!r} ({annotation}): ptlite {got!r}, torch {want!r}")
 
 
 def test_format_placeholders():
-    fmt = _op("aten::format")
+    fmt = op("aten::format")
     assert fmt("{}-{}", 1, "a") == "1-a"
     assert fmt("{}-", 1, 2) == "1-", "extra arguments are ignored"
     assert fmt("no placeholders") == "no placeholders"
@@ -267,27 +250,27 @@ def test_tensor_text_names_type_and_shape():
 
 def test_raise_exception_gives_class_name_and_message():
     with pytest.raises(ScriptError) as info:
-        _op("prim::RaiseException")("n too big: 7", "builtins.ValueError")
+        op("prim::RaiseException")("n too big: 7", "builtins.ValueError")
     assert str(info.value) == "ValueError: n too big: 7"
     assert info.value.qualified_class == "builtins.ValueError" and info.value.message == "n too big: 7"
     with pytest.raises(ScriptError, match="^Exception: oops$"):
-        _op("prim::RaiseException")("oops", None)
+        op("prim::RaiseException")("oops", None)
 
 
 def test_warn_issues_python_warning():
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        _op("aten::warn")("careful 3", 2)
+        op("aten::warn")("careful 3", 2)
     assert [str(w.message) for w in caught] == ["careful 3"]
 
 
 def test_division_by_zero_raises():
     for key in ("aten::div.int", "aten::floordiv.int", "aten::remainder.int"):
         with pytest.raises(ZeroDivisionError):
-            _op(key)(1, 0)
+            op(key)(1, 0)
 
 
 def test_math_domain_gives_nan_not_error():
-    assert math.isnan(_op("aten::sqrt.float")(-1.0))
-    assert _op("aten::log.float")(0.0) == -math.inf
-    assert math.isnan(_op("aten::log.float")(-1.0))
+    assert math.isnan(op("aten::sqrt.float")(-1.0))
+    assert op("aten::log.float")(0.0) == -math.inf
+    assert math.isnan(op("aten::log.float")(-1.0))

@@ -7,17 +7,9 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from oracle import compare, to_numpy  # noqa: E402
+
 from ptlite.ir.registry import get  # noqa: E402
-
-
-def _assert_close(key: str, got, want: torch.Tensor, what: str, tol: float = 1e-5) -> None:
-    want = want.detach().numpy()
-    assert isinstance(got, np.ndarray), f"{key} {what}: returned {type(got).__name__}"
-    assert got.shape == want.shape, f"{key} {what}: shape {got.shape} != torch {want.shape}"
-    assert got.dtype == want.dtype, f"{key} {what}: dtype {got.dtype} != torch {want.dtype}"
-    diff = float(np.max(np.abs(got.astype(np.float64) - want))) if want.size else 0.0
-    scale = max(1.0, float(np.max(np.abs(want)))) if want.size else 1.0
-    assert diff <= tol * scale, f"{key} {what}: max |diff| {diff:.3g} > {tol:g} * {scale:.3g}"
 
 
 def _module(kind: str, **kw) -> torch.nn.Module:
@@ -58,10 +50,6 @@ def _layer_args(kind, module, batch, steps, random_state: bool):
     return x, hx, params, rest
 
 
-def _np(v):
-    return [_np(t) for t in v] if isinstance(v, list) else v.numpy()
-
-
 @pytest.mark.parametrize("random_state", [False, True], ids=["zero_state", "given_state"])
 @pytest.mark.parametrize("kind,opts,batch,steps", LAYER_CASES,
                          ids=[f"{c[0]}{i}" for i, c in enumerate(LAYER_CASES)])
@@ -74,10 +62,10 @@ def test_layer_matches_torch(kind, opts, batch, steps, random_state):
         if not random_state:  # the module itself calls the same operator
             ref = module(x)
             torch.testing.assert_close(ref[0], want[0])
-    got = get(key).impl(x.numpy(), _np(hx), _np(params), *rest)
+    got = get(key).impl(x.numpy(), to_numpy(hx), to_numpy(params), *rest)
     assert isinstance(got, tuple) and len(got) == len(want), f"{key}: {len(got)} outputs, torch {len(want)}"
     for name, g, w in zip(("output", "h_n", "c_n"), got, want, strict=False):
-        _assert_close(key, g, w, f"{name} ({opts}, batch {batch}, steps {steps})")
+        compare(f"{key} {name} ({opts}, batch {batch}, steps {steps})", g, w, finite=True)
 
 
 def test_long_sequence_stays_accurate():
@@ -85,9 +73,9 @@ def test_long_sequence_stays_accurate():
     x, hx, params, rest = _layer_args("lstm", module, 4, 200, True)
     with torch.no_grad():
         want = torch.ops.aten.lstm.input(x, hx, params, *rest)
-    got = get("aten::lstm.input").impl(x.numpy(), _np(hx), _np(params), *rest)
+    got = get("aten::lstm.input").impl(x.numpy(), to_numpy(hx), to_numpy(params), *rest)
     for name, g, w in zip(("output", "h_n", "c_n"), got, want, strict=True):
-        _assert_close("aten::lstm.input", g, w, f"{name} after 200 steps")
+        compare(f"aten::lstm.input {name} after 200 steps", g, w, finite=True)
 
 
 CELLS = [("lstm_cell", torch.nn.LSTMCell), ("gru_cell", torch.nn.GRUCell),
@@ -106,18 +94,14 @@ def test_cell_matches_torch(name, cls, bias):
                None if not bias else cell.bias_ih.detach(), None if not bias else cell.bias_hh.detach()]
     with torch.no_grad():
         want = getattr(torch.ops.aten, name)(x, hx, *weights)
-    got = get(f"aten::{name}").impl(x.numpy(), _np(hx), *[None if w is None else w.numpy() for w in weights])
-    want_all = want if isinstance(want, tuple) else (want,)
-    got_all = got if isinstance(got, tuple) else (got,)
-    assert len(got_all) == len(want_all), f"aten::{name}: {len(got_all)} outputs, torch {len(want_all)}"
-    for g, w in zip(got_all, want_all, strict=True):
-        _assert_close(f"aten::{name}", g, w, "step")
+    got = get(f"aten::{name}").impl(x.numpy(), to_numpy(hx), *to_numpy(weights))
+    compare(f"aten::{name} step", got, want, finite=True)
 
 
 def test_inputs_are_not_modified():
     module = _module("gru", input_size=4, hidden_size=5, num_layers=2, bidirectional=True)
     x, hx, params, rest = _layer_args("gru", module, 2, 3, True)
-    arrays = [x.numpy(), hx.numpy()] + _np(params)
+    arrays = [x.numpy(), hx.numpy()] + to_numpy(params)
     for a in arrays:
         a.flags.writeable = False  # a read-only memory map must be enough
     get("aten::gru.input").impl(arrays[0], arrays[1], arrays[2:], *rest)

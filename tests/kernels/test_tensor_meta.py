@@ -7,13 +7,9 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from ptlite.ir.registry import get  # noqa: E402
+from oracle import op, torch_op  # noqa: E402
+
 from ptlite.runtime.kernels.attention import NestedArray  # noqa: E402
-
-
-def _op(key: str):
-    return get(key).impl
-
 
 DTYPES = [np.float32, np.float64, np.int64, np.int32, np.uint8, np.bool_, np.float16, np.int8, np.int16]
 SHAPES = [(), (3,), (2, 0), (2, 3, 4)]
@@ -23,30 +19,30 @@ SHAPES = [(), (3,), (2, 0), (2, 3, 4)]
 def test_shape_queries_match_torch(shape):
     a = np.zeros(shape, dtype=np.float32)
     t = torch.from_numpy(a)
-    assert _op("aten::size")(a) == list(t.size()), f"aten::size of {shape}"
-    assert _op("aten::dim")(a) == t.dim() and _op("aten::numel")(a) == t.numel(), f"dim/numel of {shape}"
-    assert _op("aten::sym_numel")(a) == t.numel()
-    assert _op("aten::stride")(a) == list(t.stride()), f"aten::stride of {shape}"
+    assert op("aten::size")(a) == list(t.size()), f"aten::size of {shape}"
+    assert op("aten::dim")(a) == t.dim() and op("aten::numel")(a) == t.numel(), f"dim/numel of {shape}"
+    assert op("aten::sym_numel")(a) == t.numel()
+    assert op("aten::stride")(a) == list(t.stride()), f"aten::stride of {shape}"
     for d in range(-len(shape), len(shape)):
-        assert _op("aten::size.int")(a, d) == t.size(d), f"aten::size.int({shape}, {d})"
-        assert _op("aten::sym_size.int")(a, d) == t.size(d)
+        assert op("aten::size.int")(a, d) == t.size(d), f"aten::size.int({shape}, {d})"
+        assert op("aten::sym_size.int")(a, d) == t.size(d)
     if shape:
-        assert _op("aten::len.Tensor")(a) == len(t)
+        assert op("aten::len.Tensor")(a) == len(t)
         with pytest.raises(IndexError):
-            _op("aten::size.int")(a, len(shape))
+            op("aten::size.int")(a, len(shape))
     else:
         with pytest.raises(TypeError):
-            _op("aten::len.Tensor")(a)
+            op("aten::len.Tensor")(a)
 
 
 def test_stride_of_views():
     a = np.zeros((2, 3, 4), dtype=np.float32)
     t = torch.zeros(2, 3, 4)
-    assert _op("aten::stride")(a.transpose(2, 0, 1)) == list(t.permute(2, 0, 1).stride())
-    assert _op("aten::stride.int")(a[:, ::2], 1) == t[:, ::2].stride(1)
-    assert _op("aten::is_contiguous")(a) and not _op("aten::is_contiguous")(a.transpose(1, 0, 2))
+    assert op("aten::stride")(a.transpose(2, 0, 1)) == list(t.permute(2, 0, 1).stride())
+    assert op("aten::stride.int")(a[:, ::2], 1) == t[:, ::2].stride(1)
+    assert op("aten::is_contiguous")(a) and not op("aten::is_contiguous")(a.transpose(1, 0, 2))
     nhwc = np.zeros((1, 4, 5, 3), dtype=np.float32).transpose(0, 3, 1, 2)
-    assert _op("aten::is_contiguous.memory_format")(nhwc, 2) == torch.zeros(1, 3, 4, 5).to(
+    assert op("aten::is_contiguous.memory_format")(nhwc, 2) == torch.zeros(1, 3, 4, 5).to(
         memory_format=torch.channels_last).is_contiguous(memory_format=torch.channels_last)
 
 
@@ -55,27 +51,27 @@ def test_dtype_queries_match_torch(dtype):
     a = np.zeros((2,), dtype=dtype)
     t = torch.from_numpy(a)
     want_code = torch.jit.CompilationUnit("def fn(x: Tensor) -> int:\n    return x.dtype\n").fn(t)
-    assert _op("prim::dtype")(a) == want_code, f"prim::dtype of {np.dtype(dtype).name}"
-    assert _op("aten::is_floating_point")(a) == t.is_floating_point()
-    assert _op("aten::is_complex")(a) == t.is_complex()
-    assert _op("aten::element_size")(a) == t.element_size()
+    assert op("prim::dtype")(a) == want_code, f"prim::dtype of {np.dtype(dtype).name}"
+    assert op("aten::is_floating_point")(a) == t.is_floating_point()
+    assert op("aten::is_complex")(a) == t.is_complex()
+    assert op("aten::element_size")(a) == t.element_size()
 
 
 def test_device_queries():
     a = np.zeros(2, dtype=np.float32)
     fn = torch.jit.CompilationUnit("def fn(x: Tensor) -> str:\n    return x.device.type\n").fn
-    assert _op("prim::type")(_op("prim::device")(a)) == fn(torch.zeros(2)) == "cpu"
-    assert _op("prim::is_cuda")(a) is False and _op("prim::requires_grad")(a) is False
-    assert _op("prim::layout")(a) == 0 and _op("aten::get_device")(a) == -1
-    assert _op("aten::eq.device")(_op("prim::device")(a), _op("aten::device")("cpu"))
-    assert _op("prim::index")(_op("aten::device.with_index")("cuda", 1)) == 1
-    assert _op("prim::data")(a) is a
+    assert op("prim::type")(op("prim::device")(a)) == fn(torch.zeros(2)) == "cpu"
+    assert op("prim::is_cuda")(a) is False and op("prim::requires_grad")(a) is False
+    assert op("prim::layout")(a) == 0 and op("aten::get_device")(a) == -1
+    assert op("aten::eq.device")(op("prim::device")(a), op("aten::device")("cpu"))
+    assert op("prim::index")(op("aten::device.with_index")("cuda", 1)) == 1
+    assert op("prim::data")(a) is a
 
 
 def test_is_nested_only_for_nested_arrays():
     a = np.zeros((2, 3, 4), dtype=np.float32)
-    assert _op("prim::is_nested")(a) is False
-    assert _op("prim::is_nested")(NestedArray.wrap(a, np.array([3, 1]))) is True
+    assert op("prim::is_nested")(a) is False
+    assert op("prim::is_nested")(NestedArray.wrap(a, np.array([3, 1]))) is True
 
 
 CONVERSIONS = [
@@ -90,22 +86,20 @@ CONVERSIONS = [
 
 @pytest.mark.parametrize("key,value", CONVERSIONS, ids=[f"{k}-{v.dtype}" for k, v in CONVERSIONS])
 def test_scalar_conversions_match_torch(key, value):
-    want = getattr(torch.ops.aten, key.split("::")[1].split(".")[0])
-    overload = key.partition(".")[2] or "default"
-    want = getattr(want, overload)(torch.from_numpy(np.array(value)))
-    got = _op(key)(value)
+    want = torch_op(key)(torch.from_numpy(np.array(value)))
+    got = op(key)(value)
     assert got == want and type(got) is type(want), f"{key}({value!r}): ptlite {got!r}, torch {want!r}"
 
 
 def test_item_of_several_elements_raises():
     with pytest.raises(ValueError):
-        _op("aten::item")(np.zeros(2, np.float32))
+        op("aten::item")(np.zeros(2, np.float32))
 
 
 @pytest.mark.parametrize("value", [3, -2, 2.5, True, False], ids=repr)
 def test_num_to_tensor_matches_torch(value):
     want = torch.ops.prim.NumToTensor(value)
-    got = _op("prim::NumToTensor.Scalar")(value)
+    got = op("prim::NumToTensor.Scalar")(value)
     assert isinstance(got, np.ndarray) and got.shape == () and got.dtype == want.numpy().dtype, (
         f"prim::NumToTensor({value!r}): ptlite {got!r}, torch {want!r}")
     assert got.item() == want.item()
@@ -124,7 +118,7 @@ def test_tolist_matches_torchscript(annotation, value):
     node = [n for n in fn.graph.nodes() if n.kind() == "prim::tolist"][0]
     dim, elem = (i.toIValue() for i in list(node.inputs())[1:])
     want = fn(torch.from_numpy(value.copy()))
-    got = _op("prim::tolist")(value, dim, elem)
+    got = op("prim::tolist")(value, dim, elem)
     assert got == want, f"prim::tolist({annotation}) of {value!r}: ptlite {got!r}, torch {want!r}"
 
 
@@ -138,4 +132,4 @@ def test_tolist_rejects_what_torchscript_rejects(annotation, value):
     with pytest.raises(RuntimeError):
         fn(torch.from_numpy(value))
     with pytest.raises(ValueError):
-        _op("prim::tolist")(value, dim, elem)
+        op("prim::tolist")(value, dim, elem)
