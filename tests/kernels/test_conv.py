@@ -25,6 +25,9 @@ CONV2D_CASES = [
     ((1, 6, 11, 10), (6, 3, 3), 2, 2, 2, 6, True),         # dilated, strided depthwise
     ((1, 6, 9, 12), (6, 3, 5), (2, 3), (1, 0), 1, 6, True),  # depthwise, per-axis stride and padding
     ((1, 3, 5, 5), (3, 3, 3), 3, 1, 1, 3, True),           # depthwise, stride 3 on a small image
+    ((1, 64, 7, 7), (64, 5, 5), 1, 2, 1, 64, True),        # depthwise, channels >= pixels (channels-last path)
+    ((2, 96, 8, 9), (96, 3, 3), 2, 1, 1, 96, False),       # same path, strided, batch, no bias
+    ((1, 80, 6, 6), (80, 3, 3), 1, 2, 2, 80, True),        # same path, dilated
 ]
 
 

@@ -151,6 +151,35 @@ def _conv_depthwise(x, weight, bias, pads, stride, dilation, out_hw):
     return out
 
 
+def _conv_depthwise_nhwc(x, weight, bias, pads, stride, dilation, out_hw):
+    """groups == in_channels with many channels and few pixels: taps accumulate in channels-last order, so
+    each NumPy inner loop runs over all channels instead of over one short row; transposed back at the end."""
+    n, c, h, w = x.shape
+    o, _, kh, kw = weight.shape
+    (ho, wo), (sh, sw), (dh, dw) = out_hw, stride, dilation
+    top, bottom, left, right = pads
+    dtype = np.result_type(x.dtype, weight.dtype)
+    buf = np.zeros((n, h + top + bottom, w + left + right, c), dtype=x.dtype)
+    buf[:, top:top + h, left:left + w, :] = x.transpose(0, 2, 3, 1)
+    taps = weight.reshape(c, kh * kw).T.astype(dtype, copy=False)  # (taps, C)
+    acc = np.empty((n, ho, wo, c), dtype=dtype)
+    tmp = np.empty_like(acc)
+    for t in range(kh * kw):
+        i, j = divmod(t, kw)
+        view = buf[:, i * dh:i * dh + sh * (ho - 1) + 1:sh, j * dw:j * dw + sw * (wo - 1) + 1:sw, :]
+        if t == 0:
+            np.multiply(view, taps[t], out=acc)
+        else:
+            np.multiply(view, taps[t], out=tmp)
+            acc += tmp
+    out = np.empty((n, o, ho, wo), dtype=dtype)
+    if bias is None:
+        np.copyto(out, acc.transpose(0, 3, 1, 2))
+    else:
+        np.add(acc.transpose(0, 3, 1, 2), np.asarray(bias, dtype=dtype).reshape(1, o, 1, 1), out=out)
+    return out
+
+
 def _conv_im2col(x, weight, groups, stride, dilation, out_hw):
     """General convolution: im2col by one strided copy, then one (batched) BLAS matmul."""
     n, c = x.shape[:2]
@@ -193,6 +222,8 @@ def conv2d_nchw(x: np.ndarray, weight: np.ndarray, bias: np.ndarray | None, stri
     if kh == kw == 1 and not any(pads):
         return _add_bias(_conv_pointwise(x, weight, groups, stride), bias)
     if groups == c and groups > 1 and cg == 1:
+        if o == c and c >= ho * wo:  # many channels, few pixels: channels-last inner loops are longer
+            return _conv_depthwise_nhwc(x, weight, bias, pads, stride, dilation, (ho, wo))
         return _conv_depthwise(x, weight, bias, pads, stride, dilation, (ho, wo))
     xp = pad2d(x, top, bottom, left, right)
     return _add_bias(_conv_im2col(xp, weight, groups, stride, dilation, (ho, wo)), bias)
