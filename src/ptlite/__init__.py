@@ -3,6 +3,7 @@
 Workstation side (needs torch)::
 
     program = ptlite.capture(model, (example,))      # torch.export / jit.script / jit.trace
+    program = ptlite.optimize_for_mobile(program)    # fold batch norms, drop dropout and dead code (no torch)
     ptlite.save(program, "model.ptlite")
 
 Device side (NumPy only)::
@@ -14,6 +15,7 @@ Device side (NumPy only)::
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from typing import Any
 
 from .errors import (
@@ -30,8 +32,8 @@ from .runtime.module import Module
 
 __version__ = "0.1.0"
 
-__all__ = ["capture", "save", "load", "export_opnames", "Program", "Module", "ValueSpec", "PtliteError",
-           "FormatError", "CaptureError", "InputError", "UnsupportedOperatorError", "ExecutionError",
+__all__ = ["capture", "optimize_for_mobile", "save", "load", "export_opnames", "Program", "Module", "ValueSpec",
+           "PtliteError", "FormatError", "CaptureError", "InputError", "UnsupportedOperatorError", "ExecutionError",
            "ScriptError", "__version__"]
 
 
@@ -40,6 +42,33 @@ def capture(model: Any, example_inputs: tuple | None = None, method: str = "auto
     from .frontend import capture as _capture
 
     return _capture(model, example_inputs, method=method, **options)
+
+
+def optimize_for_mobile(program: Program, backend: str = "cpu", optimization_blocklist: Iterable[Any] = (),
+                        preserved_methods: Iterable[str] = ()) -> Program:
+    """Optimize a captured program for inference and return the result as a new Program (`program` is unchanged).
+
+    A subset, so far, of PyTorch's `torch.utils.mobile_optimizer.optimize_for_mobile`, on ptlite's IR (no torch
+    needed): dropout with train=False is removed, inference batch norms are folded into the convolution or linear
+    layer feeding them, and dead code and unused weights are dropped; passes repeat until nothing changes.
+    `metadata["passes"]` lists the passes that changed the program.
+
+    backend: "cpu" (the only backend so far).
+    optimization_blocklist: optimizations to skip, by PyTorch's MobileOptimizerType names ("CONV_BN_FUSION",
+        "REMOVE_DROPOUT"; members of torch's enum work too) or "DEAD_CODE"; an unknown name raises ValueError.
+    preserved_methods: methods that must be kept; every method of the program is optimized and kept, so this only
+        checks that they exist (capture with `preserved_methods=` to keep methods besides forward).
+    """
+    from .passes import blocklist_names, optimize
+
+    if str(backend).lower() != "cpu":
+        raise ValueError(f"backend {backend!r} is not supported; ptlite optimizes for 'cpu' only so far")
+    missing = [m for m in ([preserved_methods] if isinstance(preserved_methods, str) else preserved_methods)
+               if m not in program.methods]
+    if missing:
+        raise ValueError(f"preserved method(s) {', '.join(missing)} not in the program, which has: "
+                         f"{', '.join(program.methods)}; capture with preserved_methods=... to keep them")
+    return optimize(program, blocklist_names(optimization_blocklist))
 
 
 def save(program: Program, path: str | os.PathLike) -> None:

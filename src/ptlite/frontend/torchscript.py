@@ -42,6 +42,7 @@ def _op_key(tn: torch._C.Node) -> str:
     return schema.split("(", 1)[0]
 
 
+_OWN_DIR = os.path.dirname(os.path.abspath(__file__))  # frames of ptlite's capture code are not the user's
 _TRACE_FRAME = re.compile(r"^(.*)\((\d+)\): \S+$")
 
 
@@ -54,7 +55,7 @@ def _code_location(source_range: str) -> str:
     if lines[0].startswith("File "):
         return lines[0].replace('File "', "").replace('", line ', ":")
     frames = [m.groups() for m in map(_TRACE_FRAME.match, lines) if m]
-    user = [f for f in frames if f"{os.sep}torch{os.sep}" not in f[0]]
+    user = [f for f in frames if f"{os.sep}torch{os.sep}" not in f[0] and not f[0].startswith(_OWN_DIR)]
     chosen = (user or frames or [("", "")])[0]
     return f"{chosen[0]}:{chosen[1]}" if chosen[0] else ""
 

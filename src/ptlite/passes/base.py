@@ -1,0 +1,177 @@
+"""The pass contract (a named callable returning `PassResult(program, modified)`) and the graph-editing helpers
+that passes share: walking nested blocks, finding the users of values, replacing uses, removing nodes, reading
+constants and adding weights.
+
+A pass rewrites the program it is given in place; `ptlite.passes.optimize` hands the pipeline a copy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from ptlite.ir.graph import Block, Graph, Node, Program, Value
+
+
+@dataclass
+class PassResult:
+    program: Program
+    modified: bool
+
+
+class Pass:
+    """A rewrite applied to every method of a program; subclasses set `name` and implement `run` for one method."""
+
+    name: str = ""
+
+    def __call__(self, program: Program) -> PassResult:
+        modified = False
+        for graph in program.methods.values():
+            modified = self.run(graph, program) or modified
+        return PassResult(program, modified)
+
+    def run(self, graph: Graph, program: Program) -> bool:
+        """Rewrite one method in place; return whether anything changed."""
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"<pass {self.name}>"
+
+
+# ------------------------------------------------------------------------------------------------ walking
+
+def blocks(block: Block) -> Iterator[Block]:
+    """The block and every block nested in it (the bodies of prim::If and prim::Loop nodes), outer first."""
+    yield block
+    for node in block.walk():
+        yield from node.blocks
+
+
+def owners(graph: Graph) -> dict[int, Block]:
+    """For each node (by `id(node)`), the block whose node list holds it."""
+    return {id(node): block for block in blocks(graph) for node in block.nodes}
+
+
+Use = Node | Block  # a node reading a value as an input, or a block returning it as an output
+
+
+def uses(graph: Graph) -> dict[int, list[Use]]:
+    """For each value id, its uses: the nodes reading it (once per input position) and the blocks returning it
+    (the graph's own outputs included). Values without uses are absent."""
+    found: dict[int, list[Use]] = {}
+    for block in blocks(graph):
+        for node in block.nodes:
+            for v in node.inputs:
+                found.setdefault(v.id, []).append(node)
+        for v in block.outputs:
+            found.setdefault(v.id, []).append(block)
+    return found
+
+
+# ------------------------------------------------------------------------------------------------ editing
+
+def replace_all_uses(graph: Graph, old: Value, new: Value) -> int:
+    """Make every use of `old` (node inputs and block outputs, nested blocks included) use `new`; returns how many
+    uses were changed. `new` must be defined where `old` is used (in the same or an enclosing scope, earlier)."""
+    count = 0
+    for block in blocks(graph):
+        for node in block.nodes:
+            for i, v in enumerate(node.inputs):
+                if v is old:
+                    node.inputs[i] = new
+                    count += 1
+        for i, v in enumerate(block.outputs):
+            if v is old:
+                block.outputs[i] = new
+                count += 1
+    return count
+
+
+def remove_nodes(graph: Graph, nodes: Iterable[Node]) -> None:
+    """Remove the given nodes from whichever blocks of the graph hold them (their uses must be gone already)."""
+    doomed = {id(n) for n in nodes}
+    for block in blocks(graph):
+        block.nodes = [n for n in block.nodes if id(n) not in doomed]
+
+
+# ------------------------------------------------------------------------------------------------ constants
+
+NOT_CONSTANT: Any = object()  # what `constant_value` returns for a value that is not a plain constant
+
+
+def constant_value(v: Value) -> Any:
+    """The Python value of a prim::Constant without a weight (None, a bool, a list...), else NOT_CONSTANT."""
+    node = v.node
+    if node is None or node.op != "prim::Constant" or "weight" in node.attrs:
+        return NOT_CONSTANT
+    return node.attrs.get("value")
+
+
+def weight_of(program: Program, v: Value) -> np.ndarray | None:
+    """The array of a prim::Constant naming a weight of the program, else None."""
+    node = v.node
+    if node is None or node.op != "prim::Constant" or "weight" not in node.attrs:
+        return None
+    return program.weights.get(node.attrs["weight"])
+
+
+def add_weight(program: Program, hint: str, array: np.ndarray) -> str:
+    """Store `array` as a new weight named `hint` (or `hint_2`, `hint_3`, ... if taken); returns the name."""
+    name, i = hint, 1
+    while name in program.weights:
+        i += 1
+        name = f"{hint}_{i}"
+    program.weights[name] = np.ascontiguousarray(array)
+    return name
+
+
+def weight_constant(program: Program, hint: str, array: np.ndarray, source: str = "") -> Node:
+    """A new prim::Constant node (not yet in any block) for a new weight holding `array`."""
+    name = add_weight(program, hint, array)
+    out = Value(name=name, type="Tensor", dtype=str(array.dtype), shape=tuple(array.shape))
+    return Node("prim::Constant", [], [out], {"weight": name}, source=source)
+
+
+# ------------------------------------------------------------------------------------------------ copying
+
+def copy_program(program: Program) -> Program:
+    """A copy whose methods (values, nodes, blocks, specs) are new objects; weight arrays are shared."""
+    copied = Program(weights=dict(program.weights), metadata=_copy_metadata(program.metadata))
+    for name, graph in program.methods.items():
+        mapping: dict[int, Value] = {}
+        inputs = [_copy_value(v, mapping) for v in graph.inputs]
+        new = Graph(name, inputs, [_copy_node(n, mapping) for n in graph.nodes], [mapping[v.id] for v in graph.outputs])
+        new.input_specs = [replace(s) for s in graph.input_specs]
+        new.output_specs = [replace(s) for s in graph.output_specs]
+        copied.methods[name] = new
+    return copied
+
+
+def _copy_value(v: Value, mapping: dict[int, Value]) -> Value:
+    mapping[v.id] = Value(v.name, v.type, v.dtype, v.shape)
+    return mapping[v.id]
+
+
+def _copy_node(node: Node, mapping: dict[int, Value]) -> Node:
+    inputs = [mapping[v.id] for v in node.inputs]
+    blocks_ = [_copy_block(b, mapping) for b in node.blocks]
+    outputs = [_copy_value(v, mapping) for v in node.outputs]
+    return Node(node.op, inputs, outputs, _copy_metadata(node.attrs), blocks_, node.source)
+
+
+def _copy_block(block: Block, mapping: dict[int, Value]) -> Block:
+    inputs = [_copy_value(v, mapping) for v in block.inputs]
+    nodes = [_copy_node(n, mapping) for n in block.nodes]
+    return Block(inputs, nodes, [mapping[v.id] for v in block.outputs])
+
+
+def _copy_metadata(value: Any) -> Any:
+    """Copy the containers of constants and metadata (lists, dicts) so that edits to the copy stay there."""
+    if isinstance(value, dict):
+        return {k: _copy_metadata(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_copy_metadata(v) for v in value]
+    return value
