@@ -398,3 +398,38 @@ def test_convert_without_torch_says_how_to_install(tmp_path):
     proc = subprocess.run([sys.executable, "-c", code, "convert", "torchvision.models:resnet18"],
                           cwd=tmp_path, capture_output=True, text=True, env=env, timeout=60)
     assert_clean_error(proc.returncode, proc.stderr, "pip install 'ptlite[export]'")
+
+
+BN_SOURCE = '''
+import torch
+def conv_bn():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4), torch.nn.ReLU(),
+                                torch.nn.Dropout(0.5))
+    with torch.no_grad():
+        model[1].running_mean.uniform_(-1, 1)
+        model[1].running_var.uniform_(0.5, 2)
+    return model.eval()
+'''
+
+
+def test_convert_optimizes_by_default(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (tmp_path / "bn_model.py").write_text(BN_SOURCE)
+    code, out, err = cli(capsys, "convert", "bn_model:conv_bn", "--input-shape", "1,3,8,8", "-o", "opt.ptlite")
+    assert code == 0, err
+    assert "optimized:" in out and "fold_conv_bn" in out
+    code, out, err = cli(capsys, "convert", "bn_model:conv_bn", "--input-shape", "1,3,8,8", "-o", "raw.ptlite",
+                         "--no-optimize")
+    assert code == 0, err
+    assert "optimized:" not in out
+    opt, raw = ptlite.export_opnames(tmp_path / "opt.ptlite"), ptlite.export_opnames(tmp_path / "raw.ptlite")
+    assert "aten::batch_norm" in raw and "aten::batch_norm" not in opt
+    x = np.random.default_rng(1).standard_normal((1, 3, 8, 8)).astype(np.float32)
+    import bn_model
+
+    want = torch_forward(bn_model.conv_bn(), x)
+    for path in ("opt.ptlite", "raw.ptlite"):
+        got = ptlite.load(tmp_path / path)(x)
+        assert np.abs(got - want).max() <= 1e-5 * max(1.0, np.abs(want).max()), path

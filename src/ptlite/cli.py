@@ -140,6 +140,9 @@ def _add_convert(commands: Any) -> None:
     convert.add_argument("--dynamic-batch", action="store_true",
                          help="with export: let the first dimension of every input vary (by default an "
                               "exported program accepts only the example shapes)")
+    convert.add_argument("--no-optimize", action="store_true",
+                         help="save the program as captured, without ptlite.optimize_for_mobile (which folds "
+                              "batch norms into convolutions and drops dropout and dead code)")
     convert.add_argument("--preserve-method", metavar="NAME", action="append", default=[],
                          help="keep another method of a scripted module (repeatable); run it with "
                               "'ptlite run --method NAME'")
@@ -362,10 +365,14 @@ def cmd_convert(args: argparse.Namespace) -> int:
         warnings.filterwarnings("ignore", message=r".*torch\.jit\..*deprecated", category=FutureWarning)
         program = ptlite.capture(model, example, method=args.method, **options)
     captured_s = time.perf_counter() - start
+    if not args.no_optimize:
+        program = ptlite.optimize_for_mobile(program)
     output = args.output or _default_output(args.model)
     ptlite.save(program, output)
     weight_bytes = sum(np.asarray(w).nbytes for w in program.weights.values())
     print(f"captured {args.model} with {program.metadata.get('capture', args.method)} in {captured_s:.1f} s")
+    if not args.no_optimize:
+        print(f"optimized: {', '.join(program.metadata.get('passes', [])) or 'nothing to change'}")
     for name, graph in program.methods.items():
         print(f"  {name}(" + ", ".join(s.describe() for s in graph.input_specs) + ")")
     print(f"operators: {len(ptlite.export_opnames(program))}")

@@ -9,6 +9,8 @@ import numpy as np
 from ptlite.ir.dtypes import to_numpy
 from ptlite.ir.registry import kernel
 
+from ._parallel import elementwise
+
 # ---------------------------------------------------------------- helpers
 
 
@@ -48,10 +50,10 @@ def _unary(fn):
     """Register-friendly wrapper: fn(x, out) computes into out; returns (kernel, in-place kernel)."""
     def apply(self):
         x = _float(self)
-        return fn(x, np.empty_like(x))
+        return elementwise(fn, x, np.empty_like(x))
 
     def apply_(self):
-        return fn(self, _inplace_target(self))
+        return elementwise(fn, self, _inplace_target(self))
 
     return apply, apply_
 

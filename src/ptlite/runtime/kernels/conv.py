@@ -9,6 +9,8 @@ from numpy.lib.stride_tricks import as_strided
 
 from ptlite.ir.registry import kernel
 
+from ._parallel import parallel_for
+
 IntList = int | Sequence[int]
 
 
@@ -127,7 +129,8 @@ def _phase_taps(kernel, stride, dilation, wq):
 
 def _conv_depthwise(x, weight, bias, pads, stride, dilation, out_hw):
     """groups == in_channels: accumulate kernel taps (long contiguous slices of a phase buffer) with
-    per-channel weights broadcast; no im2col. Crop of the wide rows and bias share one final pass."""
+    per-channel weights broadcast; no im2col. Crop of the wide rows and bias share one final pass.
+    Channels are split across threads."""
     n, c = x.shape[:2]
     o, _, kh, kw = weight.shape
     mult, (ho, wo) = o // c, out_hw
@@ -135,25 +138,37 @@ def _conv_depthwise(x, weight, bias, pads, stride, dilation, out_hw):
     length = ho * wq
     dtype = np.result_type(x.dtype, weight.dtype)
     taps = weight.reshape(c, mult, kh, kw)
-    acc = np.empty((n, c, mult, length), dtype=dtype)
-    tmp = np.empty_like(acc)
-    for t, (i, j, a, b, base) in enumerate(_phase_taps((kh, kw), stride, dilation, wq)):
-        view = buf[a, b, :, :, None, base:base + length]
-        np.multiply(view, taps[:, :, i, j, None], out=acc if t == 0 else tmp)
-        if t:
-            np.add(acc, tmp, out=acc)
-    wide = acc.reshape(n, o, ho, wq)[..., :wo]
     out = np.empty((n, o, ho, wo), dtype=dtype)
-    if bias is None:
-        np.copyto(out, wide)
-    else:
-        np.add(wide, np.asarray(bias, dtype=dtype).reshape(1, o, 1, 1), out=out)
+    bias4 = None if bias is None else np.asarray(bias, dtype=dtype).reshape(1, c, mult, 1, 1)
+    out5 = out.reshape(n, c, mult, ho, wo)
+    tap_list = list(_phase_taps((kh, kw), stride, dilation, wq))
+
+    def channels(c0: int, c1: int) -> None:
+        acc = np.empty((n, c1 - c0, mult, length), dtype=dtype)
+        tmp = np.empty_like(acc)
+        for t, (i, j, a, b, base) in enumerate(tap_list):
+            view = buf[a, b, :, c0:c1, None, base:base + length]
+            np.multiply(view, taps[c0:c1, :, i, j, None], out=acc if t == 0 else tmp)
+            if t:
+                np.add(acc, tmp, out=acc)
+        wide = acc.reshape(n, c1 - c0, mult, ho, wq)[..., :wo]
+        if bias4 is None:
+            np.copyto(out5[:, c0:c1], wide)
+        else:
+            np.add(wide, bias4[:, c0:c1], out=out5[:, c0:c1])
+
+    parallel_for(channels, c, max(1, _PARALLEL_GRAIN // max(1, n * mult * length * len(tap_list))))
     return out
+
+
+# Work (multiply-adds) below which a depthwise convolution stays on one thread.
+_PARALLEL_GRAIN = 1 << 18
 
 
 def _conv_depthwise_nhwc(x, weight, bias, pads, stride, dilation, out_hw):
     """groups == in_channels with many channels and few pixels: taps accumulate in channels-last order, so
-    each NumPy inner loop runs over all channels instead of over one short row; transposed back at the end."""
+    each NumPy inner loop runs over all channels instead of over one short row; transposed back at the end.
+    Output rows are split across threads."""
     n, c, h, w = x.shape
     o, _, kh, kw = weight.shape
     (ho, wo), (sh, sw), (dh, dw) = out_hw, stride, dilation
@@ -162,21 +177,27 @@ def _conv_depthwise_nhwc(x, weight, bias, pads, stride, dilation, out_hw):
     buf = np.zeros((n, h + top + bottom, w + left + right, c), dtype=x.dtype)
     buf[:, top:top + h, left:left + w, :] = x.transpose(0, 2, 3, 1)
     taps = weight.reshape(c, kh * kw).T.astype(dtype, copy=False)  # (taps, C)
-    acc = np.empty((n, ho, wo, c), dtype=dtype)
-    tmp = np.empty_like(acc)
-    for t in range(kh * kw):
-        i, j = divmod(t, kw)
-        view = buf[:, i * dh:i * dh + sh * (ho - 1) + 1:sh, j * dw:j * dw + sw * (wo - 1) + 1:sw, :]
-        if t == 0:
-            np.multiply(view, taps[t], out=acc)
-        else:
-            np.multiply(view, taps[t], out=tmp)
-            acc += tmp
     out = np.empty((n, o, ho, wo), dtype=dtype)
-    if bias is None:
-        np.copyto(out, acc.transpose(0, 3, 1, 2))
-    else:
-        np.add(acc.transpose(0, 3, 1, 2), np.asarray(bias, dtype=dtype).reshape(1, o, 1, 1), out=out)
+    bias4 = None if bias is None else np.asarray(bias, dtype=dtype).reshape(1, o, 1, 1)
+
+    def rows(r0: int, r1: int) -> None:
+        acc = np.empty((n, r1 - r0, wo, c), dtype=dtype)
+        tmp = np.empty_like(acc)
+        for t in range(kh * kw):
+            i, j = divmod(t, kw)
+            y0 = i * dh + sh * r0
+            view = buf[:, y0:y0 + sh * (r1 - r0 - 1) + 1:sh, j * dw:j * dw + sw * (wo - 1) + 1:sw, :]
+            if t == 0:
+                np.multiply(view, taps[t], out=acc)
+            else:
+                np.multiply(view, taps[t], out=tmp)
+                acc += tmp
+        if bias4 is None:
+            np.copyto(out[:, :, r0:r1], acc.transpose(0, 3, 1, 2))
+        else:
+            np.add(acc.transpose(0, 3, 1, 2), bias4, out=out[:, :, r0:r1])
+
+    parallel_for(rows, ho, max(1, _PARALLEL_GRAIN // max(1, n * wo * c * kh * kw)))
     return out
 
 
