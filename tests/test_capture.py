@@ -126,3 +126,14 @@ def test_script_error_message_reaches_the_caller():
     np.testing.assert_array_equal(m(np.zeros(2, np.float32), 1), [1.0, 1.0])
     with pytest.raises(ptlite.ScriptError, match="n too big: 7"):
         m(np.zeros(2, np.float32), 7)
+
+
+def test_set_num_threads_round_trip():
+    before = ptlite.get_num_threads()
+    try:
+        ptlite.set_num_threads(1)
+        assert ptlite.get_num_threads() == 1
+        with pytest.raises(ValueError, match="at least 1"):
+            ptlite.set_num_threads(0)
+    finally:
+        ptlite.set_num_threads(before)

@@ -32,7 +32,8 @@ from .runtime.module import Module
 
 __version__ = "0.1.0"
 
-__all__ = ["capture", "optimize_for_mobile", "save", "load", "export_opnames", "Program", "Module", "ValueSpec",
+__all__ = ["capture", "optimize_for_mobile", "save", "load", "export_opnames", "set_num_threads", "get_num_threads",
+           "Program", "Module", "ValueSpec",
            "PtliteError", "FormatError", "CaptureError", "InputError", "UnsupportedOperatorError", "ExecutionError",
            "ScriptError", "__version__"]
 
@@ -98,3 +99,23 @@ def export_opnames(program_or_path: Program | str | os.PathLike) -> list[str]:
 
 # Nodes that structure the program rather than compute (PyTorch Mobile has instructions for them, not operators).
 _STRUCTURAL_OPS = frozenset({"prim::Constant", "prim::If", "prim::Loop"})
+
+
+def set_num_threads(n: int) -> None:
+    """Use n threads: in ptlite's own multi-threaded kernels and, through threadpoolctl when it is installed, in
+    the BLAS library NumPy uses for matrix products. The default is the machine's core count."""
+    from .runtime.kernels import _parallel
+
+    _parallel.set_num_threads(n)
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        return
+    threadpool_limits(limits=int(n), user_api="blas")
+
+
+def get_num_threads() -> int:
+    """Threads ptlite's own kernels use."""
+    from .runtime.kernels import _parallel
+
+    return _parallel.num_threads()
