@@ -13,7 +13,7 @@ from ptlite.ir.graph import Program
 from ptlite.ir.verifier import verify
 
 from .encoding import encode_constant, encode_graph
-from .layout import ALIGN, FORMAT_VERSION, HEADER, HEADER_SIZE, MAGIC, WEIGHT_DTYPES, align
+from .layout import FORMAT_VERSION, HEADER, HEADER_SIZE, MAGIC, WEIGHT_DTYPES, align
 
 PRODUCER = "ptlite"
 
@@ -59,15 +59,19 @@ def save(program: Program, path: str | os.PathLike) -> None:
     header = HEADER.pack(MAGIC, FORMAT_VERSION, 0, HEADER_SIZE, len(body), data_offset, data_size,
                          zlib.crc32(body), b"\0" * 12)
     tmp = f"{os.fspath(path)}.tmp{os.getpid()}"
-    with open(tmp, "wb") as f:
-        f.write(header)
-        f.write(body)
-        f.write(b"\0" * (data_offset - HEADER_SIZE - len(body)))
-        for entry, arr in zip(table, arrays):
-            assert f.tell() == data_offset + entry["offset"]
-            f.write(arr.tobytes())
-            f.write(b"\0" * (align(arr.nbytes) - arr.nbytes))
-        if f.tell() != data_offset + data_size:  # the last weight's padding is part of the data section
-            f.write(b"\0" * (data_offset + data_size - f.tell()))
+    try:
+        with open(tmp, "wb") as f:
+            f.write(header)
+            f.write(body)
+            f.write(b"\0" * (data_offset - HEADER_SIZE - len(body)))
+            for entry, arr in zip(table, arrays):
+                assert f.tell() == data_offset + entry["offset"]
+                f.write(arr.reshape(-1).view(np.uint8).data)  # no copy of the weight
+                f.write(b"\0" * (align(arr.nbytes) - arr.nbytes))
+            if f.tell() != data_offset + data_size:  # the last weight's padding is part of the data section
+                f.write(b"\0" * (data_offset + data_size - f.tell()))
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
     os.replace(tmp, path)
-    _ = ALIGN
