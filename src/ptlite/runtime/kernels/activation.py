@@ -126,8 +126,13 @@ def _sigmoid(x, out):
 
 
 def _silu(x, out):
-    gate = _sigmoid(x, np.empty_like(out))
-    np.multiply(x, gate, out=out)
+    """x / (1 + exp(-x)): four passes; exp overflow for very negative x gives the right limit -0."""
+    denominator = np.negative(x)
+    with np.errstate(over="ignore"):
+        np.exp(denominator, out=denominator)
+    np.add(denominator, denominator.dtype.type(1), out=denominator)
+    with np.errstate(invalid="ignore"):  # -inf / inf: nan, as in torch
+        np.divide(x, denominator, out=out)
     return out
 
 
