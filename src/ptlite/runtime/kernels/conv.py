@@ -166,38 +166,31 @@ _PARALLEL_GRAIN = 1 << 18
 
 
 def _conv_depthwise_nhwc(x, weight, bias, pads, stride, dilation, out_hw):
-    """groups == in_channels with many channels and few pixels: taps accumulate in channels-last order, so
-    each NumPy inner loop runs over all channels instead of over one short row; transposed back at the end.
-    Output rows are split across threads."""
+    """groups == in_channels with many channels and few pixels: the padded input in channels-last order, viewed
+    (without copying) as patches (N, Ho, Wo, kh, kw, C), reduced against the taps by one einsum, which accumulates
+    in a single pass per tap with channels as the contiguous inner loop. Output rows are split across threads."""
     n, c, h, w = x.shape
     o, _, kh, kw = weight.shape
     (ho, wo), (sh, sw), (dh, dw) = out_hw, stride, dilation
     top, bottom, left, right = pads
     dtype = np.result_type(x.dtype, weight.dtype)
-    buf = np.zeros((n, h + top + bottom, w + left + right, c), dtype=x.dtype)
+    buf = np.zeros((n, h + top + bottom, w + left + right, c), dtype=dtype)
     buf[:, top:top + h, left:left + w, :] = x.transpose(0, 2, 3, 1)
-    taps = weight.reshape(c, kh * kw).T.astype(dtype, copy=False)  # (taps, C)
-    out = np.empty((n, o, ho, wo), dtype=dtype)
-    bias4 = None if bias is None else np.asarray(bias, dtype=dtype).reshape(1, o, 1, 1)
+    taps = np.ascontiguousarray(weight.reshape(c, kh, kw).transpose(1, 2, 0), dtype=dtype)  # (kh, kw, C)
+    s_n, s_h, s_w, s_c = buf.strides
+    patches = as_strided(buf, shape=(n, ho, wo, kh, kw, c),
+                         strides=(s_n, s_h * sh, s_w * sw, s_h * dh, s_w * dw, s_c), writeable=False)
+    acc = np.empty((n, ho, wo, c), dtype=dtype)
 
     def rows(r0: int, r1: int) -> None:
-        acc = np.empty((n, r1 - r0, wo, c), dtype=dtype)
-        tmp = np.empty_like(acc)
-        for t in range(kh * kw):
-            i, j = divmod(t, kw)
-            y0 = i * dh + sh * r0
-            view = buf[:, y0:y0 + sh * (r1 - r0 - 1) + 1:sh, j * dw:j * dw + sw * (wo - 1) + 1:sw, :]
-            if t == 0:
-                np.multiply(view, taps[t], out=acc)
-            else:
-                np.multiply(view, taps[t], out=tmp)
-                acc += tmp
-        if bias4 is None:
-            np.copyto(out[:, :, r0:r1], acc.transpose(0, 3, 1, 2))
-        else:
-            np.add(acc.transpose(0, 3, 1, 2), bias4, out=out[:, :, r0:r1])
+        np.einsum("nhwijc,ijc->nhwc", patches[:, r0:r1], taps, out=acc[:, r0:r1])
 
     parallel_for(rows, ho, max(1, _PARALLEL_GRAIN // max(1, n * wo * c * kh * kw)))
+    out = np.empty((n, o, ho, wo), dtype=dtype)
+    if bias is None:
+        np.copyto(out, acc.transpose(0, 3, 1, 2))
+    else:
+        np.add(acc.transpose(0, 3, 1, 2), np.asarray(bias, dtype=dtype).reshape(1, o, 1, 1), out=out)
     return out
 
 
@@ -243,7 +236,7 @@ def conv2d_nchw(x: np.ndarray, weight: np.ndarray, bias: np.ndarray | None, stri
     if kh == kw == 1 and not any(pads):
         return _add_bias(_conv_pointwise(x, weight, groups, stride), bias)
     if groups == c and groups > 1 and cg == 1:
-        if o == c and c >= ho * wo:  # many channels, few pixels: channels-last inner loops are longer
+        if o == c and 8 * c >= ho * wo:  # many channels, few pixels: channels-last inner loops are longer
             return _conv_depthwise_nhwc(x, weight, bias, pads, stride, dilation, (ho, wo))
         return _conv_depthwise(x, weight, bias, pads, stride, dilation, (ho, wo))
     xp = pad2d(x, top, bottom, left, right)
