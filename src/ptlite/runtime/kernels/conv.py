@@ -76,20 +76,25 @@ def _conv_pointwise(x, weight, groups, stride):
     if sh != 1 or sw != 1:
         x = x[:, :, ::sh, ::sw]
     ho, wo = x.shape[2:]
-    hw = ho * wo
-    dtype = np.result_type(x.dtype, weight.dtype)
-    if groups == 1:
-        w2 = weight.reshape(o, c)
-        out = np.empty((n, o, hw), dtype=dtype)
-        if n == 1:
-            np.matmul(w2, x.reshape(c, hw), out=out[0])
-        else:
-            np.matmul(w2, x.reshape(n, c, hw), out=out)
-    else:
-        w3 = weight.reshape(groups, o // groups, c // groups)
-        out = np.empty((n, groups, o // groups, hw), dtype=dtype)
-        np.matmul(w3, x.reshape(n, groups, c // groups, hw), out=out)
+    out = _gemm_columns(weight, x.reshape(n, c, ho * wo), groups, np.result_type(x.dtype, weight.dtype))
     return out.reshape(n, o, ho, wo)
+
+
+def _gemm_columns(weight, cols, groups, dtype):
+    """out (N, O, L) = weight (O, K per group) @ cols (N, groups * K, L), group by group: one BLAS call."""
+    n, rows, length = cols.shape
+    o, k = weight.shape[0], rows // groups
+    if groups == 1:
+        w2 = weight.reshape(o, k)
+        out = np.empty((n, o, length), dtype=dtype)
+        if n == 1:
+            np.matmul(w2, cols[0], out=out[0])
+        else:
+            np.matmul(w2, cols, out=out)
+        return out
+    out = np.empty((n, groups, o // groups, length), dtype=dtype)
+    np.matmul(weight.reshape(groups, o // groups, k), cols.reshape(n, groups, k, length), out=out)
+    return out.reshape(n, o, length)
 
 
 def phase_buffer(x, top: int, left: int, stride, dilation, kernel, out_hw) -> tuple[np.ndarray, int]:
@@ -201,7 +206,6 @@ def _conv_im2col(x, weight, groups, stride, dilation, out_hw):
     ho, wo = out_hw
     sh, sw = stride
     dh, dw = dilation
-    og = o // groups
     dtype = np.result_type(x.dtype, weight.dtype)
     s_n, s_c, s_h, s_w = x.strides
     patches = as_strided(x, shape=(n, groups, cg, kh, kw, ho, wo),
@@ -209,17 +213,7 @@ def _conv_im2col(x, weight, groups, stride, dilation, out_hw):
                          writeable=False)
     cols = np.empty((n, groups, cg, kh, kw, ho, wo), dtype=x.dtype)
     np.copyto(cols, patches)
-    k, hw = cg * kh * kw, ho * wo
-    if groups == 1:
-        w2 = weight.reshape(o, k)
-        out = np.empty((n, o, hw), dtype=dtype)
-        if n == 1:
-            np.matmul(w2, cols.reshape(k, hw), out=out[0])
-        else:
-            np.matmul(w2, cols.reshape(n, k, hw), out=out)
-    else:
-        out = np.empty((n, groups, og, hw), dtype=dtype)
-        np.matmul(weight.reshape(groups, og, k), cols.reshape(n, groups, k, hw), out=out)
+    out = _gemm_columns(weight, cols.reshape(n, groups * cg * kh * kw, ho * wo), groups, dtype)
     return out.reshape(n, o, ho, wo)
 
 
