@@ -28,7 +28,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# model -> (capture method, input shape)
+# model -> (capture method, input shape or None; inputs come from ptlite.zoo.example_inputs)
 MODELS = {
     "mobilenet_v2": ("export", (1, 3, 224, 224)),
     "mobilenet_v3_small": ("export", (1, 3, 224, 224)),
@@ -42,18 +42,21 @@ MODELS = {
     "googlenet": ("export", (1, 3, 224, 224)),
     "deeplabv3_mobilenet_v3_large": ("export", (1, 3, 224, 224)),
     "lraspp_mobilenet_v3_large": ("export", (1, 3, 224, 224)),
+    "transformer_encoder": ("export", None),
+    "lstm_classifier": ("export", None),
+    "gru_classifier": ("export", None),
 }
 
 PREPARE = textwrap.dedent("""
     import sys, numpy as np, torch, ptlite
     from ptlite import zoo
-    name, method, shape, out = sys.argv[1], sys.argv[2], eval(sys.argv[3]), sys.argv[4]
+    name, method, out = sys.argv[1], sys.argv[2], sys.argv[3]
     model = getattr(zoo, name)()
-    x = torch.randn(*shape, generator=torch.Generator().manual_seed(0))
-    program = ptlite.capture(model, (x,), method=method)
+    inputs = zoo.example_inputs(name)
+    program = ptlite.capture(model, inputs, method=method)
     ptlite.save(program, out + ".ptlite")
     ptlite.save(ptlite.optimize_for_mobile(program), out + ".opt.ptlite")
-    np.save(out + ".npy", x.numpy())
+    np.savez(out + ".npz", *[t.numpy() for t in inputs])
 """)
 
 TIMER = textwrap.dedent("""
@@ -73,9 +76,10 @@ RUN_TORCH = TIMER + textwrap.dedent("""
     torch.set_num_threads(2)
     name, base, warmup, runs = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
     model = getattr(zoo, name)()
-    x = torch.from_numpy(np.load(base + ".npy"))
+    with np.load(base + ".npz") as data:
+        inputs = [torch.from_numpy(data[k]) for k in sorted(data.files, key=lambda k: int(k.split("_")[1]))]
     with torch.inference_mode():
-        times = timeit(lambda: model(x), warmup, runs)
+        times = timeit(lambda: model(*inputs), warmup, runs)
     print(json.dumps({"times": times, "torch": torch.__version__}))
 """)
 
@@ -83,8 +87,9 @@ RUN_PTLITE = TIMER + textwrap.dedent("""
     import numpy as np, ptlite
     name, base, warmup, runs, suffix = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
     t = time.perf_counter(); module = ptlite.load(base + suffix); load_ms = (time.perf_counter() - t) * 1e3
-    x = np.load(base + ".npy")
-    times = timeit(lambda: module(x), warmup, runs)
+    with np.load(base + ".npz") as data:
+        inputs = [data[k] for k in sorted(data.files, key=lambda k: int(k.split("_")[1]))]
+    times = timeit(lambda: module(*inputs), warmup, runs)
     from threadpoolctl import threadpool_info
     blas = [f"{i.get('internal_api')} {i.get('version')} {i.get('architecture')} x{i.get('num_threads')}"
             for i in threadpool_info() if i.get("user_api") == "blas"]
@@ -131,9 +136,9 @@ def main() -> None:
     rows, info = [], {}
     with tempfile.TemporaryDirectory() as tmp:
         for name in names:
-            method, shape = MODELS[name]
+            method, _ = MODELS[name]
             base = str(Path(tmp) / name)
-            subprocess.run([sys.executable, "-c", PREPARE, name, method, repr(shape), base], check=True,
+            subprocess.run([sys.executable, "-c", PREPARE, name, method, base], check=True,
                            env=child_env(), capture_output=True)
             times: dict[str, list[float]] = {"torch": [], "ptlite": [], "optimized": []}
             load_ms = []
@@ -156,7 +161,8 @@ def main() -> None:
     lines = [
         "# Benchmarks: ptlite vs eager PyTorch (batch 1, 2 threads)",
         "",
-        f"Written by `python benchmarks/bench_models.py --runs {args.runs} --rounds {args.rounds}`. Fresh process per "
+        f"Written by `python benchmarks/bench_models.py --models {args.models} --runs {args.runs} "
+        f"--rounds {args.rounds}`. Fresh process per "
         f"runtime, one at a time, in {args.rounds} interleaved rounds of {args.runs} timed runs (after "
         f"{args.warmup} warm-up runs); median over all timed runs. Ratio = ptlite / PyTorch (lower is better for "
         "ptlite). *ptlite* runs the program as captured; *optimized* runs it after `ptlite.optimize_for_mobile` "

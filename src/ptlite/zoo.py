@@ -232,3 +232,26 @@ VISION: dict[str, Callable[[], nn.Module]] = {
     "deeplabv3_mobilenet_v3_large": deeplabv3_mobilenet_v3_large,
     "lraspp_mobilenet_v3_large": lraspp_mobilenet_v3_large,
 }
+
+
+SEQUENCE: dict[str, Callable[[], nn.Module]] = {
+    "transformer_encoder": transformer_encoder,
+    "lstm_classifier": lstm_classifier,
+    "gru_classifier": gru_classifier,
+}
+
+
+def example_inputs(name: str, batch: int = 1, size: int = IMAGE_SIZE, seed: int = 0) -> tuple[torch.Tensor, ...]:
+    """Inputs for a zoo model: an image batch for vision models; tokens and a padding mask (last two positions
+    padded) for the transformer; a feature sequence for the recurrent classifiers."""
+    gen = torch.Generator().manual_seed(seed)
+    if name in VISION:
+        return (torch.randn(batch, 3, size, size, generator=gen),)
+    if name == "transformer_encoder":
+        tokens = torch.randint(0, 100, (batch, 12), generator=gen)
+        mask = torch.zeros(batch, 12, dtype=torch.bool)
+        mask[:, -2:] = True
+        return tokens, mask
+    if name in SEQUENCE:
+        return (torch.randn(batch, 10, 16, generator=gen),)
+    raise KeyError(f"no zoo model named {name!r}")
