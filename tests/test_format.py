@@ -209,3 +209,16 @@ def test_input_errors_name_the_input(saved):
 
 def test_magic_is_documented():
     assert MAGIC == b"\x89PTLITE\n"
+
+
+def test_missing_operators_of_every_method_in_one_error():
+    from ptlite.errors import UnsupportedOperatorError
+
+    program = make_program()
+    second = make_program().forward
+    second.name = "other"
+    program.methods["other"] = second
+    next(n for n in program.forward.walk() if n.op == "test::gt_zero").op = "evil::in_forward"
+    next(n for n in second.walk() if n.op == "test::gt_zero").op = "evil::in_other"
+    with pytest.raises(UnsupportedOperatorError, match=r"(?s)2 operator.*evil::in_forward.*evil::in_other"):
+        ptlite.Module(program)

@@ -8,9 +8,8 @@ import numpy as np
 import torch
 
 from ptlite.errors import CaptureError
-from ptlite.ir import registry
 from ptlite.ir.dtypes import SCALAR_TYPE_OF, normalize_dtype_name
-from ptlite.ir.graph import Graph, Program, ValueSpec
+from ptlite.ir.graph import Program, ValueSpec
 
 # torch.memory_format / torch.layout constants as TorchScript passes them (ints).
 _MEMORY_FORMATS = {torch.contiguous_format: 0, torch.preserve_format: 1, torch.channels_last: 2,
@@ -93,13 +92,9 @@ def _unique_name(hint: str, taken: dict) -> str:
 
 def check_operators(program: Program, how: str) -> None:
     """Raise one CaptureError listing every operator ptlite cannot run, with where each comes from."""
-    missing: dict[str, list[str]] = {}
-    for graph in program.methods.values():
-        for node in graph.walk():
-            if node.op in ("prim::Constant", "prim::If", "prim::Loop"):
-                continue
-            if registry.lookup(node.op) is None:
-                missing.setdefault(node.op, []).append(node.source or f"method {graph.name}")
+    from ptlite.runtime.interpreter import missing_operators
+
+    missing = missing_operators(program)
     if missing:
         lines = []
         for op, places in sorted(missing.items()):
@@ -118,14 +113,6 @@ def tensor_spec(name: str, example: Any, static_shape: bool) -> ValueSpec:
         shape = tuple(int(d) for d in example.shape) if static_shape else tuple(None for _ in example.shape)
         return ValueSpec(name=name, type="Tensor", dtype=dtype_name(example.dtype), shape=shape)
     return ValueSpec(name=name, type="Tensor")
-
-
-def describe_outputs(graph: Graph) -> list[ValueSpec]:
-    """Output specs from the graph's output values."""
-    specs = []
-    for i, v in enumerate(graph.outputs):
-        specs.append(ValueSpec(name=v.name or f"output{i}", type=v.type, dtype=v.dtype, shape=v.shape))
-    return specs
 
 
 def module_path(hierarchy: str) -> str:

@@ -43,9 +43,7 @@ def op_key(target: Any) -> str:
 def _meta(node: torch.fx.Node) -> tuple[str, str | None, tuple | None]:
     val = node.meta.get("val")
     if isinstance(val, torch.Tensor):
-        shape = tuple(int(d) if isinstance(d, int) or (hasattr(d, "node") and d.node.is_constant()) else None
-                      for d in val.shape)
-        shape = tuple(d if isinstance(d, int) else None for d in shape)
+        shape = tuple(int(d) if isinstance(d, int) or d.node.is_constant() else None for d in val.shape)
         return "Tensor", dtype_name(val.dtype), shape
     if isinstance(val, (list, tuple)) and val and all(isinstance(v, torch.Tensor) for v in val):
         return "List[Tensor]", None, None

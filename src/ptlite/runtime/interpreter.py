@@ -150,12 +150,11 @@ def _located(step: Step, node: Node) -> Step:
 
 
 class CompiledGraph:
-    """A graph ready to run: call it with the method's arguments (already checked) to get its outputs."""
+    """A graph ready to run: call it with the method's arguments (already checked) to get its outputs.
+
+    Every operator must be in the table (Module checks the whole program first, with one error for all)."""
 
     def __init__(self, graph: Graph, program: Program) -> None:
-        missing = missing_operators(program, [graph])
-        if missing:
-            raise UnsupportedOperatorError(_missing_message(missing))
         compiler = _Compiler(program)
         self.input_slots = [compiler.slot(v) for v in graph.inputs]
         self.steps = compiler.block(graph)
@@ -198,8 +197,15 @@ def missing_operators(program: Program, graphs: list[Graph] | None = None) -> di
     for graph in graphs if graphs is not None else program.methods.values():
         for node in graph.walk():
             if registry.lookup(node.op) is None:
-                missing.setdefault(node.op, []).append(node.source or graph.name)
+                missing.setdefault(node.op, []).append(node.source or f"method {graph.name}")
     return missing
+
+
+def check_operators(program: Program, graphs: list[Graph] | None = None) -> None:
+    """Raise one UnsupportedOperatorError listing every operator the table lacks (default: in every method)."""
+    missing = missing_operators(program, graphs)
+    if missing:
+        raise UnsupportedOperatorError(_missing_message(missing))
 
 
 def _missing_message(missing: dict[str, list[str]]) -> str:

@@ -9,7 +9,7 @@ import numpy as np
 from ptlite.errors import InputError
 from ptlite.ir.graph import Graph, Program, ValueSpec
 
-from .interpreter import CompiledGraph
+from .interpreter import CompiledGraph, check_operators
 
 _SCALAR_TYPES = {"int": (int, np.integer), "float": (float, int, np.floating, np.integer), "bool": (bool, np.bool_),
                  "str": (str,)}
@@ -99,6 +99,7 @@ class Module:
 
     def __init__(self, program: Program) -> None:
         self.program = program
+        check_operators(program)  # one error naming every missing operator, whichever method uses it
         self._methods: dict[str, Method] = {name: Method(g, program) for name, g in program.methods.items()}
 
     def _method(self, name: str) -> Method:
