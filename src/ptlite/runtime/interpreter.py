@@ -17,11 +17,14 @@ from ptlite.ir import registry
 from ptlite.ir.graph import Block, Graph, Node, Program, Value
 
 Step = Callable[[list], None]
+# Wraps the step of one operator node (for profiling): instrument(step, node) -> step.
+Instrument = Callable[[Step, Node], Step]
 
 
 class _Compiler:
-    def __init__(self, program: Program) -> None:
+    def __init__(self, program: Program, instrument: Instrument | None = None) -> None:
         self.program = program
+        self.instrument = instrument
         self.slots: dict[int, int] = {}
         self.constants: dict[int, Any] = {}
 
@@ -74,7 +77,8 @@ class _Compiler:
                     raise ValueError(f"returned {len(results)} values, the graph expects {len(outs)}")
                 for o, r in zip(outs, results):
                     env[o] = r
-        return _located(step, node)
+        step = _located(step, node)
+        return step if self.instrument is None else self.instrument(step, node)
 
     def if_step(self, node: Node) -> Step:
         cond = self.slot(node.inputs[0])
@@ -154,8 +158,8 @@ class CompiledGraph:
 
     Every operator must be in the table (Module checks the whole program first, with one error for all)."""
 
-    def __init__(self, graph: Graph, program: Program) -> None:
-        compiler = _Compiler(program)
+    def __init__(self, graph: Graph, program: Program, instrument: Instrument | None = None) -> None:
+        compiler = _Compiler(program, instrument)
         self.input_slots = [compiler.slot(v) for v in graph.inputs]
         self.steps = compiler.block(graph)
         self.output_slots = [compiler.slot(v) for v in graph.outputs]

@@ -1,0 +1,283 @@
+"""Prepacked convolution and linear kernels: weights stored in the layout the kernel consumes, images run
+channels-last, and an activation fused into the pass that writes the output.
+
+The `INSERT_FOLD_PREPACK_OPS` pass rewrites aten::conv2d / aten::linear with constant weights into these operators
+and stores the packed weights in the file; `FUSE_ACTIVATIONS` then folds a following relu / relu6 / hardtanh /
+clamp / hardswish into them. Packed layouts (C: input channels, O: output channels, kh x kw: kernel):
+
+- groups == 1:                (kh * kw * C, O), rows ordered (kh, kw, C): out (pixels, O) = patches @ W
+- depthwise (groups == C == O): (kh * kw, C): one row of per-channel taps per kernel position
+- other groups:               (groups, kh * kw * C/groups, O/groups)
+- linear:                     (in_features, out_features): out = x @ W
+
+Inputs may be NCHW or channels-last (see _layout.py); outputs are channels-last (N, C, H, W) views.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from ptlite.ir.registry import kernel
+
+from ._layout import from_nhwc, to_nhwc
+from ._parallel import parallel_for
+
+ACTIVATIONS = ("none", "relu", "clamp", "hardswish")
+
+# Elements per piece of work: below this a kernel runs on one thread, and bias + activation run over output
+# blocks of about this size while they are in cache.
+_BLOCK = 1 << 16
+
+
+def check_activation(activation: str, args: Sequence[float]) -> None:
+    if activation not in ACTIVATIONS:
+        raise ValueError(f"unknown fused activation {activation!r}; expected one of {', '.join(ACTIVATIONS)}")
+    if activation == "clamp" and len(args) != 2:
+        raise ValueError(f"a fused clamp takes [min, max], got {list(args)}")
+
+
+def apply_activation(out: np.ndarray, activation: str, args: Sequence[float]) -> None:
+    """Apply a fused activation to `out` in place (a block of a kernel's output, still in cache)."""
+    if activation == "none":
+        return
+    # np.clip, also for one-sided bounds: NumPy's maximum/minimum with a scalar are several times slower.
+    if activation == "relu":
+        np.clip(out, out.dtype.type(0), out.dtype.type(np.inf), out=out)
+    elif activation == "clamp":
+        lo, hi = args
+        np.clip(out, out.dtype.type(lo), out.dtype.type(hi), out=out)
+    elif activation == "hardswish":  # x * relu6(x + 3) / 6
+        t = out + out.dtype.type(3)
+        np.clip(t, 0, 6, out=t)
+        np.multiply(out, t, out=out)
+        np.multiply(out, out.dtype.type(1 / 6), out=out)
+    else:
+        check_activation(activation, args)
+
+
+def _finish_rows(out2: np.ndarray, bias: np.ndarray | None, activation: str, args: Sequence[float]) -> None:
+    """Bias and activation over a C-contiguous (rows, O) output, in blocks of whole rows split across threads.
+    The bias is tiled to the block length so that the add runs over two flat arrays (broadcasting a short bias
+    row makes NumPy's inner loop only O long, several times slower)."""
+    if bias is None and activation == "none":
+        return
+    width = max(out2.shape[1], 1)
+    step = max(1, _BLOCK // width)
+    tiled = None if bias is None else np.tile(bias, min(step, out2.shape[0]))
+
+    def rows(r0: int, r1: int) -> None:
+        for a in range(r0, r1, step):
+            block = out2[a:min(a + step, r1)].reshape(-1)
+            if tiled is not None:
+                np.add(block, tiled[:block.size], out=block)
+            apply_activation(block, activation, args)
+
+    parallel_for(rows, out2.shape[0], step)
+
+
+def _out_size(size: int, k: int, stride: int, before: int, after: int, dilation: int) -> int:
+    out = (size + before + after - dilation * (k - 1) - 1) // stride + 1
+    if out <= 0:
+        raise ValueError(f"convolution output size {out} is not positive (input {size}, kernel {k}, stride "
+                         f"{stride}, padding {before}+{after}, dilation {dilation})")
+    return out
+
+
+def _padded(xh: np.ndarray, top: int, bottom: int, left: int, right: int) -> np.ndarray:
+    """NHWC x in a zero-bordered buffer (x itself when there is no padding)."""
+    if top == bottom == left == right == 0:
+        return xh
+    n, h, w, c = xh.shape
+    buf = np.empty((n, h + top + bottom, w + left + right, c), dtype=xh.dtype)
+    buf[:, :top] = 0
+    buf[:, top + h:] = 0
+    buf[:, top:top + h, :left] = 0
+    buf[:, top:top + h, left + w:] = 0
+    buf[:, top:top + h, left:left + w] = xh
+    return buf
+
+
+def _patches(xp: np.ndarray, kernel_hw, stride, dilation, out_hw) -> np.ndarray:
+    """A read-only (N, Ho, Wo, kh, kw, C) view of padded NHWC x: the input patch of every output pixel."""
+    s_n, s_h, s_w, s_c = xp.strides
+    (kh, kw), (sh, sw), (dh, dw), (ho, wo) = kernel_hw, stride, dilation, out_hw
+    return as_strided(xp, shape=(xp.shape[0], ho, wo, kh, kw, xp.shape[3]),
+                      strides=(s_n, s_h * sh, s_w * sw, s_h * dh, s_w * dw, s_c), writeable=False)
+
+
+def _conv_gemm(xh, weight, pads, kernel_hw, stride, dilation, out_hw, out2):
+    """groups == 1: out2 (N*Ho*Wo, O) = patches (N*Ho*Wo, kh*kw*C) @ weight, im2col by one strided copy."""
+    n, _, _, c = xh.shape
+    (kh, kw), (sh, sw), (ho, wo) = kernel_hw, stride, out_hw
+    if kh == kw == 1 and not any(pads):
+        if sh != 1 or sw != 1:
+            xh = xh[:, ::sh, ::sw]
+        cols = np.ascontiguousarray(xh[:, :ho, :wo]).reshape(n * ho * wo, c)
+    else:
+        xp = _padded(xh, *pads)
+        cols = np.empty((n, ho, wo, kh, kw, c), dtype=xh.dtype)
+        np.copyto(cols, _patches(xp, kernel_hw, stride, dilation, out_hw))
+        cols = cols.reshape(n * ho * wo, kh * kw * c)
+    np.matmul(cols, weight, out=out2)
+
+
+def _conv_grouped(xh, weight, pads, kernel_hw, stride, dilation, out_hw, out2, groups):
+    """Grouped (not depthwise) convolution: one batched matmul over groups."""
+    n, _, _, c = xh.shape
+    (kh, kw), (ho, wo) = kernel_hw, out_hw
+    cg, og = c // groups, weight.shape[2]
+    xp = _padded(xh, *pads)
+    patches = _patches(xp, kernel_hw, stride, dilation, out_hw)
+    cols = np.empty((groups, n, ho, wo, kh, kw, cg), dtype=xh.dtype)
+    np.copyto(cols, _split_groups(patches, groups).transpose(5, 0, 1, 2, 3, 4, 6))
+    res = np.matmul(cols.reshape(groups, n * ho * wo, kh * kw * cg), weight)  # (groups, pixels, og)
+    np.copyto(out2.reshape(n * ho * wo, groups, og), res.transpose(1, 0, 2))
+
+
+def _split_groups(patches: np.ndarray, groups: int) -> np.ndarray:
+    """(N, Ho, Wo, kh, kw, C) -> (N, Ho, Wo, kh, kw, groups, C/groups), a view."""
+    shape = patches.shape[:-1] + (groups, patches.shape[-1] // groups)
+    strides = patches.strides[:-1] + (patches.strides[-1] * shape[-1], patches.strides[-1])
+    return as_strided(patches, shape=shape, strides=strides, writeable=False)
+
+
+def _tap_range(out_len: int, in_len: int, offset: int, step: int) -> tuple[int, int]:
+    """Output positions [lo, hi) whose input position step * o + offset lies in [0, in_len)."""
+    lo = -(offset // step) if offset < 0 else 0  # ceil(-offset / step)
+    hi = min(out_len, (in_len - 1 - offset) // step + 1)
+    return lo, max(lo, hi)
+
+
+def _conv_depthwise(xh, weight, bias, pads, kernel_hw, stride, dilation, out_hw, out4, activation, args):
+    """Depthwise: accumulate kernel taps over rows of Wo*C contiguous values, with the per-channel taps tiled to
+    the row width so that every multiply runs over two long contiguous rows. No padded copy: each tap covers only
+    the output pixels whose input pixel is inside the image (padding contributes zeros). A horizontal stride reads
+    from column-phase planes (one copy) so that rows stay contiguous. Rows are split across threads."""
+    n, h, w, c = xh.shape
+    (kh, kw), (sh, sw), (dh, dw), (ho, wo) = kernel_hw, stride, dilation, out_hw
+    top, _, left, _ = pads
+    planes = [xh] if sw == 1 else [np.ascontiguousarray(xh[:, :, b::sw]) for b in range(sw)]
+    tiled = np.tile(weight, (1, wo))  # (kh*kw, Wo*C)
+    taps = []  # (tap index, plane, first input row, output rows [r0, r1), output cols [q0, q1), plane col shift)
+    for i in range(kh):
+        y_off = i * dh - top  # input row = sh * r + y_off
+        r0, r1 = _tap_range(ho, h, y_off, sh)
+        for j in range(kw):
+            x_off = j * dw - left  # input col = sw * q + x_off
+            phase = x_off % sw
+            plane = planes[phase]
+            shift = (x_off - phase) // sw  # plane col = q + shift
+            q0, q1 = _tap_range(wo, plane.shape[2], shift, 1)
+            if r0 < r1 and q0 < q1:
+                taps.append((i * kw + j, plane, y_off, r0, r1, q0, q1, shift))
+    full = [t for t in taps if (t[3], t[4], t[5], t[6]) == (0, ho, 0, wo)]
+    taps.sort(key=lambda t: t not in full[:1])  # a tap covering every output pixel initialises the sums
+    row = wo * c
+    tiled_bias = None if bias is None else np.tile(bias, wo)
+    acc3 = out4.reshape(n, ho, row)
+
+    def rows(a: int, b: int) -> None:
+        # Each thread takes its rows in one piece: NumPy's per-call overhead outweighs what smaller, cache-sized
+        # pieces would gain (measured).
+        tmp = np.empty((n, b - a, row), dtype=out4.dtype)
+        if not full:
+            out4[:, a:b] = 0
+        for k, (t, plane, y_off, r0, r1, q0, q1, shift) in enumerate(taps):
+            lo, hi = max(a, r0), min(b, r1)
+            if lo >= hi:
+                continue
+            y0 = sh * lo + y_off
+            src = plane[:, y0:y0 + sh * (hi - lo - 1) + 1:sh, q0 + shift:q1 + shift].reshape(n, hi - lo, -1)
+            wt = tiled[t, q0 * c:q1 * c]
+            if k == 0 and full:
+                np.multiply(src, wt, out=acc3[:, lo:hi])
+                continue
+            dst = acc3[:, lo:hi, q0 * c:q1 * c]
+            part = tmp[:, :hi - lo, :(q1 - q0) * c]
+            np.multiply(src, wt, out=part)
+            np.add(dst, part, out=dst)
+        block = acc3[:, a:b]
+        if tiled_bias is not None:
+            np.add(block, tiled_bias, out=block)
+        apply_activation(block, activation, args)
+
+    parallel_for(rows, ho, max(1, _BLOCK // max(row * n, 1)))
+
+
+def conv2d_prepacked_nhwc(xh: np.ndarray, weight: np.ndarray, bias: np.ndarray | None, kernel_hw: Sequence[int],
+                          stride: Sequence[int], pads: Sequence[int], dilation: Sequence[int], groups: int,
+                          activation: str = "none", args: Sequence[float] = ()) -> np.ndarray:
+    """Convolution of C-contiguous NHWC `xh` by a packed weight; returns C-contiguous NHWC output.
+    pads: top, bottom, left, right."""
+    check_activation(activation, args)
+    n, h, w, c = xh.shape
+    kh, kw = kernel_hw
+    sh, sw = stride
+    dh, dw = dilation
+    top, bottom, left, right = pads
+    depthwise = groups > 1 and weight.ndim == 2
+    if groups == 1:
+        o = weight.shape[-1]
+        ok = weight.ndim == 2 and weight.shape[0] == kh * kw * c
+    elif depthwise:
+        o = c
+        ok = groups == c and weight.shape == (kh * kw, c)
+    else:
+        o = groups * weight.shape[2] if weight.ndim == 3 else -1
+        ok = weight.ndim == 3 and c % groups == 0 and weight.shape[:2] == (groups, kh * kw * (c // groups))
+    if not ok:
+        raise ValueError(f"conv2d_prepacked: input with {c} channels does not match the packed weight "
+                         f"{tuple(weight.shape)} (kernel {kh}x{kw}, groups={groups})")
+    ho = _out_size(h, kh, sh, top, bottom, dh)
+    wo = _out_size(w, kw, sw, left, right, dw)
+    dtype = np.result_type(xh.dtype, weight.dtype)
+    xh = xh if xh.dtype == dtype else xh.astype(dtype)
+    out = np.empty((n, ho, wo, o), dtype=dtype)
+    bias = None if bias is None else np.asarray(bias, dtype=dtype)
+    geometry = (pads, (kh, kw), (sh, sw), (dh, dw), (ho, wo))
+    if depthwise:
+        _conv_depthwise(xh, weight, bias, *geometry, out, activation, args)
+        return out
+    out2 = out.reshape(n * ho * wo, o)
+    if groups == 1:
+        _conv_gemm(xh, weight, pads, (kh, kw), (sh, sw), (dh, dw), (ho, wo), out2)
+    else:
+        _conv_grouped(xh, weight, pads, (kh, kw), (sh, sw), (dh, dw), (ho, wo), out2, groups)
+    _finish_rows(out2, bias, activation, args)
+    return out
+
+
+@kernel("ptlite::conv2d_prepacked(Tensor input, Tensor weight, Tensor? bias, int[2] kernel_size, int[2] stride, "
+        "int[4] padding, int[2] dilation, int groups, str activation=\"none\", float[] activation_args=[]) -> Tensor")
+def conv2d_prepacked(input, weight, bias, kernel_size, stride, padding, dilation, groups, activation="none",
+                     activation_args=()):
+    """2-D convolution by a prepacked weight (layouts in the module docstring); padding is top, bottom, left,
+    right. Takes (N, C, H, W) or (C, H, W) in any memory layout; returns channels-last."""
+    unbatched = input.ndim == 3
+    x = input[None] if unbatched else input
+    if x.ndim != 4:
+        raise ValueError(f"conv2d expects a 3-D or 4-D input, got shape {tuple(input.shape)}")
+    dtype = np.result_type(x.dtype, weight.dtype)
+    y = from_nhwc(conv2d_prepacked_nhwc(to_nhwc(x, dtype), weight, bias, kernel_size, stride, padding, dilation,
+                                        int(groups), activation, activation_args))
+    return y[0] if unbatched else y
+
+
+@kernel("ptlite::linear_prepacked(Tensor input, Tensor weight, Tensor? bias, str activation=\"none\", "
+        "float[] activation_args=[]) -> Tensor")
+def linear_prepacked(input, weight, bias, activation="none", activation_args=()):
+    """y = input @ weight + bias with weight stored (in_features, out_features), activation fused."""
+    check_activation(activation, activation_args)
+    k, o = weight.shape
+    if input.shape[-1] != k:
+        raise ValueError(f"linear: input's last dimension is {input.shape[-1]}, the weight expects {k}")
+    dtype = np.result_type(input.dtype, weight.dtype)
+    lead = input.shape[:-1]
+    x2 = input.reshape(-1, k)
+    out2 = np.empty((x2.shape[0], o), dtype=dtype)
+    np.matmul(x2, weight, out=out2)
+    _finish_rows(out2, None if bias is None else np.asarray(bias, dtype=dtype), activation, activation_args)
+    return out2.reshape(lead + (o,))

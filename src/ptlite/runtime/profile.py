@@ -1,0 +1,114 @@
+"""Per-operator profile of a loaded program: time per node, per operator type, and the slowest nodes.
+
+    prof = profile(module, (x,), runs=20)
+    print(prof.format(top=10))
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ptlite.ir.graph import Node
+
+from .interpreter import CompiledGraph, Step
+from .module import Module
+
+
+@dataclass
+class NodeTime:
+    """Time spent in one operator node, summed over the profiled runs."""
+
+    op: str
+    output: str
+    source: str
+    calls: int = 0
+    seconds: float = 0.0
+
+
+@dataclass
+class OpTime:
+    """Time spent in every node of one operator type."""
+
+    op: str
+    nodes: int
+    seconds: float
+    share: float
+
+
+@dataclass
+class Profile:
+    """Result of `profile`: per-node times over `runs` runs (seconds are totals over all runs)."""
+
+    runs: int
+    total_seconds: float  # wall time of the profiled runs, interpreter overhead included
+    nodes: list[NodeTime] = field(default_factory=list)
+
+    @property
+    def node_seconds(self) -> float:
+        return sum(n.seconds for n in self.nodes)
+
+    def by_op(self) -> list[OpTime]:
+        """Operator types, most time first; share is of the time inside operators."""
+        totals: dict[str, list[float]] = {}
+        for n in self.nodes:
+            entry = totals.setdefault(n.op, [0, 0.0])
+            entry[0] += 1
+            entry[1] += n.seconds
+        inside = self.node_seconds or 1.0
+        ops = [OpTime(op, int(c), s, s / inside) for op, (c, s) in totals.items()]
+        return sorted(ops, key=lambda o: -o.seconds)
+
+    def slowest(self, top: int = 10) -> list[NodeTime]:
+        return sorted(self.nodes, key=lambda n: -n.seconds)[:top]
+
+    def format(self, top: int = 10) -> str:
+        """A text report: per operator type, then the `top` slowest nodes (times per run, in ms)."""
+        per_run = 1e3 / max(self.runs, 1)
+        lines = [f"per-operator profile over {self.runs} run(s): {self.total_seconds * per_run:.3f} ms per run, "
+                 f"{self.node_seconds * per_run:.3f} ms inside operators",
+                 f"  {'operator':<40} {'nodes':>5} {'ms/run':>9} {'share':>7}"]
+        for o in self.by_op():
+            lines.append(f"  {o.op:<40} {o.nodes:>5} {o.seconds * per_run:>9.3f} {100 * o.share:>6.1f}%")
+        lines.append(f"slowest {top} nodes:")
+        lines.append(f"  {'operator':<40} {'ms/run':>9}  {'output':<12} source")
+        for n in self.slowest(top):
+            lines.append(f"  {n.op:<40} {n.seconds * per_run:>9.3f}  {n.output:<12} {n.source}")
+        return "\n".join(lines)
+
+
+def profile(module: Module, args: Sequence[Any], runs: int = 10, warmup: int = 1,
+            method: str = "forward") -> Profile:
+    """Run `method` of `module` warmup + runs times with a timer around every operator node."""
+    if runs < 1:
+        raise ValueError(f"runs must be at least 1, got {runs}")
+    graph = module.program.methods.get(method)
+    if graph is None:
+        raise ValueError(f"the program has no method '{method}'")
+    records: list[NodeTime] = []
+
+    def instrument(step: Step, node: Node) -> Step:
+        record = NodeTime(node.op, node.outputs[0].name if node.outputs else "", node.source or "")
+        records.append(record)
+        clock = time.perf_counter
+
+        def timed(env: list) -> None:
+            t0 = clock()
+            step(env)
+            record.seconds += clock() - t0
+            record.calls += 1
+        return timed
+
+    compiled = CompiledGraph(graph, module.program, instrument)
+    checked = module._method(method).check_args(tuple(args), {})
+    for _ in range(warmup):
+        compiled(*checked)
+    for r in records:
+        r.seconds, r.calls = 0.0, 0
+    t0 = time.perf_counter()
+    for _ in range(runs):
+        compiled(*checked)
+    total = time.perf_counter() - t0
+    return Profile(runs, total, records)
