@@ -34,13 +34,17 @@ class _Compiler:
         return self.slots[value.id]
 
     def block(self, block: Block) -> list[Step]:
+        return [step for step, _ in self.block_steps(block)]
+
+    def block_steps(self, block: Block) -> list[tuple[Step, Node]]:
+        """The steps of a block, each with the node it runs (constants have none: they are in the template)."""
         for v in block.inputs:
             self.slot(v)
         steps = []
         for node in block.nodes:
             step = self.node(node)
             if step is not None:
-                steps.append(step)
+                steps.append((step, node))
         return steps
 
     def node(self, node: Node) -> Step | None:
@@ -161,8 +165,11 @@ class CompiledGraph:
     def __init__(self, graph: Graph, program: Program, instrument: Instrument | None = None) -> None:
         compiler = _Compiler(program, instrument)
         self.input_slots = [compiler.slot(v) for v in graph.inputs]
-        self.steps = compiler.block(graph)
+        steps = compiler.block_steps(graph)
+        self.steps = [step for step, _ in steps]
         self.output_slots = [compiler.slot(v) for v in graph.outputs]
+        self.releases = _releases([node for _, node in steps], compiler.slots,
+                                  set(self.output_slots) | set(compiler.constants))
         self.value_names = {slot: v.name for v in _all_values(graph) if v.name
                             for slot in [compiler.slots.get(v.id)] if slot is not None}
         self.template: list[Any] = [None] * len(compiler.slots)
@@ -172,19 +179,55 @@ class CompiledGraph:
     def __call__(self, *args: Any) -> list[Any]:
         return self.run(args)[0]
 
-    def run(self, args: tuple[Any, ...]) -> tuple[list[Any], list[Any]]:
-        """Outputs and the whole register file (for debugging: see `intermediates`)."""
+    def run(self, args: tuple[Any, ...], keep: bool = False) -> tuple[list[Any], list[Any]]:
+        """Outputs and the register file. Each value is dropped after its last use, so that its memory can be
+        reused by later steps (peak memory is what is live at once, not every intermediate); keep=True keeps
+        every value (for debugging: see `intermediates`)."""
         env = self.template.copy()
         for slot, value in zip(self.input_slots, args):
             env[slot] = value
-        for step in self.steps:
-            step(env)
+        if keep:
+            for step in self.steps:
+                step(env)
+        else:
+            for step, dead in zip(self.steps, self.releases):
+                step(env)
+                for slot in dead:
+                    env[slot] = None
         return [env[o] for o in self.output_slots], env
 
     def intermediates(self, *args: Any) -> dict[str, Any]:
         """Every named value after a run, by name (values inside loops hold their last iteration)."""
-        _, env = self.run(args)
+        _, env = self.run(args, keep=True)
         return {name: env[slot] for slot, name in self.value_names.items()}
+
+
+def _releases(nodes: list[Node], slots: dict[int, int], keep: set[int]) -> list[tuple[int, ...]]:
+    """For each top-level step, the registers to clear after it: values (inputs and intermediates, not outputs or
+    constants) whose last reader it is, reads inside its nested blocks included, and values nothing reads."""
+    last: dict[int, int] = {}
+    for i, node in enumerate(nodes):
+        for v in _reads(node):
+            last[slots[v.id]] = i
+    dead: list[list[int]] = [[] for _ in nodes]
+    for slot, i in last.items():
+        if slot not in keep:
+            dead[i].append(slot)
+    for i, node in enumerate(nodes):
+        for v in node.outputs:
+            slot = slots[v.id]
+            if slot not in last and slot not in keep:
+                dead[i].append(slot)
+    return [tuple(d) for d in dead]
+
+
+def _reads(node: Node):
+    """Values a node reads: its inputs and, inside its blocks, every node input and block output."""
+    yield from node.inputs
+    for block in node.blocks:
+        for inner in block.nodes:
+            yield from _reads(inner)
+        yield from block.outputs
 
 
 def _all_values(block: Block):
