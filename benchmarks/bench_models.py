@@ -1,16 +1,24 @@
-"""Latency of ptlite vs eager PyTorch on the foundation models, one runtime per fresh process, side by side.
+"""Latency, load time and peak memory of ptlite vs eager PyTorch, PyTorch's lite interpreter and ONNX Runtime.
 
-    python benchmarks/bench_models.py [--models resnet18,mobilenet_v2] [--runs 20] [--rounds 3]
+    python benchmarks/bench_models.py [--models resnet18,mobilenet_v2] [--runs 30] [--rounds 3] [--warmup 3]
                                       [--out docs/benchmarks.md]
 
-For each model: a preparation process captures it (ptlite.zoo builders, method given per model) and saves two
-.ptlite files, as captured and after ptlite.optimize_for_mobile (what `ptlite convert` writes by default), and the
-input. Then, one at a time, fresh processes time eager PyTorch (inference_mode), ptlite on the captured file and
-ptlite on the optimized file (ptlite's processes never import torch), each with 2 threads, warm-up runs first.
-This is repeated for --rounds rounds (a virtual machine's speed drifts; interleaving keeps the comparison fair)
-and the median over all timed runs is reported. OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE are unset in the child
-processes (they select a slow kernel on some machines); the BLAS kernel threadpoolctl reports is written with the
-table. Run it on an idle machine.
+For each model a preparation process builds it (ptlite.zoo) and writes, next to its input: two .ptlite files (as
+captured, and after ptlite.optimize_for_mobile, which is what `ptlite convert` writes by default), a .ptl file for
+PyTorch's lite interpreter (torch.jit.script, or torch.jit.trace where scripting fails, then
+_save_for_lite_interpreter) and an .onnx file (torch.onnx.export with dynamo=False, or dynamo=True where that
+fails). Then, one at a time, a fresh process per runtime times batch 1 with 2 threads, warm-up runs first: eager
+PyTorch (inference_mode), the lite interpreter, ONNX Runtime (default SessionOptions but intra_op_num_threads=2,
+CPUExecutionProvider), ptlite on the captured file and ptlite on the optimized file (ptlite's processes never
+import torch). Each process also reports its peak RSS (ru_maxrss); ptlite's report the time of the `ptlite.load`
+call alone. This is repeated for --rounds rounds (a virtual machine's speed drifts; interleaving keeps the
+comparison fair) and the median over all timed runs is reported. A runtime that cannot take a model gets a short
+reason in its cell and the script goes on. OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE are unset in the child processes
+(they select a slow kernel on some machines); the BLAS kernel threadpoolctl reports is written with the table.
+Run it on an idle machine (the load average before and after is written with the table too).
+
+Writes the table to --out and a bar chart of each runtime's latency relative to eager PyTorch next to it (same
+name, .png; needs matplotlib: `pip install -e .[bench]`).
 """
 
 from __future__ import annotations
@@ -19,16 +27,19 @@ import argparse
 import json
 import os
 import platform
+import shlex
 import statistics
 import subprocess
 import sys
 import tempfile
-import textwrap
+import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# model -> (capture method, input shape or None; inputs come from ptlite.zoo.example_inputs)
+# model -> (ptlite capture method, input shape or None; inputs come from ptlite.zoo.example_inputs)
 MODELS = {
     "mobilenet_v2": ("export", (1, 3, 224, 224)),
     "mobilenet_v3_small": ("export", (1, 3, 224, 224)),
@@ -46,75 +57,238 @@ MODELS = {
     "lstm_classifier": ("export", None),
     "gru_classifier": ("export", None),
 }
+DEFAULT_MODELS = ("mobilenet_v2", "mobilenet_v3_large", "resnet18", "resnet50", "efficientnet_b0",
+                  "deeplabv3_mobilenet_v3_large")
 
-PREPARE = textwrap.dedent("""
-    import sys, numpy as np, torch, ptlite
+# runtime -> (label, file suffix it runs); timed in this order within each round
+RUNTIMES = {
+    "torch": ("eager PyTorch", ".npz"),
+    "lite": ("lite interpreter", ".ptl"),
+    "ort": ("ONNX Runtime", ".onnx"),
+    "captured": ("ptlite captured", ".ptlite"),
+    "optimized": ("ptlite optimized", ".opt.ptlite"),
+}
+# how a file is usually made; a cell notes it only when it was made another way
+USUAL_NOTE = {"lite": "script", "ort": "dynamo=False"}
+THREADS = 2
+
+
+# --- child processes: preparation ---------------------------------------------------------------------------------
+
+def short_error(exc: BaseException) -> str:
+    """One line saying why a step failed, for a table cell and the console."""
+    first = (str(exc).strip().splitlines() or [""])[0]
+    return f"{type(exc).__name__}: {first}"[:300]
+
+
+def prepare_ptlite(model: Any, inputs: tuple, method: str, base: str) -> dict[str, dict[str, str]]:
+    """Capture the model and save it as captured and optimized; say how each was made, or why not."""
+    import ptlite
+
+    program = ptlite.capture(model, inputs, method=method)
+    ptlite.save(program, base + RUNTIMES["captured"][1])
+    status = {"captured": {"note": method}}
+    try:
+        ptlite.save(ptlite.optimize_for_mobile(program), base + RUNTIMES["optimized"][1])
+        status["optimized"] = {"note": method}
+    except Exception as exc:
+        status["optimized"] = {"error": short_error(exc)}
+    return status
+
+
+def prepare_lite(model: Any, inputs: tuple, base: str) -> str:
+    """Script the model (trace it where scripting fails) and save it for the lite interpreter; return which."""
+    import torch
+
+    try:
+        module, how = torch.jit.script(model), "script"
+    except Exception:
+        module, how = torch.jit.trace(model, inputs, strict=False), "trace"
+    module._save_for_lite_interpreter(base + RUNTIMES["lite"][1])
+    return how
+
+
+def prepare_onnx(model: Any, inputs: tuple, base: str) -> str:
+    """Export the model to ONNX with the TorchScript exporter (the dynamo one where that fails); return which."""
+    import warnings
+
+    import torch
+
+    path = base + RUNTIMES["ort"][1]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            torch.onnx.export(model, inputs, path, dynamo=False)
+            return "dynamo=False"
+        except Exception:
+            torch.onnx.export(model, inputs, path, dynamo=True)
+            return "dynamo=True"
+
+
+def prepare(name: str, method: str, base: str) -> dict:
+    """Write the input and every runtime's file for one model; say, per runtime, how it was made or why not."""
+    import numpy as np
+    import torch
+
     from ptlite import zoo
-    name, method, out = sys.argv[1], sys.argv[2], sys.argv[3]
+
     model = getattr(zoo, name)()
     inputs = zoo.example_inputs(name)
-    program = ptlite.capture(model, inputs, method=method)
-    ptlite.save(program, out + ".ptlite")
-    ptlite.save(ptlite.optimize_for_mobile(program), out + ".opt.ptlite")
-    np.savez(out + ".npz", *[t.numpy() for t in inputs])
-""")
+    np.savez(base + ".npz", *[t.numpy() for t in inputs])
+    status: dict[str, dict[str, str]] = {"torch": {"note": ""}}
+    try:
+        status.update(prepare_ptlite(model, inputs, method, base))
+    except Exception as exc:
+        status["captured"] = status["optimized"] = {"error": short_error(exc)}
+    steps: dict[str, Callable[[], str]] = {"lite": lambda: prepare_lite(model, inputs, base),
+                                           "ort": lambda: prepare_onnx(model, inputs, base)}
+    for runtime, step in steps.items():
+        try:
+            status[runtime] = {"note": step()}
+        except Exception as exc:
+            status[runtime] = {"error": short_error(exc)}
+    return {"status": status, "torch": torch.__version__}
 
-TIMER = textwrap.dedent("""
-    import json, statistics, sys, time
-    def timeit(fn, warmup, runs):
-        for _ in range(warmup):
-            fn()
-        times = []
-        for _ in range(runs):
-            t = time.perf_counter(); fn(); times.append((time.perf_counter() - t) * 1e3)
-        return times
-""")
 
-RUN_TORCH = TIMER + textwrap.dedent("""
-    import numpy as np, torch
-    from ptlite import zoo
-    torch.set_num_threads(2)
-    name, base, warmup, runs = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
-    model = getattr(zoo, name)()
+# --- child processes: timing --------------------------------------------------------------------------------------
+
+def load_inputs(base: str) -> list:
+    """The model's inputs as NumPy arrays, in order."""
+    import numpy as np
+
     with np.load(base + ".npz") as data:
-        inputs = [torch.from_numpy(data[k]) for k in sorted(data.files, key=lambda k: int(k.split("_")[1]))]
+        return [data[k] for k in sorted(data.files, key=lambda k: int(k.split("_")[1]))]
+
+
+def timeit(fn: Callable[[], Any], warmup: int, runs: int) -> list[float]:
+    """Milliseconds of each of `runs` calls of fn, after `warmup` untimed calls."""
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - start) * 1e3)
+    return times
+
+
+def peak_rss_mb() -> float:
+    """Peak resident set size of this process so far (ru_maxrss), in MB (10^6 bytes)."""
+    import resource
+
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / 1e6 if sys.platform == "darwin" else peak * 1024 / 1e6  # bytes on macOS, KiB elsewhere
+
+
+def time_torch(name: str, base: str, warmup: int, runs: int) -> dict:
+    """Time the eager zoo model under inference_mode."""
+    import torch
+
+    from ptlite import zoo
+
+    torch.set_num_threads(THREADS)
+    model = getattr(zoo, name)()
+    inputs = [torch.from_numpy(a) for a in load_inputs(base)]
     with torch.inference_mode():
         times = timeit(lambda: model(*inputs), warmup, runs)
-    print(json.dumps({"times": times, "torch": torch.__version__}))
-""")
+    return {"times": times, "rss_mb": peak_rss_mb(), "torch": torch.__version__}
 
-RUN_PTLITE = TIMER + textwrap.dedent("""
-    import numpy as np, ptlite
-    name, base, warmup, runs, suffix = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
-    t = time.perf_counter(); module = ptlite.load(base + suffix); load_ms = (time.perf_counter() - t) * 1e3
-    with np.load(base + ".npz") as data:
-        inputs = [data[k] for k in sorted(data.files, key=lambda k: int(k.split("_")[1]))]
+
+def time_lite(name: str, base: str, warmup: int, runs: int) -> dict:
+    """Time the .ptl file on PyTorch's lite interpreter under inference_mode."""
+    import torch
+    from torch.jit.mobile import _load_for_lite_interpreter
+
+    torch.set_num_threads(THREADS)
+    module = _load_for_lite_interpreter(base + RUNTIMES["lite"][1])
+    inputs = [torch.from_numpy(a) for a in load_inputs(base)]
+    with torch.inference_mode():
+        times = timeit(lambda: module(*inputs), warmup, runs)
+    return {"times": times, "rss_mb": peak_rss_mb()}
+
+
+def time_ort(name: str, base: str, warmup: int, runs: int) -> dict:
+    """Time the .onnx file on ONNX Runtime (default SessionOptions but intra_op_num_threads, CPU provider)."""
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = THREADS
+    session = ort.InferenceSession(base + RUNTIMES["ort"][1], options, providers=["CPUExecutionProvider"])
+    arrays = load_inputs(base)
+    names = [i.name for i in session.get_inputs()]
+    if len(names) != len(arrays):
+        raise ValueError(f"the ONNX graph takes {len(names)} inputs, the model {len(arrays)}")
+    feed = dict(zip(names, arrays))
+    times = timeit(lambda: session.run(None, feed), warmup, runs)
+    return {"times": times, "rss_mb": peak_rss_mb(), "onnxruntime": ort.__version__}
+
+
+def time_ptlite(name: str, base: str, warmup: int, runs: int, suffix: str) -> dict:
+    """Time a .ptlite file, and its `ptlite.load` call alone; this process must never import torch."""
+    import numpy as np
+
+    import ptlite
+
+    start = time.perf_counter()
+    module = ptlite.load(base + suffix)
+    load_ms = (time.perf_counter() - start) * 1e3
+    inputs = load_inputs(base)
     times = timeit(lambda: module(*inputs), warmup, runs)
+    rss_mb = peak_rss_mb()
     from threadpoolctl import threadpool_info
+
     blas = [f"{i.get('internal_api')} {i.get('version')} {i.get('architecture')} x{i.get('num_threads')}"
             for i in threadpool_info() if i.get("user_api") == "blas"]
-    assert "torch" not in sys.modules
-    print(json.dumps({"times": times, "load_ms": load_ms, "blas": blas, "numpy": np.__version__}))
-""")
+    assert "torch" not in sys.modules, "ptlite's runtime process imported torch"
+    return {"times": times, "rss_mb": rss_mb, "load_ms": load_ms, "blas": blas, "numpy": np.__version__,
+            "ptlite": ptlite.__version__}
 
+
+CHILDREN: dict[str, Callable[..., dict]] = {
+    "torch": time_torch,
+    "lite": time_lite,
+    "ort": time_ort,
+    "captured": lambda *a: time_ptlite(*a, RUNTIMES["captured"][1]),
+    "optimized": lambda *a: time_ptlite(*a, RUNTIMES["optimized"][1]),
+}
+
+
+def child_main(argv: list[str]) -> None:
+    """Entry point of a child process: `--child prepare NAME METHOD BASE` or `--child RUNTIME NAME BASE WARMUP RUNS`;
+    prints its result as JSON on the last line of stdout."""
+    kind, *args = argv
+    if kind == "prepare":
+        result = prepare(*args)
+    else:
+        name, base, warmup, runs = args
+        result = CHILDREN[kind](name, base, int(warmup), int(runs))
+    print(json.dumps(result))
+
+
+# --- parent process -----------------------------------------------------------------------------------------------
 
 def child_env() -> dict[str, str]:
+    """Environment of the child processes: 2 BLAS/OpenMP threads, no OpenBLAS kernel overrides, src/ first."""
     env = dict(os.environ)
     for var in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):
         env.pop(var, None)
-    env.update(OMP_NUM_THREADS="2", OPENBLAS_NUM_THREADS="2", MKL_NUM_THREADS="2")
+    env.update(OMP_NUM_THREADS=str(THREADS), OPENBLAS_NUM_THREADS=str(THREADS), MKL_NUM_THREADS=str(THREADS))
     env["PYTHONPATH"] = str(ROOT / "src") + os.pathsep + env.get("PYTHONPATH", "")
     return env
 
 
-def run(code: str, *args: str) -> dict:
-    result = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, env=child_env())
+def run_child(*args: str) -> dict:
+    """Run this script as a fresh child process; its JSON result, or {"error": last line of its stderr}."""
+    result = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--child", *args],
+                            capture_output=True, text=True, env=child_env())
     if result.returncode != 0:
-        raise RuntimeError(f"child failed: {result.stderr[-2000:]}")
+        lines = [line for line in result.stderr.strip().splitlines() if line.strip()] or [f"exit {result.returncode}"]
+        return {"error": lines[-1].strip()[:300]}
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
 def cpu_name() -> str:
+    """The CPU model, for the text above the table."""
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("model name"):
@@ -124,64 +298,195 @@ def cpu_name() -> str:
     return platform.processor()
 
 
+def bench_model(name: str, args: argparse.Namespace, tmp: str, info: dict) -> dict:
+    """Prepare one model, time every runtime that can take it in interleaved rounds; one table row as a dict."""
+    method, _ = MODELS[name]
+    base = str(Path(tmp) / name)
+    prepared = run_child("prepare", name, method, base)
+    if "error" in prepared:  # the preparation process died (not a runtime that refused the model): no files at all
+        status = {rt: {"error": f"preparation failed: {prepared['error']}"} for rt in RUNTIMES}
+    else:
+        info["torch"] = prepared["torch"]
+        status = prepared["status"]
+    errors = {rt: s["error"] for rt, s in status.items() if "error" in s}
+    times: dict[str, list[float]] = {rt: [] for rt in RUNTIMES}
+    rss: dict[str, list[float]] = {rt: [] for rt in RUNTIMES}
+    load_ms: list[float] = []
+    for _ in range(args.rounds):
+        for rt in RUNTIMES:
+            if rt in errors:
+                continue
+            res = run_child(rt, name, base, str(args.warmup), str(args.runs))
+            if "error" in res:
+                errors[rt] = res["error"]
+                continue
+            times[rt] += res["times"]
+            rss[rt].append(res["rss_mb"])
+            if rt == "optimized":
+                load_ms.append(res["load_ms"])
+            info.update({k: v for k, v in res.items() if k in ("numpy", "blas", "onnxruntime", "ptlite")})
+    opt = base + RUNTIMES["optimized"][1]
+    return {
+        "name": name,
+        "ms": {rt: statistics.median(t) for rt, t in times.items() if t and rt not in errors},
+        "rss": {rt: max(r) for rt, r in rss.items() if r and rt not in errors},
+        "notes": {rt: s.get("note", "") for rt, s in status.items()},
+        "errors": errors,
+        "load_ms": statistics.median(load_ms) if load_ms and "optimized" not in errors else None,
+        "size_mb": os.path.getsize(opt) / 1e6 if os.path.exists(opt) else None,
+    }
+
+
+def fmt_ms(value: float) -> str:
+    return f"{value:.1f}" if value >= 1 else f"{value:.2f}"
+
+
+def cell(row: dict, rt: str) -> str:
+    """A runtime's median latency, marked with how its file was made when unusual, or why it has none."""
+    if rt in row["errors"]:
+        reason = row["errors"][rt].replace("|", "/")
+        return f"n/a ({reason[:60]}{'…' if len(reason) > 60 else ''})"
+    note = row["notes"].get(rt, "")
+    mark = f" ({note})" if rt in USUAL_NOTE and note != USUAL_NOTE[rt] else ""
+    return fmt_ms(row["ms"][rt]) + mark
+
+
+def ratio(row: dict, num: str, den: str) -> str:
+    ms = row["ms"]
+    return f"{ms[num] / ms[den]:.2f}" if num in ms and den in ms else "n/a"
+
+
+def optional(value: float | None, fmt: str) -> str:
+    return "n/a" if value is None else format(value, fmt)
+
+
+def table(rows: list[dict]) -> list[str]:
+    """The Markdown table, one row per model."""
+    head = ["model", "eager PyTorch (ms)", "lite interpreter (ms)", "ONNX Runtime (ms)", "ptlite captured (ms)",
+            "ptlite optimized (ms)", "optimized / PyTorch", "optimized / ORT", "load (ms)",
+            "peak RSS PyTorch (MB)", "peak RSS lite (MB)", "peak RSS ORT (MB)", "peak RSS ptlite optimized (MB)",
+            "file (MB)"]
+    lines = ["| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 1)]
+    for row in rows:
+        cells = [row["name"], *(cell(row, rt) for rt in RUNTIMES), ratio(row, "optimized", "torch"),
+                 ratio(row, "optimized", "ort"), optional(row["load_ms"], ".0f"),
+                 *(optional(row["rss"].get(rt), ".0f") for rt in ("torch", "lite", "ort", "optimized")),
+                 optional(row["size_mb"], ".1f")]
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+def plot(rows: list[dict], path: Path, title: str) -> bool:
+    """Grouped bar chart of each runtime's median latency / eager PyTorch's, per model (log scale); False if
+    matplotlib is missing."""
+    try:
+        import matplotlib
+    except ImportError:
+        print("matplotlib is not installed (pip install -e .[bench]): no chart", file=sys.stderr)
+        return False
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import matplotlib.ticker
+
+    runtimes = [rt for rt in RUNTIMES if rt != "torch"]
+    width = 0.8 / len(runtimes)
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.6 * len(rows) + 2), 5.0))
+    for k, rt in enumerate(runtimes):
+        xs, ys = [], []
+        for i, row in enumerate(rows):
+            if rt in row["ms"] and "torch" in row["ms"]:
+                xs.append(i + (k - (len(runtimes) - 1) / 2) * width)
+                ys.append(row["ms"][rt] / row["ms"]["torch"])
+        bars = ax.bar(xs, ys, width, label=RUNTIMES[rt][0])
+        ax.bar_label(bars, labels=[f"{y:.2f}" for y in ys], fontsize=6, rotation=90, padding=2)
+    ax.axhline(1.0, color="black", linewidth=0.8, linestyle="--", label="eager PyTorch")
+    ax.set_yscale("log")
+    ax.yaxis.set_major_locator(matplotlib.ticker.LogLocator(subs=(1.0, 2.0, 5.0)))
+    ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda y, _: f"{y:g}"))
+    ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+    ax.set_xticks(range(len(rows)), [row["name"] for row in rows], rotation=20, ha="right", fontsize=8)
+    ax.set_ylabel("median latency / eager PyTorch (log; lower is faster)")
+    ax.set_title(title, fontsize=9)
+    ax.margins(y=0.15)
+    ax.legend(fontsize=7, ncols=5 if len(rows) > 2 else 3, loc="upper center", bbox_to_anchor=(0.5, -0.22),
+              frameon=False)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120, bbox_inches="tight")
+    plt.close(fig)
+    return True
+
+
+def describe(args: argparse.Namespace, info: dict, load_before: float, load_after: float) -> list[str]:
+    """The text above the table: how it was measured, on what, by which command."""
+    command = shlex.join(["python", "benchmarks/bench_models.py", *sys.argv[1:]])
+    return [
+        "# Benchmarks: ptlite vs eager PyTorch, PyTorch's lite interpreter and ONNX Runtime (batch 1, 2 threads)",
+        "",
+        f"Written by `{command}`. For each model a preparation process builds it (`ptlite.zoo`) and writes each "
+        "runtime's file; then a fresh process per runtime, one at a time, loads it and times it, in "
+        f"{args.rounds} interleaved rounds of {args.runs} timed runs (after {args.warmup} warm-up runs), all with "
+        f"batch 1 and {THREADS} threads; the table gives the median over all {args.rounds * args.runs} timed runs.",
+        "",
+        "- *eager PyTorch*: the zoo model under `torch.inference_mode()`, `torch.set_num_threads(2)`.",
+        "- *lite interpreter*: `torch.jit.script` of the zoo model (`(trace)`: `torch.jit.trace`, where scripting "
+        "fails), saved with `_save_for_lite_interpreter` (without `torch.utils.mobile_optimizer`), run from "
+        "`torch.jit.mobile._load_for_lite_interpreter` under `torch.inference_mode()`, `torch.set_num_threads(2)`.",
+        "- *ONNX Runtime*: `torch.onnx.export(..., dynamo=False)` (`(dynamo=True)`: the dynamo exporter, where "
+        "that fails), run by an `InferenceSession` with the default `SessionOptions` except "
+        "`intra_op_num_threads=2`, on the `CPUExecutionProvider`; its process does not import torch.",
+        "- *ptlite captured*: the program as captured (`ptlite.capture`, torch.export); *ptlite optimized*: after "
+        "`ptlite.optimize_for_mobile` (what `ptlite convert` writes by default). ptlite's processes never import "
+        "torch; NumPy's BLAS gets 2 threads (`OPENBLAS_NUM_THREADS=2`).",
+        "- *optimized / PyTorch*, *optimized / ORT*: ratio of medians (below 1: ptlite is faster).",
+        "- *load*: the `ptlite.load` call alone on the optimized file, in a fresh process after `import ptlite` "
+        "(its first call also imports the kernels); median over the rounds.",
+        "- *peak RSS*: `ru_maxrss` of the runtime's process after its timed runs (imports, loading and running "
+        "included), the largest over the rounds; MB = 10^6 bytes. *file*: size of the optimized .ptlite file.",
+        "- *n/a (...)*: the runtime could not take the model, and why.",
+        "",
+        f"Machine: {cpu_name()}, {os.cpu_count()} cores (a virtual machine: expect 10-30 % drift between runs); "
+        f"1-minute load average {load_before:.2f} before the run and {load_after:.2f} after it. "
+        f"PyTorch {info.get('torch')}, ONNX Runtime {info.get('onnxruntime')}, NumPy {info.get('numpy')}, "
+        f"ptlite {info.get('ptlite')}, BLAS (threadpoolctl, in ptlite's processes): "
+        f"{'; '.join(info.get('blas', [])) or 'unknown'}. OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE are unset in the "
+        "child processes.",
+        "",
+    ]
+
+
 def main() -> None:
+    if sys.argv[1:2] == ["--child"]:
+        child_main(sys.argv[2:])
+        return
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--models", default=",".join(MODELS))
-    parser.add_argument("--runs", type=int, default=20)
+    parser.add_argument("--models", default=",".join(DEFAULT_MODELS), help=f"any of: {', '.join(MODELS)}")
+    parser.add_argument("--runs", type=int, default=30)
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--out", default=str(ROOT / "docs" / "benchmarks.md"))
     args = parser.parse_args()
     names = [n for n in args.models.split(",") if n]
+    unknown = [n for n in names if n not in MODELS]
+    if unknown:
+        parser.error(f"unknown model(s) {', '.join(unknown)}; the script knows: {', '.join(MODELS)}")
+    load_before = os.getloadavg()[0]
     rows, info = [], {}
     with tempfile.TemporaryDirectory() as tmp:
         for name in names:
-            method, _ = MODELS[name]
-            base = str(Path(tmp) / name)
-            subprocess.run([sys.executable, "-c", PREPARE, name, method, base], check=True,
-                           env=child_env(), capture_output=True)
-            times: dict[str, list[float]] = {"torch": [], "ptlite": [], "optimized": []}
-            load_ms = []
-            for _ in range(args.rounds):
-                res = run(RUN_TORCH, name, base, str(args.warmup), str(args.runs))
-                times["torch"] += res["times"]
-                info["torch"] = res["torch"]
-                for key, suffix in (("ptlite", ".ptlite"), ("optimized", ".opt.ptlite")):
-                    res = run(RUN_PTLITE, name, base, str(args.warmup), str(args.runs), suffix)
-                    times[key] += res["times"]
-                    load_ms.append(res["load_ms"])
-                    info.update(numpy=res["numpy"], blas=res["blas"])
-            med = {k: statistics.median(v) for k, v in times.items()}
-            row = (name, method, med["torch"], med["ptlite"], med["ptlite"] / med["torch"], med["optimized"],
-                   med["optimized"] / med["torch"], statistics.median(load_ms),
-                   os.path.getsize(base + ".opt.ptlite") / 1e6)
+            row = bench_model(name, args, tmp, info)
             rows.append(row)
-            print(f"{name:30s} torch {row[2]:7.2f} ms  ptlite {row[3]:7.2f} ms ({row[4]:4.2f}x)  "
-                  f"optimized {row[5]:7.2f} ms ({row[6]:4.2f}x)  load {row[7]:6.1f} ms", flush=True)
-    lines = [
-        "# Benchmarks: ptlite vs eager PyTorch (batch 1, 2 threads)",
-        "",
-        f"Written by `python benchmarks/bench_models.py --models {args.models} --runs {args.runs} "
-        f"--rounds {args.rounds}`. Fresh process per "
-        f"runtime, one at a time, in {args.rounds} interleaved rounds of {args.runs} timed runs (after "
-        f"{args.warmup} warm-up runs); median over all timed runs. Ratio = ptlite / PyTorch (lower is better for "
-        "ptlite). *ptlite* runs the program as captured; *optimized* runs it after `ptlite.optimize_for_mobile` "
-        "(what `ptlite convert` writes by default). Load = `ptlite.load` of the optimized file in a fresh process "
-        "(its first call also imports the kernels).",
-        "",
-        f"Machine: {cpu_name()}, {os.cpu_count()} cores (a virtual machine: expect 10-30 % drift between runs). "
-        f"PyTorch {info.get('torch')}, NumPy {info.get('numpy')}, "
-        f"BLAS (threadpoolctl): {'; '.join(info.get('blas', [])) or 'unknown'}.",
-        "",
-        "| model | capture | PyTorch eager (ms) | ptlite (ms) | ratio | optimized (ms) | ratio | load (ms) "
-        "| file (MB) |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
-    ]
-    for name, method, t_ms, p_ms, p_ratio, o_ms, o_ratio, load, size in rows:
-        lines.append(f"| {name} | {method} | {t_ms:.1f} | {p_ms:.1f} | {p_ratio:.2f} | {o_ms:.1f} | {o_ratio:.2f} | "
-                     f"{load:.0f} | {size:.1f} |")
-    Path(args.out).write_text("\n".join(lines) + "\n")
-    print(f"wrote {args.out}")
+            print(f"{name:30s} " + "  ".join(f"{rt} {cell(row, rt)}" for rt in RUNTIMES)
+                  + f"  load {optional(row['load_ms'], '.0f')} ms", flush=True)
+    load_after = os.getloadavg()[0]
+    out = Path(args.out)
+    png = out.with_suffix(".png")
+    lines = describe(args, info, load_before, load_after)
+    title = f"ptlite vs PyTorch runtimes, batch 1, {THREADS} threads, {cpu_name()}"
+    charted = plot(rows, png, title)
+    if charted:
+        lines += [f"![median latency relative to eager PyTorch, per model and runtime]({png.name})", ""]
+    out.write_text("\n".join(lines + table(rows)) + "\n")
+    print(f"wrote {out}" + (f" and {png}" if charted else ""))
 
 
 if __name__ == "__main__":
