@@ -1,6 +1,6 @@
-"""The `ptlite` command line: convert a PyTorch model, run, inspect and list the operators of a .ptlite file.
+"""The `ptlite` command line: convert a PyTorch model, run, benchmark, inspect and list the operators of a .ptlite file.
 
-Only `convert` (and `demo`) need torch; `run`, `ops` and `inspect` work with NumPy alone.
+Only `convert`, `demo` and `bench --compare` need torch; `run`, `bench`, `ops` and `inspect` work with NumPy alone.
 Every error is reported as `ptlite: error: ...` with exit status 2, never a traceback
 (set PTLITE_DEBUG=1 to see one).
 """
@@ -11,6 +11,7 @@ import argparse
 import collections
 import importlib
 import importlib.util
+import json
 import os
 import sys
 import time
@@ -112,6 +113,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     _add_convert(commands)
     _add_run(commands)
+    _add_bench(commands)
     _add_ops_and_inspect(commands)
     _add_demo(commands)
     return parser
@@ -167,6 +169,50 @@ def _add_run(commands: Any) -> None:
                      help="feed images scaled to [0, 1], without ImageNet mean/std normalization")
     run.add_argument("--save-outputs", metavar="OUT.npz", help="save every output array to an .npz file")
     run.set_defaults(handler=cmd_run)
+
+
+BENCH_EPILOG = """\
+Inputs are random (seed 0: normal floats, small non-negative integers, False for booleans) with the shapes the
+program was captured with; dynamic dimensions need --input-shape. Load time is that of ptlite.load (the first
+load in a process also imports the kernels). Memory is the process's peak resident set size (VmHWM on Linux,
+getrusage's ru_maxrss elsewhere; n/a where neither exists).
+
+--compare ENTRY ('module:function', as 'ptlite convert' takes it) also measures eager PyTorch and ONNX Runtime
+(the model exported with torch.onnx.export) on the same inputs, each runtime in its own fresh process, one at a
+time, ptlite included, without OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE.
+
+example: ptlite bench mobilenet_v2.ptlite --profile --compare ptlite.zoo:mobilenet_v2"""
+
+
+def _add_bench(commands: Any) -> None:
+    bench = commands.add_parser(
+        "bench", help="measure latency, load time and memory of a .ptlite file (no torch needed)",
+        description="Benchmark forward of a .ptlite file like TFLite's benchmark_model: load time, latency "
+                    "(min, median, p90, mean), peak memory, optionally a per-operator profile and a comparison "
+                    "with eager PyTorch and ONNX Runtime.",
+        epilog=BENCH_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    bench.add_argument("model", metavar="MODEL", help="a .ptlite file")
+    bench.add_argument("--input-shape", metavar="SHAPE", type=_input_shape, action="append", default=[],
+                       help="shape of each tensor input, e.g. 1,3,224,224; repeat for each input, in order "
+                            "(default: the shapes the program records)")
+    bench.add_argument("--inputs", metavar="FILE", action="append", default=[],
+                       help="inputs instead of random data: one .npz file with every input (saved under the "
+                            "inputs' names or in order), or, repeated, one .npy file, image or number per input "
+                            "as 'ptlite run' takes them")
+    bench.add_argument("--warmup", metavar="N", type=_non_negative_int, default=5,
+                       help="untimed runs first (default 5)")
+    bench.add_argument("--runs", metavar="N", type=_positive_int, default=50, help="timed runs (default 50)")
+    bench.add_argument("--threads", metavar="N", type=_positive_int, default=None,
+                       help=f"threads for ptlite's kernels and BLAS (default: the cores, {os.cpu_count() or 1})")
+    bench.add_argument("--profile", action="store_true",
+                       help="also time every operator node: share per operator type and the slowest nodes")
+    bench.add_argument("--top", metavar="K", type=_positive_int, default=10,
+                       help="slowest nodes --profile lists (default 10)")
+    bench.add_argument("--compare", metavar="ENTRY",
+                       help="'module:function' building the PyTorch model: also measure eager PyTorch and ONNX "
+                            "Runtime (needs torch; onnxruntime for the latter)")
+    bench.add_argument("--json", metavar="PATH", help="also write every figure to a JSON file")
+    bench.set_defaults(handler=cmd_bench)
 
 
 def _add_ops_and_inspect(commands: Any) -> None:
@@ -603,6 +649,88 @@ def cmd_run(args: argparse.Namespace) -> int:
             _print_top_k(value, args.top_k, labels, stacked_names)
     if args.save_outputs:
         print(f"saved outputs to {_save_outputs(args.save_outputs, leaves)}")
+    return 0
+
+
+# ----------------------------------------------------------------------------------------------------
+# bench
+
+
+def _read_npz(path: str, specs: list[ptlite.ValueSpec]) -> list[Any]:
+    """Inputs from an .npz file: arrays named after the inputs, or saved in order (np.savez(path, *arrays))."""
+    _require_file(path)
+    try:
+        data = np.load(path, allow_pickle=False)
+    except ValueError as exc:
+        raise CliError(f"{path}: not a NumPy .npz file without Python objects ({exc})") from None
+    if not hasattr(data, "files"):
+        raise CliError(f"{path}: holds one array, not an .npz file of inputs")
+    with data:
+        names = list(data.files)
+        in_order = names == [f"arr_{i}" for i in range(len(names))]
+        if not in_order and not set(names) <= {s.name for s in specs}:
+            raise CliError(f"{path}: holds {', '.join(names)}; the inputs are {', '.join(s.name for s in specs)}: "
+                           "save the arrays under these names, or in order with np.savez(path, *arrays)")
+        if in_order:
+            arrays = [data[name] for name in names]
+            return [_npz_value(a, specs[i] if i < len(specs) else None, path) for i, a in enumerate(arrays)]
+        values = []
+        for spec in specs:
+            if spec.name in names:
+                values.append(_npz_value(data[spec.name], spec, path))
+            elif spec.has_default:
+                values.append(spec.default)
+            else:
+                raise CliError(f"{path}: has no array for input '{spec.name}'")
+        return values
+
+
+def _npz_value(value: np.ndarray, spec: ptlite.ValueSpec | None, path: str) -> Any:
+    if spec is None:
+        return value
+    if spec.type in _SCALAR_INPUTS and value.ndim == 0:
+        return value.item()
+    return _convert_dtype(value, spec, path)
+
+
+def _bench_inputs(args: argparse.Namespace, specs: list[ptlite.ValueSpec]) -> list[Any]:
+    if not args.inputs:
+        from .bench import random_inputs
+
+        return random_inputs(specs, args.input_shape)
+    if len(args.inputs) == 1 and args.inputs[0].endswith(".npz"):
+        return _read_npz(args.inputs[0], specs)
+    as_run = argparse.Namespace(inputs=args.inputs, method="forward", image_size=None, no_normalize=False)
+    return _read_inputs(as_run, specs)
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from . import bench
+
+    _require_file(args.model)
+    if args.inputs and args.input_shape:
+        raise CliError("give --inputs or --input-shape, not both")
+    if args.compare is not None and ":" not in args.compare:
+        raise CliError(f"--compare {args.compare!r} must be 'module:function', like ptlite.zoo:mobilenet_v2")
+    settings = bench.Settings(warmup=args.warmup, runs=args.runs, threads=args.threads or os.cpu_count() or 1,
+                              profile=args.profile, top=args.top)
+    if args.compare:
+        forward = _load_program(args.model).methods.get("forward")
+        if forward is None:
+            raise CliError(f"{args.model} has no method 'forward'")
+        result = bench.compare(args.model, _bench_inputs(args, forward.input_specs), args.compare, settings)
+    else:
+        result = bench.measure(args.model, lambda specs: _bench_inputs(args, specs), settings)
+    result["input_source"] = (f"from {', '.join(args.inputs)}" if args.inputs
+                              else f"random, seed {bench.SEED}")
+    print(bench.format_report(result))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(result, f, indent=2)
+        print(f"wrote {args.json}")
+    failed = bench.failures(result)
+    if failed:
+        raise CliError("--compare: " + "; ".join(failed))
     return 0
 
 
