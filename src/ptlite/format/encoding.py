@@ -103,6 +103,7 @@ def encode_graph(graph: Graph) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------- decoding (input is untrusted)
+# Every field is checked; error messages are only formatted when a check fails (loading stays cheap).
 
 def _expect(cond: bool, message: str) -> None:
     if not cond:
@@ -112,16 +113,15 @@ def _expect(cond: bool, message: str) -> None:
 def _shape(data: Any, where: str) -> tuple | None:
     if data is None:
         return None
-    _expect(isinstance(data, list) and all(d is None or (type(d) is int and d >= 0) for d in data),
-            f"{where}: invalid shape {str(data)[:60]}")
+    if type(data) is not list or not all(d is None or (type(d) is int and d >= 0) for d in data):
+        raise FormatError(f"{where}: invalid shape {str(data)[:60]}")
     return tuple(data)
 
 
 def _str(data: Any, where: str, optional: bool = False) -> str | None:
-    if optional and data is None:
-        return None
-    _expect(isinstance(data, str), f"{where}: expected a string, got {type(data).__name__}")
-    return data
+    if type(data) is str or (optional and data is None):
+        return data
+    raise FormatError(f"{where}: expected a string, got {type(data).__name__}")
 
 
 def _decode_spec(data: Any, where: str) -> ValueSpec:
@@ -133,38 +133,49 @@ def _decode_spec(data: Any, where: str) -> ValueSpec:
     return spec
 
 
+_NO_ATTRS: dict[str, Any] = {}  # shared defaults, never modified (Node copies what it is given)
+_NO_BLOCKS: list[Any] = []
+
+
 class GraphDecoder:
+    """Rebuilds one method's values, nodes and blocks from its JSON, checking every field and reference."""
+
     def __init__(self, data: dict[str, Any], where: str) -> None:
         self.where = where
         raw = data.get("values")
         _expect(isinstance(raw, list), f"{where}: 'values' must be a list")
-        self.values = []
-        for i, entry in enumerate(raw):
-            _expect(isinstance(entry, dict), f"{where}: value {i} must be an object")
-            self.values.append(Value(name=_str(entry.get("name", ""), where), type=_str(entry.get("type"), where),
-                                     dtype=_str(entry.get("dtype"), where, optional=True),
-                                     shape=_shape(entry.get("shape"), f"{where} value {i}")))
+        self.values = [self.value(entry, i) for i, entry in enumerate(raw)]
+
+    def value(self, entry: Any, i: int) -> Value:
+        if type(entry) is not dict:
+            raise FormatError(f"{self.where}: value {i} must be an object")
+        return Value(_str(entry.get("name", ""), self.where), _str(entry.get("type"), self.where),
+                     _str(entry.get("dtype"), self.where, optional=True),
+                     _shape(entry.get("shape"), f"{self.where} value {i}"))
 
     def refs(self, data: Any) -> list[Value]:
-        _expect(isinstance(data, list), f"{self.where}: value references must be a list")
-        out = []
+        if type(data) is not list:
+            raise FormatError(f"{self.where}: value references must be a list")
+        values, count = self.values, len(self.values)
         for i in data:
-            _expect(type(i) is int and 0 <= i < len(self.values), f"{self.where}: value reference {i!r} out of range")
-            out.append(self.values[i])
-        return out
+            if type(i) is not int or not 0 <= i < count:
+                raise FormatError(f"{self.where}: value reference {i!r} out of range")
+        return [values[i] for i in data]
 
     def node(self, data: Any, depth: int) -> Node:
-        _expect(isinstance(data, dict), f"{self.where}: node must be an object")
+        if type(data) is not dict:
+            raise FormatError(f"{self.where}: node must be an object")
         op = _str(data.get("op"), self.where)
-        attrs = data.get("attrs", {})
-        _expect(isinstance(attrs, dict), f"{self.where}: {op} attrs must be an object")
-        attrs = dict(attrs)
+        attrs = data.get("attrs", _NO_ATTRS)
+        if type(attrs) is not dict:
+            raise FormatError(f"{self.where}: {op} attrs must be an object")
         if "value" in attrs:
-            attrs["value"] = decode_constant(attrs["value"])
+            attrs = {**attrs, "value": decode_constant(attrs["value"])}
         if "weight" in attrs:
             _str(attrs["weight"], self.where)
-        blocks = data.get("blocks", [])
-        _expect(isinstance(blocks, list), f"{self.where}: {op} blocks must be a list")
+        blocks = data.get("blocks", _NO_BLOCKS)
+        if type(blocks) is not list:
+            raise FormatError(f"{self.where}: {op} blocks must be a list")
         return Node(op, self.refs(data.get("in")), self.refs(data.get("out")), attrs,
                     [self.block(b, depth + 1) for b in blocks], source=_str(data.get("src", ""), self.where))
 
@@ -177,6 +188,7 @@ class GraphDecoder:
 
 
 def decode_graph(data: Any, where: str) -> Graph:
+    """A method's Graph from its JSON (untrusted: raises FormatError naming the first problem found)."""
     _expect(isinstance(data, dict), f"{where}: method must be an object")
     decoder = GraphDecoder(data, where)
     body = decoder.block(data.get("body"))

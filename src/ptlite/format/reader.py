@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import gc
 import json
+import math
 import mmap
 import os
 import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -44,6 +48,10 @@ def _read_header(buf: Any, size: int, name: str) -> tuple[int, int, int, int, in
     return prog_off, prog_size, data_off, data_size, crc
 
 
+# The stored dtypes as little-endian NumPy dtypes (what the file holds), made once.
+_LITTLE_ENDIAN = {name: np.dtype(name).newbyteorder("<") for name in WEIGHT_DTYPES}
+
+
 def _weights(table: Any, buf: Any, data_off: int, data_size: int, name: str) -> dict[str, np.ndarray]:
     if not isinstance(table, list):
         raise FormatError(f"{name}: weights table must be a list")
@@ -62,8 +70,8 @@ def _weights(table: Any, buf: Any, data_off: int, data_size: int, name: str) -> 
             raise FormatError(f"{where} has an invalid shape {str(shape)[:60]}")
         if type(offset) is not int or type(nbytes) is not int or offset < 0 or offset % ALIGN:
             raise FormatError(f"{where} has an invalid or misaligned offset {offset!r}")
-        dt = np.dtype(dtype).newbyteorder("<")
-        count = int(np.prod(shape, dtype=np.int64)) if shape else 1
+        dt = _LITTLE_ENDIAN[dtype]
+        count = math.prod(shape)  # exact (no int64 wrap-around a crafted shape could use to match nbytes)
         if count * dt.itemsize != nbytes:
             raise FormatError(f"{where}: size {nbytes} bytes does not match shape {shape} of {dtype}")
         if offset + nbytes > data_size:
@@ -98,8 +106,14 @@ def read_program(path: str | os.PathLike) -> Program:
         raise FormatError(f"{name}: metadata must be an object")
     program = Program(weights=weights, metadata={k: decode_constant(v) for k, v in metadata.items()})
     program.metadata.setdefault("producer", doc.get("producer"))
+    with _gc_paused():
+        _decode_methods(doc["methods"], program, name)
+    return program
+
+
+def _decode_methods(methods: list, program: Program, name: str) -> None:
     try:
-        for i, data in enumerate(doc["methods"]):
+        for i, data in enumerate(methods):
             graph = decode_graph(data, f"{name}: method {i}")
             program.methods[graph.name] = graph
     except RecursionError:
@@ -110,4 +124,16 @@ def read_program(path: str | os.PathLike) -> Program:
                 for p in verify_graph(g, program, check_operators=False)]
     if problems:
         raise FormatError(f"{name}: invalid program:\n  " + "\n  ".join(problems[:20]))
-    return program
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while the IR is built: the thousands of new objects would trigger
+    collections that free nothing (about a tenth of the load time). Leaves the collector as it found it."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()

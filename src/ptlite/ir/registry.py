@@ -1,12 +1,16 @@
 """The operator table: for each operator, its schema and the kernel that runs it.
 
 Capture, passes, `export_opnames`, the loader's missing-operator check and the interpreter all read this one
-table. Kernels register themselves with the `kernel` decorator in `ptlite.runtime.kernels`; the table is filled
-the first time it is read.
+table. Kernels register themselves with the `kernel` decorator in the family modules of `ptlite.runtime.kernels`.
+Families are imported lazily: looking up an operator imports the one family that a generated index
+(`ptlite/runtime/kernels/_index.py`: operator key -> family) names for it, so that loading a program imports only
+the kernels it uses; listing the table (`all_ops`, `overloads`) imports every family. The index is only a hint:
+a key it lacks or names wrongly makes the lookup import every family, so a stale index costs time, never a kernel.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from functools import cached_property
 from typing import Any
@@ -20,12 +24,13 @@ class OpDef:
     The schema text is parsed when first needed, so registering hundreds of kernels stays cheap at import.
     """
 
-    __slots__ = ("key", "schema_text", "impl", "__dict__")
+    __slots__ = ("key", "schema_text", "impl", "module", "__dict__")
 
-    def __init__(self, key: str, schema_text: str, impl: Callable[..., Any]) -> None:
+    def __init__(self, key: str, schema_text: str, impl: Callable[..., Any], module: str = "") -> None:
         self.key = key
         self.schema_text = schema_text
         self.impl = impl
+        self.module = module  # the module whose import registered it: what to import to get it back
 
     @cached_property
     def schema(self) -> Schema:
@@ -42,8 +47,18 @@ def _key_of(schema_text: str) -> str:
     return head
 
 
+def _registering_module() -> str:
+    """Name of the module whose body is running the current registration (the caller of the caller of this)."""
+    frame = sys._getframe(2)
+    while frame is not None and frame.f_code.co_name != "<module>":
+        frame = frame.f_back
+    return frame.f_globals.get("__name__", "") if frame is not None else ""
+
+
+_KERNELS_PACKAGE = "ptlite.runtime.kernels"
 _TABLE: dict[str, OpDef] = {}
-_LOADED = False
+_LOADED = False  # every family imported
+_INDEX: dict[str, str] | None = None  # operator key -> family, read from the generated index when first needed
 
 
 def kernel(*schemas: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
@@ -54,12 +69,15 @@ def kernel(*schemas: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """
 
     def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
+        module = _registering_module()
         for text in schemas:
             key = _key_of(text)
+            if not _LOADED and not module.startswith(_KERNELS_PACKAGE + "."):
+                _load_family_of(key)  # so that clashing with a ptlite kernel not yet imported is reported here
             if key in _TABLE and _TABLE[key].impl is not fn:
                 raise ValueError(f"operator {key} registered twice "
                                  f"({_TABLE[key].impl.__module__} and {fn.__module__})")
-            _TABLE[key] = OpDef(key, text, fn)
+            _TABLE[key] = OpDef(key, text, fn, module)
         return fn
 
     return wrap
@@ -69,13 +87,50 @@ def _ensure_loaded() -> None:
     global _LOADED
     if not _LOADED:
         _LOADED = True
-        from ptlite.runtime import kernels  # noqa: F401  (importing registers every kernel)
+        from ptlite.runtime import kernels
+
+        kernels.load_all()
+
+
+def _family_of(key: str) -> str | None:
+    global _INDEX
+    if _INDEX is None:
+        from ptlite.runtime.kernels._index import FAMILY_OPERATORS
+
+        index: dict[str, str] = {}
+        for family, keys in FAMILY_OPERATORS.items():
+            index.update(dict.fromkeys(keys.split(), family))
+        _INDEX = index
+    return _INDEX.get(key)
+
+
+def _load_family_of(key: str) -> None:
+    """Import the family that the index names for `key`, if any (a module the index names but that is gone is
+    skipped: the caller then imports every family)."""
+    family = _family_of(key)
+    if family is None:
+        return
+    from ptlite.runtime import kernels
+
+    try:
+        kernels.load_family(family)
+    except ModuleNotFoundError as exc:
+        if exc.name != f"{_KERNELS_PACKAGE}.{family}":
+            raise
 
 
 def lookup(key: str) -> OpDef | None:
-    """The table row for 'aten::add.Tensor', or for a name without overload if that is how it is registered."""
-    _ensure_loaded()
-    return _TABLE.get(key)
+    """The table row for 'aten::add.Tensor', or for a name without overload if that is how it is registered.
+
+    Imports the operator's kernel family on first use; a key the table lacks imports every family."""
+    op = _TABLE.get(key)
+    if op is None and not _LOADED:
+        _load_family_of(key)
+        op = _TABLE.get(key)
+        if op is None:
+            _ensure_loaded()
+            op = _TABLE.get(key)
+    return op
 
 
 def get(key: str) -> OpDef:
@@ -96,3 +151,12 @@ def overloads(name: str) -> list[OpDef]:
     """Every registered overload of an operator name such as 'aten::add'."""
     _ensure_loaded()
     return [op for op in _TABLE.values() if op.schema.name == name]
+
+
+def kernel_index() -> dict[str, str]:
+    """Operator key -> family module name, for every kernel that a family of `ptlite.runtime.kernels` registers
+    (imports every family): the contents of the generated index."""
+    _ensure_loaded()
+    prefix = _KERNELS_PACKAGE + "."
+    return {key: op.module.removeprefix(prefix) for key, op in sorted(_TABLE.items())
+            if op.module.startswith(prefix)}
