@@ -5,9 +5,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+from ._layout import flat_pair
+
+if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
 
 _threads = max(1, os.cpu_count() or 1)
 _pool: ThreadPoolExecutor | None = None
@@ -37,6 +42,8 @@ def parallel_for(body: Callable[[int, int], None], total: int, grain: int) -> No
         body(0, total)
         return
     if _pool is None:
+        from concurrent.futures import ThreadPoolExecutor  # on first use: it imports logging, slow to import
+
         _pool = ThreadPoolExecutor(max_workers=_threads - 1, thread_name_prefix="ptlite")
     bounds = [total * i // pieces for i in range(pieces + 1)]
     futures = [_pool.submit(body, bounds[i], bounds[i + 1]) for i in range(1, pieces)]
@@ -50,11 +57,19 @@ ELEMENTWISE_GRAIN = 1 << 16
 
 
 def elementwise(fn: Callable[[np.ndarray, np.ndarray], object], x: np.ndarray, out: np.ndarray) -> np.ndarray:
-    """fn(x_piece, out_piece) over contiguous pieces of x and out (same shape), in parallel when large."""
-    if x.size < 2 * ELEMENTWISE_GRAIN or not (x.flags.c_contiguous and out.flags.c_contiguous) \
-            or x.shape != out.shape:
+    """fn(x_piece, out_piece) over pieces of x and out (same shape), in parallel when large.
+
+    The pieces are slices of flat views in memory order, so x and out must be dense in the same order (both
+    C-contiguous, both channels-last, ...); otherwise fn runs once on the whole arrays. Small channels-last
+    arrays run as one flat piece too: NumPy's loops are quickest on contiguous 1-D arrays.
+    """
+    small = x.size < 2 * ELEMENTWISE_GRAIN
+    pair = None if small and x.flags.c_contiguous and out.flags.c_contiguous else flat_pair(x, out)
+    if pair is None:
         fn(x, out)
-        return out
-    flat_x, flat_out = x.reshape(-1), out.reshape(-1)
-    parallel_for(lambda a, b: fn(flat_x[a:b], flat_out[a:b]), x.size, ELEMENTWISE_GRAIN)
+    elif small:
+        fn(*pair)
+    else:
+        flat_x, flat_out = pair
+        parallel_for(lambda a, b: fn(flat_x[a:b], flat_out[a:b]), x.size, ELEMENTWISE_GRAIN)
     return out

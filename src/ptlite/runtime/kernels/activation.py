@@ -9,6 +9,7 @@ import numpy as np
 from ptlite.ir.dtypes import to_numpy
 from ptlite.ir.registry import kernel
 
+from ._layout import flat_pair
 from ._parallel import elementwise
 
 # ---------------------------------------------------------------- helpers
@@ -204,8 +205,9 @@ def erfc_nonnegative(z: np.ndarray) -> np.ndarray:
 def _gelu_erf(x, out):
     """x * Phi(x) = relu(x) - |x| * erfc(|x| / sqrt 2) / 2: one-sided erfc keeps accuracy in both tails."""
     size = x.size
-    if size > _BLOCK and x.flags.c_contiguous and out.flags.c_contiguous:
-        flat_x, flat_out = x.reshape(-1), out.reshape(-1)
+    pair = flat_pair(x, out) if size > _BLOCK else None  # flat in memory order: NCHW or channels-last
+    if pair is not None:
+        flat_x, flat_out = pair
         for start in range(0, size, _BLOCK):  # blocks that stay in cache through the ~30 passes
             _gelu_erf(flat_x[start:start + _BLOCK], flat_out[start:start + _BLOCK])
         return out
@@ -379,7 +381,7 @@ def _clamp_into(x: np.ndarray, lo, hi, out: np.ndarray | None) -> np.ndarray:
         raise ValueError("clamp: at least one of 'min' and 'max' must be given")
     if out is None:
         shape = np.broadcast_shapes(x.shape, *(np.shape(b) for b in (lo, hi) if b is not None))
-        out = np.empty(shape, dtype=_result_dtype(x, lo, hi))
+        out = np.empty_like(x, dtype=_result_dtype(x, lo, hi), shape=shape)  # in x's layout (channels-last)
     if out.dtype.kind == "f" and np.ndim(lo) == 0 and np.ndim(hi) == 0:
         # np.clip with two bounds is NumPy's fastest path; a missing bound becomes an infinite one.
         dt = out.dtype.type
@@ -465,4 +467,4 @@ def dropout_(self, p, train):
 def native_dropout(input, p, train):
     """(input, all-true keep mask); train=None means training, as in PyTorch."""
     _check_eval("native_dropout", p, True if train is None else train)
-    return input.copy(), np.ones(input.shape, dtype=np.bool_)
+    return input.copy(order="K"), np.ones_like(input, dtype=np.bool_)

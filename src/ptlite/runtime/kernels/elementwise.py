@@ -10,6 +10,8 @@ import numpy as np
 
 from ptlite.ir.registry import kernel
 
+from ._layout import channel_broadcast
+
 _BOOL = np.dtype(np.bool_)
 _I64 = np.dtype(np.int64)
 _F16 = np.dtype(np.float16)
@@ -101,7 +103,7 @@ def write_into(self: np.ndarray, result: Any) -> np.ndarray:
     if category(result.dtype) > category(self.dtype):
         raise TypeError(f"result type {result.dtype} can't be cast to the desired output type {self.dtype}")
     if not self.flags.writeable:
-        out = np.empty(self.shape, self.dtype)
+        out = np.empty_like(self)  # in self's layout (channels-last stays so)
         np.copyto(out, result, casting="unsafe")
         return out
     np.copyto(self, result, casting="unsafe")
@@ -112,13 +114,20 @@ def write_into(self: np.ndarray, result: Any) -> np.ndarray:
 # Arithmetic
 # ----------------------------------------------------------------------------------------------------
 
+def binary_ufunc(ufunc: np.ufunc, a: Any, b: Any) -> Any:
+    """ufunc(a, b) on operands of one dtype. The result has a channels-last operand's layout (NumPy's order
+    'K'); a per-channel operand ((N, C, 1, 1), (C, 1, 1)) of a channels-last one is applied on long rows."""
+    out = channel_broadcast(ufunc, a, b)
+    return ufunc(a, b) if out is None else out
+
+
 def _binary(ufunc: np.ufunc, a: Operand, b: Operand) -> np.ndarray:
     if isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and a.dtype == b.dtype:
-        return wrap(ufunc(a, b))
+        return wrap(binary_ufunc(ufunc, a, b))
     dt = result_type(a, b)
     if dt == _F16:
-        return _in_float32(ufunc(cast(a, _F32), cast(b, _F32)))
-    return wrap(ufunc(cast(a, dt), cast(b, dt)))
+        return _in_float32(binary_ufunc(ufunc, cast(a, _F32), cast(b, _F32)))
+    return wrap(binary_ufunc(ufunc, cast(a, dt), cast(b, dt)))
 
 
 def _in_float32(result: Any) -> np.ndarray:
@@ -131,9 +140,11 @@ def _binary_(ufunc: np.ufunc, self: np.ndarray, other: Operand) -> np.ndarray:
     """In-place binary op: computed straight into self when the promoted type is self's own."""
     dt = result_type(self, other)
     if dt == self.dtype and self.flags.writeable:
-        ufunc(self, cast(other, dt), out=self)
+        other = cast(other, dt)
+        if channel_broadcast(ufunc, self, other, out=self) is None:
+            ufunc(self, other, out=self)
         return self
-    return write_into(self, ufunc(cast(self, dt), cast(other, dt)))
+    return write_into(self, binary_ufunc(ufunc, cast(self, dt), cast(other, dt)))
 
 
 def _scaled(other: Operand, alpha: Any, dt: np.dtype) -> Any:
@@ -151,11 +162,11 @@ def _scaled(other: Operand, alpha: Any, dt: np.dtype) -> Any:
 def add(self: Operand, other: Operand, alpha: Any = 1) -> np.ndarray:
     if alpha == 1 and isinstance(self, np.ndarray) and isinstance(other, np.ndarray) \
             and self.dtype == other.dtype and self.dtype != _F16:
-        return wrap(np.add(self, other))
+        return wrap(binary_ufunc(np.add, self, other))
     dt = result_type(self, other)
     if dt == _F16:
-        return _in_float32(np.add(cast(self, _F32), _scaled(other, alpha, _F32)))
-    return wrap(np.add(cast(self, dt), _scaled(other, alpha, dt)))
+        return _in_float32(binary_ufunc(np.add, cast(self, _F32), _scaled(other, alpha, _F32)))
+    return wrap(binary_ufunc(np.add, cast(self, dt), _scaled(other, alpha, dt)))
 
 
 @kernel("aten::add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)",
@@ -171,11 +182,11 @@ def add_(self: np.ndarray, other: Operand, alpha: Any = 1) -> np.ndarray:
 def sub(self: Operand, other: Operand, alpha: Any = 1) -> np.ndarray:
     if alpha == 1 and isinstance(self, np.ndarray) and isinstance(other, np.ndarray) \
             and self.dtype == other.dtype and self.dtype != _F16:
-        return wrap(np.subtract(self, other))
+        return wrap(binary_ufunc(np.subtract, self, other))
     dt = result_type(self, other)
     if dt == _F16:
-        return _in_float32(np.subtract(cast(self, _F32), _scaled(other, alpha, _F32)))
-    return wrap(np.subtract(cast(self, dt), _scaled(other, alpha, dt)))
+        return _in_float32(binary_ufunc(np.subtract, cast(self, _F32), _scaled(other, alpha, _F32)))
+    return wrap(binary_ufunc(np.subtract, cast(self, dt), _scaled(other, alpha, dt)))
 
 
 @kernel("aten::sub_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)",
@@ -192,8 +203,8 @@ def rsub(self: Operand, other: Operand, alpha: Any = 1) -> np.ndarray:
     """other - alpha * self."""
     dt = result_type(self, other)
     if dt == _F16:
-        return _in_float32(np.subtract(cast(other, _F32), _scaled(self, alpha, _F32)))
-    return wrap(np.subtract(cast(other, dt), _scaled(self, alpha, dt)))
+        return _in_float32(binary_ufunc(np.subtract, cast(other, _F32), _scaled(self, alpha, _F32)))
+    return wrap(binary_ufunc(np.subtract, cast(other, dt), _scaled(self, alpha, dt)))
 
 
 @kernel("aten::mul.Tensor(Tensor self, Tensor other) -> Tensor",
@@ -221,7 +232,7 @@ def _divide(self: Operand, other: Operand, rounding_mode: str | None) -> np.ndar
         if rounding_mode is None:
             if category(dt) < 2:
                 dt = _F32
-            return wrap(np.true_divide(cast(self, dt), cast(other, dt)))
+            return wrap(binary_ufunc(np.true_divide, cast(self, dt), cast(other, dt)))
         x, y = cast(self, dt), cast(other, dt)
         if rounding_mode == "floor":
             return wrap(np.floor_divide(x, y))
@@ -238,7 +249,7 @@ def div(self: Operand, other: Operand) -> np.ndarray:
     if isinstance(self, np.ndarray) and isinstance(other, np.ndarray) and self.dtype == other.dtype \
             and category(self.dtype) == 2:
         with np.errstate(divide="ignore", invalid="ignore"):
-            return wrap(np.true_divide(self, other))
+            return wrap(binary_ufunc(np.true_divide, self, other))
     return _divide(self, other, None)
 
 
@@ -552,12 +563,12 @@ def _same_type_unary(name: str, fn: Callable[[np.ndarray], Any], bool_ok: bool) 
 
 def _rounding(fn: np.ufunc) -> Callable[[np.ndarray], np.ndarray]:
     """floor/ceil/round/trunc: identity (a copy) on integers, where NumPy would return float64."""
-    return lambda x: fn(x) if x.dtype.kind == "f" else x.copy()
+    return lambda x: fn(x) if x.dtype.kind == "f" else x.copy(order="K")
 
 
 def _sign(x: np.ndarray) -> np.ndarray:
     if x.dtype == _BOOL:
-        return x.copy()
+        return x.copy(order="K")
     out = wrap(np.sign(x))
     if x.dtype.kind == "f":
         out[np.isnan(out)] = 0  # torch: sign(nan) == 0
@@ -573,7 +584,7 @@ for _name, _fn, _bool_ok in [("neg", np.negative, False), ("abs", np.abs, False)
 @kernel("aten::round.decimals(Tensor self, *, int decimals) -> Tensor")
 def round_decimals(self: np.ndarray, decimals: int) -> np.ndarray:
     if self.dtype.kind != "f":
-        return self.copy()
+        return self.copy(order="K")
     return wrap(np.round(self, decimals))
 
 
@@ -586,14 +597,14 @@ def square(self: np.ndarray) -> np.ndarray:
 
 @kernel("aten::isnan(Tensor self) -> Tensor")
 def isnan(self: np.ndarray) -> np.ndarray:
-    return wrap(np.isnan(self)) if self.dtype.kind == "f" else np.zeros(self.shape, _BOOL)
+    return wrap(np.isnan(self)) if self.dtype.kind == "f" else np.zeros_like(self, _BOOL)
 
 
 @kernel("aten::isinf(Tensor self) -> Tensor")
 def isinf(self: np.ndarray) -> np.ndarray:
-    return wrap(np.isinf(self)) if self.dtype.kind == "f" else np.zeros(self.shape, _BOOL)
+    return wrap(np.isinf(self)) if self.dtype.kind == "f" else np.zeros_like(self, _BOOL)
 
 
 @kernel("aten::isfinite(Tensor self) -> Tensor")
 def isfinite(self: np.ndarray) -> np.ndarray:
-    return wrap(np.isfinite(self)) if self.dtype.kind == "f" else np.ones(self.shape, _BOOL)
+    return wrap(np.isfinite(self)) if self.dtype.kind == "f" else np.ones_like(self, _BOOL)

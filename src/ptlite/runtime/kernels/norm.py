@@ -8,6 +8,8 @@ import numpy as np
 
 from ptlite.ir.registry import kernel
 
+from ._layout import channel_broadcast, is_channels_last, nhwc_view
+
 
 def _float(x: np.ndarray) -> np.ndarray:
     return x if np.issubdtype(x.dtype, np.floating) else x.astype(np.float32)
@@ -19,9 +21,13 @@ def _per_channel(v: np.ndarray, ndim: int) -> np.ndarray:
 
 
 def _scale_shift(x, scale, shift):
-    """x * scale + shift in one fresh buffer of x's dtype (scale, shift already broadcastable)."""
-    out = np.multiply(x, scale, dtype=x.dtype)
-    np.add(out, shift, out=out, casting="same_kind")
+    """x * scale + shift in one fresh buffer of x's dtype and layout (scale, shift already broadcastable);
+    a channels-last x is done on long rows of its NHWC view (see channel_broadcast)."""
+    out = channel_broadcast(np.multiply, x, scale)
+    if out is None:
+        out = np.multiply(x, scale, dtype=x.dtype)
+    if channel_broadcast(np.add, out, shift, out=out) is None:
+        np.add(out, shift, out=out, casting="same_kind")
     return out
 
 
@@ -42,7 +48,8 @@ def _batch_norm_stats(x, running_mean, running_var, use_batch_stats):
     """(mean, var) per channel: the batch's own (biased variance) or the running estimates."""
     if use_batch_stats or running_mean is None or running_var is None:
         c = x.shape[1]
-        per_channel = np.moveaxis(x, 1, 0).reshape(c, -1)
+        v = nhwc_view(x) if is_channels_last(x) else None
+        per_channel = np.moveaxis(x, 1, 0).reshape(c, -1) if v is None else v.reshape(-1, c).T  # a view
         return _moments(per_channel)
     return running_mean, running_var
 

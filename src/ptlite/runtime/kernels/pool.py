@@ -1,4 +1,4 @@
-"""Pooling kernels (max, average, adaptive; 1-D and 2-D) over the trailing spatial axes of NCHW arrays."""
+"""Pooling kernels (max, average, adaptive; 1-D and 2-D) over the spatial axes of NCHW or channels-last arrays."""
 
 from __future__ import annotations
 
@@ -6,7 +6,9 @@ import numpy as np
 
 from ptlite.ir.registry import kernel
 
-from .conv import expand, pad2d
+from ._layout import from_nhwc, spatial_view
+from .conv import expand
+from .reduce import fast_sum
 
 
 def _lowest(dtype: np.dtype):
@@ -42,25 +44,51 @@ def _pool_args(kernel_size, stride, padding, dilation):
     return k, s, expand(padding, 2, "padding"), expand(dilation, 2, "dilation")
 
 
-def _window_buffer(x, k, s, p, d, out_hw, value):
+def _grid(g: np.ndarray, nhwc: bool) -> np.ndarray:
+    """A per-output-position (Ho, Wo) array shaped to broadcast against pooled NCHW or NHWC data."""
+    return g[:, :, None] if nhwc else g
+
+
+def _pad_hw(x, ax: int, top: int, bottom: int, left: int, right: int, value) -> np.ndarray:
+    """x in a new buffer grown (or, for negative sizes, cropped) per side along axes ax (H) and ax + 1 (W),
+    borders set to value; only the borders are written besides the one copy of the interior."""
+    if top == bottom == left == right == 0:
+        return x
+    h, w = x.shape[ax], x.shape[ax + 1]
+    hp, wp = h + top + bottom, w + left + right
+    out = np.empty(x.shape[:ax] + (hp, wp) + x.shape[ax + 2:], dtype=x.dtype)
+    r0, r1 = max(0, -top), min(h, hp - top)
+    c0, c1 = max(0, -left), min(w, wp - left)
+    dr, dc, nr, nc = r0 + top, c0 + left, r1 - r0, c1 - c0
+    lead = (slice(None),) * ax
+    rows = slice(dr, dr + nr)
+    out[lead + (slice(0, dr),)] = value
+    out[lead + (slice(dr + nr, None),)] = value
+    out[lead + (rows, slice(0, dc))] = value
+    out[lead + (rows, slice(dc + nc, None))] = value
+    out[lead + (rows, slice(dc, dc + nc))] = x[lead + (slice(r0, r1), slice(c0, c1))]
+    return out
+
+
+def _window_buffer(x, ax, k, s, p, d, out_hw, value):
     """x padded with value so that every window of the output is in range (rows/cols never read cut off)."""
-    h, w = x.shape[-2:]
+    h, w = x.shape[ax], x.shape[ax + 1]
     need_h = (out_hw[0] - 1) * s[0] + d[0] * (k[0] - 1) + 1
     need_w = (out_hw[1] - 1) * s[1] + d[1] * (k[1] - 1) + 1
     if p[0] == p[1] == 0 and need_h <= h and need_w <= w:
         return x  # windows never reach past the input: no copy
-    return pad2d(x, p[0], need_h - h - p[0], p[1], need_w - w - p[1], value)
+    return _pad_hw(x, ax, p[0], need_h - h - p[0], p[1], need_w - w - p[1], value)
 
 
 def _taps(buf, axis: int, k: int, s: int, d: int, n_out: int):
-    """The k shifted, strided views of buf along axis -2 or -1 whose elementwise reduction pools that axis."""
+    """The k shifted, strided views of buf along axis whose elementwise reduction pools that axis."""
+    lead = (slice(None),) * axis
     for i in range(k):
-        sl = slice(i * d, i * d + s * (n_out - 1) + 1, s)
-        yield buf[..., sl, :] if axis == -2 else buf[..., sl]
+        yield buf[lead + (slice(i * d, i * d + s * (n_out - 1) + 1, s),)]
 
 
 def _reduce_views(views, ufunc) -> np.ndarray:
-    """ufunc-fold of equally shaped views into a fresh array (the first call allocates it)."""
+    """ufunc-fold of equally shaped views into a fresh array (the first call allocates it, in their layout)."""
     first = next(views)
     second = next(views, None)
     if second is None:
@@ -71,15 +99,19 @@ def _reduce_views(views, ufunc) -> np.ndarray:
     return out
 
 
-def _separable_reduce(buf, k, s, d, out_hw, ufunc):
-    """Reduce windows along W, then along H, with a binary ufunc (np.maximum or np.add)."""
-    rows = _reduce_views(_taps(buf, -1, k[1], s[1], d[1], out_hw[1]), ufunc)
-    return _reduce_views(_taps(rows, -2, k[0], s[0], d[0], out_hw[0]), ufunc)
+def _separable_reduce(buf, ax, k, s, d, out_hw, ufunc, rows_first: bool):
+    """Reduce windows along W then H (NCHW), or H then W (NHWC, rows_first: each H tap is a view whose W * C
+    elements are contiguous, so the bigger first pass runs long inner loops), with np.maximum or np.add."""
+    passes = [(ax, 0), (ax + 1, 1)] if rows_first else [(ax + 1, 1), (ax, 0)]
+    out = buf
+    for axis, i in passes:
+        out = _reduce_views(_taps(out, axis, k[i], s[i], d[i], out_hw[i]), ufunc)
+    return out
 
 
-def _max_pool_geometry(x, kernel_size, stride, padding, dilation, ceil_mode):
+def _max_pool_geometry(x, ax, kernel_size, stride, padding, dilation, ceil_mode):
     k, s, p, d = _pool_args(kernel_size, stride, padding, dilation)
-    h, w = x.shape[-2:]
+    h, w = x.shape[ax], x.shape[ax + 1]
     out_hw = (pool_out_size(h, k[0], s[0], p[0], d[0], ceil_mode),
               pool_out_size(w, k[1], s[1], p[1], d[1], ceil_mode))
     return k, s, p, d, out_hw
@@ -88,9 +120,12 @@ def _max_pool_geometry(x, kernel_size, stride, padding, dilation, ceil_mode):
 @kernel("aten::max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, "
         "int[2] dilation=1, bool ceil_mode=False) -> Tensor")
 def max_pool2d(self, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
-    k, s, p, d, out_hw = _max_pool_geometry(self, kernel_size, stride, padding, dilation, ceil_mode)
-    buf = _window_buffer(self, k, s, p, d, out_hw, _lowest(self.dtype))
-    return _separable_reduce(buf, k, s, d, out_hw, np.maximum)
+    """Max over the taps of strided views of a padded buffer; channels-last in, channels-last out."""
+    x, ax, nhwc = spatial_view(self)
+    k, s, p, d, out_hw = _max_pool_geometry(x, ax, kernel_size, stride, padding, dilation, ceil_mode)
+    buf = _window_buffer(x, ax, k, s, p, d, out_hw, _lowest(x.dtype))
+    out = _separable_reduce(buf, ax, k, s, d, out_hw, np.maximum, rows_first=nhwc)
+    return from_nhwc(out) if nhwc else out
 
 
 def _first_valid(n_out: int, s: int, p: int, d: int) -> np.ndarray:
@@ -103,24 +138,25 @@ def _first_valid(n_out: int, s: int, p: int, d: int) -> np.ndarray:
         "int[2] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)")
 def max_pool2d_with_indices(self, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
     """Max pooling that also returns, per output, the flat index h * W + w of the maximum in its plane."""
-    k, s, p, d, (ho, wo) = _max_pool_geometry(self, kernel_size, stride, padding, dilation, ceil_mode)
-    h, w = self.shape[-2:]
-    buf = _window_buffer(self, k, s, p, d, (ho, wo), _lowest(self.dtype))
-    lead = self.shape[:-2]
-    best = np.full(lead + (ho, wo), _lowest(self.dtype), dtype=self.dtype)
+    x, ax, nhwc = spatial_view(self)
+    k, s, p, d, (ho, wo) = _max_pool_geometry(x, ax, kernel_size, stride, padding, dilation, ceil_mode)
+    w = x.shape[ax + 1]
+    buf = _window_buffer(x, ax, k, s, p, d, (ho, wo), _lowest(x.dtype))
+    best = np.full(x.shape[:ax] + (ho, wo) + x.shape[ax + 2:], _lowest(x.dtype), dtype=x.dtype)
     first = _first_valid(ho, s[0], p[0], d[0])[:, None] * w + _first_valid(wo, s[1], p[1], d[1])[None, :]
-    index = np.broadcast_to(first, best.shape).copy()
+    index = np.broadcast_to(_grid(first, nhwc), best.shape).copy()
     rows, cols = np.arange(ho) * s[0] - p[0], np.arange(wo) * s[1] - p[1]
-    floating = np.issubdtype(self.dtype, np.floating)
-    for i, row_view in enumerate(_taps(buf, -2, k[0], s[0], d[0], ho)):
-        for j, view in enumerate(_taps(row_view, -1, k[1], s[1], d[1], wo)):
+    floating = np.issubdtype(x.dtype, np.floating)
+    for i, row_view in enumerate(_taps(buf, ax, k[0], s[0], d[0], ho)):
+        for j, view in enumerate(_taps(row_view, ax + 1, k[1], s[1], d[1], wo)):
             take = view > best
             if floating:
                 take |= np.isnan(view)
             np.copyto(best, view, where=take)
             tap_index = (rows + i * d[0])[:, None] * w + (cols + j * d[1])[None, :]
-            np.copyto(index, tap_index, where=take)
-    return best, index.astype(np.int64, copy=False)
+            np.copyto(index, _grid(tap_index, nhwc), where=take)
+    index = index.astype(np.int64, copy=False)
+    return (from_nhwc(best), from_nhwc(index)) if nhwc else (best, index)
 
 
 @kernel("aten::max_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=[0], "
@@ -146,23 +182,25 @@ def _avg_divisors(size, k, s, p, n_out, count_include_pad):
         "bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor")
 def avg_pool2d(self, kernel_size, stride=(), padding=0, ceil_mode=False, count_include_pad=True,
                divisor_override=None):
+    x, ax, nhwc = spatial_view(self)
     k, s, p, _ = _pool_args(kernel_size, stride, padding, 1)
     d = (1, 1)
-    h, w = self.shape[-2:]
+    h, w = x.shape[ax], x.shape[ax + 1]
     out_hw = (pool_out_size(h, k[0], s[0], p[0], 1, ceil_mode),
               pool_out_size(w, k[1], s[1], p[1], 1, ceil_mode))
-    buf = _window_buffer(self, k, s, p, d, out_hw, 0)
-    out = _separable_reduce(buf, k, s, d, out_hw, np.add)
+    buf = _window_buffer(x, ax, k, s, p, d, out_hw, 0)
+    out = _separable_reduce(buf, ax, k, s, d, out_hw, np.add, rows_first=nhwc)
     if divisor_override:
         divisor = np.asarray(divisor_override, dtype=out.dtype)
     else:
         dh = _avg_divisors(h, k[0], s[0], p[0], out_hw[0], count_include_pad)
         dw = _avg_divisors(w, k[1], s[1], p[1], out_hw[1], count_include_pad)
-        divisor = (dh[:, None] * dw[None, :]).astype(out.dtype)
+        divisor = _grid((dh[:, None] * dw[None, :]).astype(out.dtype), nhwc)
     if np.issubdtype(out.dtype, np.floating):
         np.divide(out, divisor, out=out)
-        return out
-    return (out // divisor).astype(self.dtype)
+    else:
+        out = (out // divisor).astype(x.dtype)
+    return from_nhwc(out) if nhwc else out
 
 
 @kernel("aten::avg_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=[0], "
@@ -198,12 +236,29 @@ def _output_hw(x, output_size) -> tuple[int, int]:
     return (h if size[0] is None else int(size[0])), (w if size[1] is None else int(size[1]))
 
 
+def _adaptive_avg_nhwc(v: np.ndarray, ho: int, wo: int) -> np.ndarray:
+    """Adaptive average pooling of a C-contiguous (N, H, W, C) array into a new (N, ho, wo, C) one."""
+    n, h, w, c = v.shape
+    if h % ho == 0 and w % wo == 0:
+        return v.reshape(n, ho, h // ho, wo, w // wo, c).mean(axis=(2, 4), dtype=v.dtype)
+    # General sizes: average along W with a batched product, then along H on rows of W * C contiguous values.
+    a_h, a_w = _averaging_matrix(h, ho, v.dtype), _averaging_matrix(w, wo, v.dtype)
+    cols = np.matmul(a_w, v.reshape(n * h, w, c))
+    return np.matmul(a_h, cols.reshape(n, h, wo * c)).reshape(n, ho, wo, c)
+
+
 @kernel("aten::adaptive_avg_pool2d(Tensor self, SymInt[2] output_size) -> Tensor",
         "aten::_adaptive_avg_pool2d(Tensor self, SymInt[2] output_size) -> Tensor")
 def adaptive_avg_pool2d(self, output_size):
     ho, wo = _output_hw(self, output_size)
     h, w = self.shape[-2:]
     x = self if np.issubdtype(self.dtype, np.floating) else self.astype(np.float32)
+    v, _, nhwc = spatial_view(x)
+    if nhwc and (ho, wo) == (1, 1):  # global pooling: column sums of the (H * W, C) pixel matrix
+        total = fast_sum(x, (2, 3), keepdims=True)
+        return np.true_divide(total, x.dtype.type(h * w), out=total)
+    if nhwc:
+        return from_nhwc(_adaptive_avg_nhwc(v, ho, wo))
     lead = x.shape[:-2]
     if (ho, wo) == (1, 1):
         flat = x.reshape(lead + (h * w,))
@@ -234,18 +289,25 @@ def _window_index(size: int, n_out: int) -> np.ndarray:
 def adaptive_max_pool2d(self, output_size):
     """Gathers every adaptive window (padded by repeating an index, harmless to max) and reduces it."""
     ho, wo = _output_hw(self, output_size)
-    h, w = self.shape[-2:]
-    lead = self.shape[:-2]
+    x, ax, nhwc = spatial_view(self)
+    h, w = x.shape[ax], x.shape[ax + 1]
     ih, iw = _window_index(h, ho), _window_index(w, wo)
-    win = self.take(ih.ravel(), axis=-2).take(iw.ravel(), axis=-1)
-    win = win.reshape(lead + (ho, ih.shape[1], wo, iw.shape[1]))
-    win = np.moveaxis(win, -3, -2).reshape(lead + (ho, wo, ih.shape[1] * iw.shape[1]))
-    arg = np.argmax(win, axis=-1)
-    values = np.take_along_axis(win, arg[..., None], axis=-1)[..., 0]
-    flat = ih[:, None, :, None] * w + iw[None, :, None, :]  # (ho, wo, Lh, Lw)
-    flat = flat.reshape(ho, wo, -1)
-    index = np.take_along_axis(np.broadcast_to(flat, arg.shape + flat.shape[-1:]), arg[..., None], axis=-1)
-    return values, index[..., 0].astype(np.int64)
+    lh, lw = ih.shape[1], iw.shape[1]
+    win = x.take(ih.ravel(), axis=ax).take(iw.ravel(), axis=ax + 1)
+    flat = (ih[:, None, :, None] * w + iw[None, :, None, :]).reshape(ho, wo, lh * lw)
+    if nhwc:  # windows on axis 3, channels stay contiguous last
+        n, c = x.shape[0], x.shape[3]
+        win = win.reshape(n, ho, lh, wo, lw, c).transpose(0, 1, 3, 2, 4, 5).reshape(n, ho, wo, lh * lw, c)
+        axis, flat = 3, flat[..., None]
+    else:
+        lead = x.shape[:-2]
+        win = win.reshape(lead + (ho, lh, wo, lw))
+        win = np.moveaxis(win, -3, -2).reshape(lead + (ho, wo, lh * lw))
+        axis = -1
+    arg = np.expand_dims(np.argmax(win, axis=axis), axis)
+    values = np.take_along_axis(win, arg, axis=axis).squeeze(axis)
+    index = np.take_along_axis(np.broadcast_to(flat, win.shape), arg, axis=axis).squeeze(axis).astype(np.int64)
+    return (from_nhwc(values), from_nhwc(index)) if nhwc else (values, index)
 
 
 @kernel("aten::adaptive_max_pool1d(Tensor self, int[1] output_size) -> (Tensor, Tensor)")

@@ -1,4 +1,4 @@
-"""Upsampling kernels (bilinear and nearest, 2-D, NCHW) with PyTorch's source-index arithmetic."""
+"""Upsampling kernels (bilinear and nearest, 2-D, NCHW or channels-last) with PyTorch's source-index arithmetic."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ import math
 import numpy as np
 
 from ptlite.ir.registry import kernel
+
+from ._layout import from_nhwc, spatial_view
 
 F32 = np.float32
 
@@ -60,10 +62,10 @@ def _interpolation_matrix(in_size, out_size, align_corners, scale, dtype) -> np.
 
 
 def _lerp(x: np.ndarray, axis: int, taps) -> np.ndarray:
-    """Linear interpolation along axis -1 or -2 by two gathers and a weighted sum."""
+    """Linear interpolation along one axis by two gathers and a weighted sum."""
     i0, i1, w0, w1 = taps
-    if axis == -2:
-        w0, w1 = w0[:, None], w1[:, None]
+    along = (-1,) + (1,) * (x.ndim - 1 - axis % x.ndim)  # weights shaped to vary along axis
+    w0, w1 = w0.reshape(along), w1.reshape(along)
     out = x.take(i0, axis=axis)
     out *= w0.astype(out.dtype, copy=False)
     far = x.take(i1, axis=axis)
@@ -82,6 +84,9 @@ def bilinear2d(x: np.ndarray, out_hw, align_corners: bool, scales=(None, None)) 
         raise TypeError(f"upsample_bilinear2d expects a floating tensor, got {x.dtype}")
     h, w = x.shape[-2:]
     ho, wo = out_hw
+    v, _, nhwc = spatial_view(x)
+    if nhwc:
+        return from_nhwc(_bilinear_nhwc(v, out_hw, align_corners, scales))
     lead = x.shape[:-2]
     if w <= _MATMUL_MAX_INPUT:
         m_w = _interpolation_matrix(w, wo, align_corners, scales[1], x.dtype)
@@ -92,6 +97,22 @@ def bilinear2d(x: np.ndarray, out_hw, align_corners: bool, scales=(None, None)) 
         m_h = _interpolation_matrix(h, ho, align_corners, scales[0], x.dtype)
         return np.matmul(m_h, rows.reshape(-1, h, wo)).reshape(lead + (ho, wo))
     return _lerp(rows, -2, linear_taps(h, ho, align_corners, scales[0]))
+
+
+def _bilinear_nhwc(v: np.ndarray, out_hw, align_corners: bool, scales) -> np.ndarray:
+    """bilinear2d on a C-contiguous (N, H, W, C) array: along W as a product batched over rows, then along H
+    as one product over rows of W * C contiguous values (gathers instead where an axis is long)."""
+    n, h, w, c = v.shape
+    ho, wo = out_hw
+    if w <= _MATMUL_MAX_INPUT:
+        m_w = _interpolation_matrix(w, wo, align_corners, scales[1], v.dtype)
+        rows = np.matmul(m_w, v.reshape(n * h, w, c)).reshape(n, h, wo, c)
+    else:
+        rows = _lerp(v, 2, linear_taps(w, wo, align_corners, scales[1]))
+    if h <= _MATMUL_MAX_INPUT:
+        m_h = _interpolation_matrix(h, ho, align_corners, scales[0], v.dtype)
+        return np.matmul(m_h, rows.reshape(n, h, wo * c)).reshape(n, ho, wo, c)
+    return _lerp(rows, 1, linear_taps(h, ho, align_corners, scales[0]))
 
 
 def nearest_index(in_size: int, out_size: int, scale: float | None) -> np.ndarray:
@@ -106,17 +127,22 @@ def nearest_index(in_size: int, out_size: int, scale: float | None) -> np.ndarra
 
 
 def nearest2d(x: np.ndarray, out_hw, scales=(None, None)) -> np.ndarray:
-    h, w = x.shape[-2:]
+    """Nearest-neighbour resize of the spatial axes; channels-last in, channels-last out."""
+    v, ax, nhwc = spatial_view(x)
+    h, w = v.shape[ax], v.shape[ax + 1]
     ho, wo = out_hw
     ih, iw = nearest_index(h, ho, scales[0]), nearest_index(w, wo, scales[1])
+    lead, trail = v.shape[:ax], v.shape[ax + 2:]
     if ho % h == 0 and wo % w == 0 and np.array_equal(ih, np.arange(ho) // (ho // h)) \
             and np.array_equal(iw, np.arange(wo) // (wo // w)):
-        # Integer factors: one broadcast copy into the (.., h, fh, w, fw) view of the output.
+        # Integer factors: one broadcast copy into the (.., h, fh, w, fw, ..) view of the output.
         fh, fw = ho // h, wo // w
-        out = np.empty(x.shape[:-2] + (h, fh, w, fw), dtype=x.dtype)
-        out[...] = x[..., :, None, :, None]
-        return out.reshape(x.shape[:-2] + (ho, wo))
-    return x.take(ih, axis=-2).take(iw, axis=-1)
+        out = np.empty(lead + (h, fh, w, fw) + trail, dtype=x.dtype)
+        out[...] = v[(slice(None),) * ax + (slice(None), None, slice(None), None)]
+        out = out.reshape(lead + (ho, wo) + trail)
+    else:
+        out = v.take(ih, axis=ax).take(iw, axis=ax + 1)
+    return from_nhwc(out) if nhwc else out
 
 
 @kernel("aten::upsample_bilinear2d.vec(Tensor input, SymInt[]? output_size, bool align_corners, "
