@@ -261,9 +261,45 @@ def conv2d_prepacked(input, weight, bias, kernel_size, stride, padding, dilation
     if x.ndim != 4:
         raise ValueError(f"conv2d expects a 3-D or 4-D input, got shape {tuple(input.shape)}")
     dtype = np.result_type(x.dtype, weight.dtype)
-    y = from_nhwc(conv2d_prepacked_nhwc(to_nhwc(x, dtype), weight, bias, kernel_size, stride, padding, dilation,
-                                        int(groups), activation, activation_args))
+    groups = int(groups)
+    if groups == 1 and x.shape[1] <= _FEW_CHANNELS and tuple(kernel_size) != (1, 1) \
+            and weight.shape[0] == x.shape[1] * kernel_size[0] * kernel_size[1]:
+        y = _conv_few_channels(x.astype(dtype, copy=False), weight, bias, kernel_size, stride, padding, dilation,
+                               activation, activation_args)
+    else:
+        y = conv2d_prepacked_nhwc(to_nhwc(x, dtype), weight, bias, kernel_size, stride, padding, dilation, groups,
+                                  activation, activation_args)
+    y = from_nhwc(y)
     return y[0] if unbatched else y
+
+
+# Input channels up to which a dense convolution (an RGB stem) gathers its patches from the NCHW image: the
+# channels-last gather would copy runs of only kw * C values, the NCHW one copies whole output rows.
+_FEW_CHANNELS = 4
+
+
+def _conv_few_channels(x, weight, bias, kernel_hw, stride, pads, dilation, activation, args):
+    """Dense convolution of an image with few channels: patches gathered as (kh, kw, C, N*Ho*Wo) from the padded
+    NCHW image (long inner copies), then out (N*Ho*Wo, O) = patches.T @ weight — BLAS reads the transposed
+    operand in place — so the output is NHWC as the other paths give it."""
+    n, c, h, w = x.shape
+    (kh, kw), (sh, sw), (dh, dw) = kernel_hw, stride, dilation
+    top, bottom, left, right = pads
+    ho = _out_size(h, kh, sh, top, bottom, dh)
+    wo = _out_size(w, kw, sw, left, right, dw)
+    xp = np.zeros((n, c, h + top + bottom, w + left + right), dtype=weight.dtype)
+    xp[:, :, top:top + h, left:left + w] = x
+    s_n, s_c, s_h, s_w = xp.strides
+    patches = as_strided(xp, shape=(kh, kw, c, n, ho, wo),
+                         strides=(s_h * dh, s_w * dw, s_c, s_n, s_h * sh, s_w * sw), writeable=False)
+    cols = np.empty(patches.shape, dtype=xp.dtype)
+    np.copyto(cols, patches)
+    o = weight.shape[1]
+    out = np.empty((n, ho, wo, o), dtype=np.result_type(x.dtype, weight.dtype))
+    out2 = out.reshape(n * ho * wo, o)
+    np.matmul(cols.reshape(kh * kw * c, n * ho * wo).T, weight, out=out2)
+    _finish_rows(out2, None if bias is None else np.asarray(bias, dtype=out.dtype), activation, args)
+    return out
 
 
 @kernel("ptlite::linear_prepacked(Tensor input, Tensor weight, Tensor? bias, str activation=\"none\", "
