@@ -1,6 +1,8 @@
 """ptlite.optimize_for_mobile on real models: for every capture method, resnet18, mobilenet_v2 and
 mobilenet_v3_small lose their batch norms and dropout, shrink, save and load, and still match eager PyTorch
-(max |diff| <= 1e-4 x max |reference| on a photograph). The program given is left as it was."""
+(max |diff| <= 1e-4 x max |reference| on a photograph); constant folding and no-op removal fire where real captures
+give them work (recurrent and transformer models, shufflenet, arithmetic on weights) and the results still match.
+The program given is left as it was; the blocklist takes PyTorch's MobileOptimizerType names and ptlite's."""
 
 from __future__ import annotations
 
@@ -8,11 +10,13 @@ import numpy as np
 import pytest
 import torch
 from conftest import assert_close
+from models import CASES, flatten
 from torch import nn
 
 import ptlite
 from ptlite import zoo
 from ptlite.ir import verify
+from ptlite.passes import NOTHING_TO_SKIP, PIPELINE, accepted_names
 
 RTOL = 1e-4
 MODELS = ["resnet18", "mobilenet_v2", "mobilenet_v3_small"]
@@ -73,7 +77,7 @@ def test_program_shrinks(optimized):
 def test_passes_are_recorded(optimized):
     _, _, result = optimized
     assert {"fold_conv_bn", "dead_code"} <= set(result.metadata["passes"])
-    assert set(result.metadata["passes"]) <= {"remove_dropout", "fold_conv_bn", "dead_code"}
+    assert set(result.metadata["passes"]) <= {p.name for p in PIPELINE.values()}
 
 
 def test_program_given_is_unchanged(optimized):
@@ -152,8 +156,37 @@ def test_blocklist_accepts_torch_mobile_optimizer_types(small_program):
 
 
 def test_unknown_blocklist_name_lists_the_valid_ones(small_program):
-    with pytest.raises(ValueError, match="FUSE_ADD_RELU.*valid names: REMOVE_DROPOUT, CONV_BN_FUSION, DEAD_CODE"):
-        ptlite.optimize_for_mobile(small_program, optimization_blocklist=["FUSE_ADD_RELU"])
+    valid = ", ".join(accepted_names())
+    assert valid.startswith("REMOVE_DROPOUT, REMOVE_NOOPS, FOLD_CONSTANTS, CONV_BN_FUSION, DEAD_CODE, ")
+    with pytest.raises(ValueError, match="FUSE_EVERYTHING.*valid names: " + valid):
+        ptlite.optimize_for_mobile(small_program, optimization_blocklist=["FUSE_EVERYTHING", "DEAD_CODE"])
+
+
+def test_every_mobile_optimizer_type_is_accepted(small_program):
+    """torch's enum members and the names with nothing to skip in ptlite are accepted; the latter change nothing."""
+    from torch.utils.mobile_optimizer import MobileOptimizerType
+
+    members = list(MobileOptimizerType.__members__.values())
+    assert {m.name for m in members} <= set(accepted_names())
+    default = ptlite.optimize_for_mobile(small_program)
+    unskipped = [m for m in members if m.name not in PIPELINE] + [n for n in NOTHING_TO_SKIP if n not in PIPELINE]
+    result = ptlite.optimize_for_mobile(small_program, optimization_blocklist=unskipped)
+    assert op_names(result) == op_names(default) and result.metadata["passes"] == default.metadata["passes"]
+    result = ptlite.optimize_for_mobile(small_program, optimization_blocklist=members)  # all of them
+    assert "aten::batch_norm" in op_names(result) and "aten::dropout" in op_names(result)
+
+
+def test_architecture_doc_lists_every_accepted_name():
+    """docs/architecture.md's blocklist table: a row per accepted name saying which pass it skips (or nothing)."""
+    from pathlib import Path
+
+    text = (Path(__file__).parent.parent / "docs" / "architecture.md").read_text()
+    rows = {line.split("|")[1].strip(" `"): line.split("|")[2] for line in text.splitlines()
+            if line.startswith("| `") and line.split("|")[1].strip(" `") in accepted_names()}
+    assert set(rows) == set(accepted_names()), f"docs/architecture.md misses {set(accepted_names()) - set(rows)}"
+    for name, what in rows.items():
+        expected = f"`{PIPELINE[name].name}`" if name in PIPELINE else "nothing"
+        assert expected in what, f"docs/architecture.md: {name} should say {expected}, says {what.strip()!r}"
 
 
 def test_backend_and_preserved_methods_are_checked(small_program):
@@ -188,3 +221,59 @@ def test_optimizes_without_torch(small, small_program, tmp_path):
     """)
     assert result.returncode == 0, result.stderr
     assert_close(np.load(tmp_path / "y.npy"), expected, what="optimized without torch", rtol=RTOL)
+
+
+# --------------------------------------------------------------------------- constant folding and no-op removal
+
+# (model, capture method, passes that must fire, operators that must be gone or fewer afterwards)
+FIRING = [
+    ("lstm_classifier", "script", {"fold_constants"}, {"prim::RaiseException", "prim::If", "aten::dim"}),
+    ("lstm_classifier", "export", {"fold_constants"}, {"aten::zeros"}),
+    ("transformer_encoder", "export", {"remove_noops"}, {"aten::contiguous"}),
+    ("transformer_encoder", "script", {"remove_noops", "fold_constants"}, {"aten::contiguous", "prim::If"}),
+    ("shufflenet_v2_x1_0", "trace", {"remove_noops"}, {"aten::contiguous"}),
+]
+
+
+@pytest.mark.parametrize("name, how, passes, fewer", FIRING, ids=[f"{c[0]}-{c[1]}" for c in FIRING])
+def test_folding_and_noop_removal_on_real_captures_match_eager(name, how, passes, fewer):
+    case = CASES[name]
+    model, inputs = case.build(), case.inputs(1, None)
+    with torch.inference_mode():
+        expected = flatten(model(*inputs))
+    program = ptlite.capture(model, inputs, method=how)
+    result = ptlite.optimize_for_mobile(program)
+    assert passes <= set(result.metadata["passes"]), f"{name} ({how}): passes {result.metadata['passes']}"
+    for op in fewer:
+        assert op_names(result).count(op) < op_names(program).count(op), f"{name} ({how}): {op} not fewer"
+    outputs = flatten(ptlite.Module(result)(*[x.numpy() for x in inputs]))
+    for i, (got, want) in enumerate(zip(outputs, expected, strict=True)):
+        assert_close(got, want, what=f"optimized {name} ({how}) output {i}", rtol=RTOL)
+
+
+class WeightMath(nn.Module):
+    """Arithmetic on parameters in forward (a scaled, transposed weight; a reshaped, doubled buffer): torch.export
+    keeps it as operators, fold_constants turns it into weights."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(6, 8))
+        self.scale = nn.Parameter(torch.rand(6) + 0.5)
+        self.register_buffer("offset", torch.arange(6.0))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        w = (self.weight * self.scale[:, None]).t()
+        return x @ w + self.offset.reshape(1, -1) * 2
+
+
+@pytest.mark.parametrize("how", METHODS)
+def test_arithmetic_on_weights_is_folded(how):
+    torch.manual_seed(0)
+    model, x = WeightMath().eval(), torch.randn(3, 8)
+    with torch.inference_mode():
+        expected = model(x).numpy()
+    result = ptlite.optimize_for_mobile(ptlite.capture(model, (x,), method=how))
+    assert [op for op in op_names(result) if op != "prim::Constant"] == ["aten::matmul", "aten::add.Tensor"]
+    if how == "export":  # TorchScript's freezing folds these already
+        assert "fold_constants" in result.metadata["passes"]
+    assert_close(ptlite.Module(result)(x.numpy()), expected, what=f"optimized WeightMath ({how})", rtol=RTOL)

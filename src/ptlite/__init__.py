@@ -3,7 +3,7 @@
 Workstation side (needs torch)::
 
     program = ptlite.capture(model, (example,))      # torch.export / jit.script / jit.trace
-    program = ptlite.optimize_for_mobile(program)    # fold batch norms, drop dropout and dead code (no torch)
+    program = ptlite.optimize_for_mobile(program)    # fold constants and batch norms, drop no-ops (no torch)
     ptlite.save(program, "model.ptlite")
 
 Device side (NumPy only)::
@@ -50,13 +50,16 @@ def optimize_for_mobile(program: Program, backend: str = "cpu", optimization_blo
     """Optimize a captured program for inference and return the result as a new Program (`program` is unchanged).
 
     A subset, so far, of PyTorch's `torch.utils.mobile_optimizer.optimize_for_mobile`, on ptlite's IR (no torch
-    needed): dropout with train=False is removed, inference batch norms are folded into the convolution or linear
-    layer feeding them, and dead code and unused weights are dropped; passes repeat until nothing changes.
+    needed): dropout with train=False and other no-ops (contiguous, detach, same-dtype casts...) are removed, what is
+    known before running is computed once (constant folding), inference batch norms are folded into the convolution
+    or linear layer feeding them, and dead code and unused weights are dropped; passes repeat until nothing changes.
     `metadata["passes"]` lists the passes that changed the program.
 
     backend: "cpu" (the only backend so far).
     optimization_blocklist: optimizations to skip, by PyTorch's MobileOptimizerType names ("CONV_BN_FUSION",
-        "REMOVE_DROPOUT"; members of torch's enum work too) or "DEAD_CODE"; an unknown name raises ValueError.
+        "REMOVE_DROPOUT", ...; members of torch's enum work too; those without a ptlite equivalent skip nothing) or
+        ptlite's ("REMOVE_NOOPS", "FOLD_CONSTANTS", "DEAD_CODE", ...; see ptlite.passes); an unknown name raises
+        ValueError listing the valid ones.
     preserved_methods: methods that must be kept; every method of the program is optimized and kept, so this only
         checks that they exist (capture with `preserved_methods=` to keep methods besides forward).
     """

@@ -124,7 +124,7 @@ def add_weight(program: Program, hint: str, array: np.ndarray) -> str:
     while name in program.weights:
         i += 1
         name = f"{hint}_{i}"
-    program.weights[name] = np.ascontiguousarray(array)
+    program.weights[name] = array if array.flags.c_contiguous else np.ascontiguousarray(array)  # keeps 0-d
     return name
 
 
