@@ -127,7 +127,7 @@ def test_convert_module_function_reports_and_matches_torch(work, capsys, monkeyp
                          "-o", "again.ptlite")
     assert code == 0, err
     assert "with export" in out  # auto tries torch.export first
-    assert "operators: 5" in out
+    assert "operators: 4" in out  # conv + relu fused, conv and linear prepacked
     assert "weights:   4 tensors, 548 B" in out  # conv 4*3*3*3 + 4, linear 5*4 + 5 float32 values
     assert f"wrote again.ptlite ({os.path.getsize(work['folder'] / 'again.ptlite') / 1024:.1f} KB)" in out
     module = ptlite.load(work["folder"] / "again.ptlite")
@@ -275,8 +275,8 @@ def test_ops_lists_the_programs_operators(work, capsys):
     assert code == 0, err
     names = out.split()
     assert names == ptlite.export_opnames(work["export"])
-    assert names == sorted(["aten::adaptive_avg_pool2d", "aten::conv2d", "aten::flatten.using_ints",
-                            "aten::linear", "aten::relu"])
+    assert names == sorted(["aten::adaptive_avg_pool2d", "ptlite::conv2d_prepacked", "aten::flatten.using_ints",
+                            "ptlite::linear_prepacked"])  # convert optimizes: prepacked, relu fused
 
 
 def test_ops_yaml_is_a_yaml_list(work, capsys):
@@ -284,7 +284,7 @@ def test_ops_yaml_is_a_yaml_list(work, capsys):
     assert code == 0, err
     lines = out.strip().splitlines()
     assert lines == [f"- {name}" for name in ptlite.export_opnames(work["script"])]
-    assert "- aten::conv2d" in lines
+    assert "- ptlite::conv2d_prepacked" in lines
 
 
 def test_ops_yaml_parses_with_pyyaml(work, capsys):
@@ -302,7 +302,7 @@ def test_inspect_describes_methods_operators_and_weights(work, capsys):
     assert "captured:   export with torch" in out
     assert "in   x: Tensor float32[1, 3, 16, 16]" in out
     assert "out  output: Tensor float32[1, 5]" in out
-    assert "operators:  5 distinct, 5 calls" in out
+    assert "operators:  4 distinct, 4 calls" in out
     assert "weights:    4 tensors, 137 values, 548 B" in out
     assert "runnable:   yes" in out
     assert "graph forward(" not in out
@@ -315,10 +315,10 @@ def test_inspect_counts_operators_sorted_by_use(work, capsys):
     counts = {}
     for line in out.splitlines():
         parts = line.split()
-        if len(parts) == 2 and parts[0].startswith(("aten::", "prim::")) and parts[1].isdigit():
+        if len(parts) == 2 and parts[0].startswith(("aten::", "prim::", "ptlite::")) and parts[1].isdigit():
             counts[parts[0]] = int(parts[1])
-    assert counts["aten::conv2d"] == 2  # forward and embed each use it once
-    assert counts["aten::linear"] == 1
+    assert counts["ptlite::conv2d_prepacked"] == 2  # forward and embed each use it once
+    assert counts["ptlite::linear_prepacked"] == 1
     listed = list(counts.values())
     assert listed == sorted(listed, reverse=True)
     assert "graph forward(" in out and "graph embed(" in out

@@ -126,7 +126,7 @@ def test_small_net_folds_linear_batch_norm_too(small, how):
     model, x, expected = small
     result = ptlite.optimize_for_mobile(ptlite.capture(model, (x,), method=how))
     assert not [op for op in op_names(result) if any(r in op for r in REMOVED_OPS)]
-    assert result.metadata["passes"] == ["remove_dropout", "fold_conv_bn", "dead_code"]
+    assert result.metadata["passes"] == ["remove_dropout", "fold_conv_bn", "prepack", "fuse_activations", "dead_code"]
     assert_close(ptlite.Module(result)(x.numpy()), expected, what=f"optimized SmallNet ({how})", rtol=RTOL)
 
 
@@ -140,11 +140,11 @@ def test_blocklist_skips_passes(small, small_program):
     _, x, expected = small
     result = ptlite.optimize_for_mobile(small_program, optimization_blocklist={"CONV_BN_FUSION", "REMOVE_DROPOUT"})
     assert op_names(result).count("aten::batch_norm") == 2 and op_names(result).count("aten::dropout") == 2
-    assert result.metadata["passes"] == []
+    assert result.metadata["passes"] == ["prepack", "dead_code"]  # nothing to fuse: batch norms follow the layers
     result = ptlite.optimize_for_mobile(small_program, optimization_blocklist=["DEAD_CODE"])
     assert "aten::batch_norm" not in op_names(result)
     assert len(result.weights) > len(ptlite.optimize_for_mobile(small_program).weights)  # stale weights remain
-    assert result.metadata["passes"] == ["remove_dropout", "fold_conv_bn"]
+    assert result.metadata["passes"] == ["remove_dropout", "fold_conv_bn", "prepack", "fuse_activations"]
     assert_close(ptlite.Module(result)(x.numpy()), expected, what="optimized without dead code", rtol=RTOL)
 
 
@@ -157,7 +157,8 @@ def test_blocklist_accepts_torch_mobile_optimizer_types(small_program):
 
 def test_unknown_blocklist_name_lists_the_valid_ones(small_program):
     valid = ", ".join(accepted_names())
-    assert valid.startswith("REMOVE_DROPOUT, REMOVE_NOOPS, FOLD_CONSTANTS, CONV_BN_FUSION, DEAD_CODE, ")
+    assert valid.startswith("REMOVE_DROPOUT, REMOVE_NOOPS, FOLD_CONSTANTS, CONV_BN_FUSION, INSERT_FOLD_PREPACK_OPS, "
+                            "FUSE_ACTIVATIONS, FUSE_ADD_RELU, DEAD_CODE, ")
     with pytest.raises(ValueError, match="FUSE_EVERYTHING.*valid names: " + valid):
         ptlite.optimize_for_mobile(small_program, optimization_blocklist=["FUSE_EVERYTHING", "DEAD_CODE"])
 
@@ -277,3 +278,13 @@ def test_arithmetic_on_weights_is_folded(how):
     if how == "export":  # TorchScript's freezing folds these already
         assert "fold_constants" in result.metadata["passes"]
     assert_close(ptlite.Module(result)(x.numpy()), expected, what=f"optimized WeightMath ({how})", rtol=RTOL)
+
+
+def test_export_opnames_lists_the_prepacked_and_fused_operators(tmp_path):
+    model = zoo.resnet18()
+    result = ptlite.optimize_for_mobile(ptlite.capture(model, (zoo.sample_images(1, 64),), method="trace"))
+    path = tmp_path / "resnet18.ptlite"
+    ptlite.save(result, path)
+    names = ptlite.export_opnames(path)
+    assert {"ptlite::conv2d_prepacked", "ptlite::linear_prepacked", "aten::_add_relu.Tensor"} <= set(names), names
+    assert not {"aten::conv2d", "aten::_convolution", "aten::linear", "aten::relu", "aten::relu_"} & set(names), names

@@ -24,11 +24,15 @@ from .base import Pass, PassResult, copy_program
 from .dead_code import DeadCode
 from .fold_constants import FoldConstants
 from .fold_conv_bn import FoldConvBatchNorm
+from .fuse_activations import FuseActivations
+from .fuse_add_relu import FuseAddRelu
+from .prepack import Prepack
 from .remove_dropout import RemoveDropout
 from .remove_noops import RemoveNoops
 
 __all__ = ["PIPELINE", "NOTHING_TO_SKIP", "Pass", "PassResult", "DeadCode", "FoldConstants", "FoldConvBatchNorm",
-           "RemoveDropout", "RemoveNoops", "optimize", "blocklist_names", "accepted_names", "copy_program"]
+           "FuseActivations", "FuseAddRelu", "Prepack", "RemoveDropout", "RemoveNoops", "optimize",
+           "blocklist_names", "accepted_names", "copy_program"]
 
 # The default pipeline in order, keyed by the name a blocklist uses to skip the pass.
 PIPELINE: dict[str, Pass] = {
@@ -36,15 +40,16 @@ PIPELINE: dict[str, Pass] = {
     "REMOVE_NOOPS": RemoveNoops(),
     "FOLD_CONSTANTS": FoldConstants(),
     "CONV_BN_FUSION": FoldConvBatchNorm(),
+    "INSERT_FOLD_PREPACK_OPS": Prepack(),
+    "FUSE_ACTIVATIONS": FuseActivations(),
+    "FUSE_ADD_RELU": FuseAddRelu(),
     "DEAD_CODE": DeadCode(),
 }
 
 # Names a blocklist may hold that skip no pass of ptlite, and why (so that blocklists written for PyTorch work).
 NOTHING_TO_SKIP: dict[str, str] = {
-    "INSERT_FOLD_PREPACK_OPS": "the prepacking pass is not in the pipeline yet",
-    "FUSE_ADD_RELU": "the add + relu fusion pass is not in the pipeline yet",
-    "FUSE_ACTIVATIONS": "the activation fusion pass is not in the pipeline yet",
-    "CHANNELS_LAST": "the channels-last planning pass is not in the pipeline yet",
+    "CHANNELS_LAST": "channels-last is the layout the prepacked convolutions compute in and the layout-preserving "
+                     "kernels keep; block INSERT_FOLD_PREPACK_OPS to run convolutions NCHW",
     "HOIST_CONV_PACKED_PARAMS": "ptlite's weights are constants of the file, packed ahead of time: nothing to hoist",
     "CONV_1X1_TO_LINEAR": "ptlite has no such rewrite (the name is in PyTorch's C++ enum, not its Python one)",
     "VULKAN_AUTOMATIC_GPU_TRANSFER": "ptlite has no Vulkan backend",

@@ -135,6 +135,29 @@ def weight_constant(program: Program, hint: str, array: np.ndarray, source: str 
     return Node("prim::Constant", [], [out], {"weight": name}, source=source)
 
 
+class ConstantPool:
+    """Value constants for new nodes of one block, one prim::Constant per distinct value, placed at the start of
+    the block (a constant has no inputs, so it may come first): rewrites that add arguments don't multiply nodes."""
+
+    def __init__(self, block: Block) -> None:
+        self.block = block
+        self.values: dict[tuple[str, str], Value] = {}
+        self.nodes: list[Node] = []
+
+    def get(self, value: Any, kind: str) -> Value:
+        key = (kind, repr(value))
+        if key not in self.values:
+            node = Node("prim::Constant", [], [Value(type=kind)], {"value": value})
+            self.nodes.append(node)
+            self.values[key] = node.outputs[0]
+        return self.values[key]
+
+    def flush(self) -> None:
+        """Put the constants created since the last flush at the start of the block."""
+        self.block.nodes[0:0] = self.nodes
+        self.nodes = []
+
+
 # ------------------------------------------------------------------------------------------------ copying
 
 def copy_program(program: Program) -> Program:

@@ -15,7 +15,7 @@ from typing import Any
 
 from ptlite.ir.graph import Graph, Node, Program, Value
 
-from .base import NOT_CONSTANT, Pass, blocks, constant_value, owners, replace_all_uses, uses
+from .base import NOT_CONSTANT, ConstantPool, Pass, blocks, constant_value, owners, replace_all_uses, uses
 
 PRODUCERS = frozenset({"ptlite::conv2d_prepacked", "ptlite::linear_prepacked"})
 
@@ -52,6 +52,7 @@ class FuseActivations(Pass):
     def run(self, graph: Graph, program: Program) -> bool:
         users = uses(graph)
         where = owners(graph)
+        pools: dict[int, ConstantPool] = {}  # new constants go to the start of the producer's block
         changed = False
         for block in list(blocks(graph)):
             for node in list(block.nodes):
@@ -62,16 +63,11 @@ class FuseActivations(Pass):
                 if constant_value(producer.inputs[-2]) != "none" or users.get(producer.outputs[0].id) != [node]:
                     continue
                 activation, args = fused
-                consts = [_constant(activation, "str"), _constant(args, "List[float]")]
-                home = where[id(producer)]
-                at = next(i for i, n in enumerate(home.nodes) if n is producer)
-                home.nodes[at:at] = consts
-                producer.inputs[-2], producer.inputs[-1] = (c.outputs[0] for c in consts)
+                pool = pools.setdefault(id(where[id(producer)]), ConstantPool(where[id(producer)]))
+                producer.inputs[-2], producer.inputs[-1] = pool.get(activation, "str"), pool.get(args, "List[float]")
                 replace_all_uses(graph, node.outputs[0], producer.outputs[0])
                 block.nodes = [n for n in block.nodes if n is not node]
                 changed = True
+        for pool in pools.values():
+            pool.flush()
         return changed
-
-
-def _constant(value: Any, kind: str) -> Node:
-    return Node("prim::Constant", [], [Value(type=kind)], {"value": value})

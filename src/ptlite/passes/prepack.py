@@ -18,7 +18,7 @@ import numpy as np
 
 from ptlite.ir.graph import Graph, Node, Program, Value
 
-from .base import NOT_CONSTANT, Pass, blocks, constant_value, weight_constant, weight_of
+from .base import NOT_CONSTANT, ConstantPool, Pass, blocks, constant_value, weight_constant, weight_of
 
 
 @dataclass(frozen=True)
@@ -93,22 +93,24 @@ class Prepack(Pass):
         changed = False
         for block in list(blocks(graph)):
             packed: dict[tuple[str, int], Value] = {}  # (weight name, groups) -> packed constant in this block
+            pool = ConstantPool(block)
             rewritten: list[Node] = []
             for node in block.nodes:
                 new = None
                 if node.op in CONVOLUTIONS:
-                    new = self._conv(node, program, packed)
+                    new = self._conv(node, program, packed, pool)
                 elif node.op == "aten::linear":
-                    new = self._linear(node, program, packed)
+                    new = self._linear(node, program, packed, pool)
                 if new is None:
                     rewritten.append(node)
                 else:
                     rewritten.extend(new)
                     changed = True
             block.nodes = rewritten
+            pool.flush()
         return changed
 
-    def _conv(self, node: Node, program: Program, packed: dict) -> list[Node] | None:
+    def _conv(self, node: Node, program: Program, packed: dict, pool: ConstantPool) -> list[Node] | None:
         args = CONVOLUTIONS[node.op]
         weight = weight_of(program, node.inputs[1])
         if weight is None or weight.ndim != 4 or weight.dtype.kind != "f" or not _bias_ok(program, node.inputs[2]):
@@ -132,22 +134,20 @@ class Prepack(Pass):
             return None
         nodes, packed_value = self._packed_weight(node, program, packed, groups,
                                                   lambda: pack_conv2d_weight(weight, groups))
-        consts = [_const(value, kind) for value, kind in (
+        args = [pool.get(value, kind) for value, kind in (
             ([kh, kw], "List[int]"), (stride, "List[int]"), (pads, "List[int]"), (dilation, "List[int]"),
             (groups, "int"), ("none", "str"), ([], "List[float]"))]
-        inputs = [node.inputs[0], packed_value, node.inputs[2], *(c.outputs[0] for c in consts)]
-        conv = Node("ptlite::conv2d_prepacked", inputs, node.outputs, source=node.source)
-        return [*nodes, *consts, conv]
+        inputs = [node.inputs[0], packed_value, node.inputs[2], *args]
+        return [*nodes, Node("ptlite::conv2d_prepacked", inputs, node.outputs, source=node.source)]
 
-    def _linear(self, node: Node, program: Program, packed: dict) -> list[Node] | None:
+    def _linear(self, node: Node, program: Program, packed: dict, pool: ConstantPool) -> list[Node] | None:
         weight = weight_of(program, node.inputs[1])
         if weight is None or weight.ndim != 2 or weight.dtype.kind != "f" or not _bias_ok(program, node.inputs[2]):
             return None
         nodes, packed_value = self._packed_weight(node, program, packed, 0,
                                                   lambda: np.ascontiguousarray(weight.T))
-        consts = [_const("none", "str"), _const([], "List[float]")]
-        inputs = [node.inputs[0], packed_value, node.inputs[2], *(c.outputs[0] for c in consts)]
-        return [*nodes, *consts, Node("ptlite::linear_prepacked", inputs, node.outputs, source=node.source)]
+        inputs = [node.inputs[0], packed_value, node.inputs[2], pool.get("none", "str"), pool.get([], "List[float]")]
+        return [*nodes, Node("ptlite::linear_prepacked", inputs, node.outputs, source=node.source)]
 
     @staticmethod
     def _packed_weight(node: Node, program: Program, packed: dict, groups: int, pack) -> tuple[list[Node], Value]:
@@ -166,7 +166,3 @@ def _bias_ok(program: Program, v: Value) -> bool:
         return True
     bias = weight_of(program, v)
     return bias is not None and bias.ndim == 1
-
-
-def _const(value: Any, kind: str) -> Node:
-    return Node("prim::Constant", [], [Value(type=kind)], {"value": value})
