@@ -10,7 +10,7 @@ _save_for_lite_interpreter) and an .onnx file (torch.onnx.export with dynamo=Fal
 fails). Then, one at a time, a fresh process per runtime times batch 1 with 2 threads, warm-up runs first: eager
 PyTorch (inference_mode), the lite interpreter, ONNX Runtime (default SessionOptions but intra_op_num_threads=2,
 CPUExecutionProvider), ptlite on the captured file and ptlite on the optimized file (ptlite's processes never
-import torch). Each process also reports its peak RSS (ru_maxrss); ptlite's report the time of the `ptlite.load`
+import torch). Each process also reports its peak RSS (VmHWM); ptlite's report the time of the `ptlite.load`
 call alone. This is repeated for --rounds rounds (a virtual machine's speed drifts; interleaving keeps the
 comparison fair) and the median over all timed runs is reported. A runtime that cannot take a model gets a short
 reason in its cell and the script goes on. OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE are unset in the child processes
@@ -173,7 +173,16 @@ def timeit(fn: Callable[[], Any], warmup: int, runs: int) -> list[float]:
 
 
 def peak_rss_mb() -> float:
-    """Peak resident set size of this process so far (ru_maxrss), in MB (10^6 bytes)."""
+    """Peak resident set size of this process so far, in MB (10^6 bytes): VmHWM on Linux (ru_maxrss there also
+    counts the parent's peak at exec), ru_maxrss elsewhere. Read here rather than through ptlite.bench so that the
+    other runtimes' processes don't import ptlite."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024 / 1e6
+    except OSError:
+        pass
     import resource
 
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
@@ -441,8 +450,8 @@ def describe(args: argparse.Namespace, info: dict, load_before: float, load_afte
         "- *load*: the `ptlite.load` call alone on the optimized file, in a fresh process after `import ptlite` "
         "(its first call also imports the kernel families the program uses; ptlite's modules are byte-compiled first, "
         "as in an installed package); median over the rounds.",
-        "- *peak RSS*: `ru_maxrss` of the runtime's process after its timed runs (imports, loading and running "
-        "included), the largest over the rounds; MB = 10^6 bytes. *file*: size of the optimized .ptlite file.",
+        "- *peak RSS*: the runtime process's peak resident set (VmHWM) after its timed runs (imports, loading and "
+        "running included), the largest over the rounds; MB = 10^6 bytes. *file*: size of the optimized .ptlite file.",
         "- *n/a (...)*: the runtime could not take the model, and why.",
         "",
         f"Machine: {cpu_name()}, {os.cpu_count()} cores (a virtual machine: expect 10-30 % drift between runs); "
