@@ -71,7 +71,9 @@ def test_program_shrinks(optimized):
     program, _, result = optimized
     assert node_count(result) < node_count(program)
     assert len(result.weights) < len(program.weights)
-    assert sum(w.nbytes for w in result.weights.values()) < sum(w.nbytes for w in program.weights.values())
+    # Winograd-transformed weights are 4x larger by design (docs/architecture.md); everything else shrinks
+    kept = sum(w.nbytes for name, w in result.weights.items() if not name.endswith(".winograd"))
+    assert kept < sum(w.nbytes for w in program.weights.values())
 
 
 def test_passes_are_recorded(optimized):
@@ -158,7 +160,7 @@ def test_blocklist_accepts_torch_mobile_optimizer_types(small_program):
 def test_unknown_blocklist_name_lists_the_valid_ones(small_program):
     valid = ", ".join(accepted_names())
     assert valid.startswith("REMOVE_DROPOUT, REMOVE_NOOPS, FOLD_CONSTANTS, CONV_BN_FUSION, INSERT_FOLD_PREPACK_OPS, "
-                            "FUSE_ACTIVATIONS, FUSE_ADD_RELU, DEAD_CODE, ")
+                            "WINOGRAD, FUSE_ACTIVATIONS, FUSE_ADD_RELU, DEAD_CODE, ")
     with pytest.raises(ValueError, match="FUSE_EVERYTHING.*valid names: " + valid):
         ptlite.optimize_for_mobile(small_program, optimization_blocklist=["FUSE_EVERYTHING", "DEAD_CODE"])
 

@@ -26,6 +26,7 @@ import numpy as np
 import ptlite
 from ptlite.errors import InputError, PtliteError
 from ptlite.ir.graph import ValueSpec
+from ptlite.ir.memory_plan import MemoryPlanSummary
 
 SEED = 0
 LOAD_REPEATS = 5  # loads after the first one, whose median is reported
@@ -237,6 +238,7 @@ def measure(path: str, make_inputs: InputMaker, settings: Settings) -> dict[str,
         "latency_ms": latency_stats(times), "times_ms": times,
         "rss_bytes": {"before_load": rss_before, "after_load": rss_loaded, "peak": rss_peak},
         "rss_source": rss_source() if rss_peak is not None else None,
+        "memory_plan": asdict(plan) if (plan := module.memory_plan()) is not None else None,
         "profile": _profile(module, inputs, settings) if settings.profile else None,
     }
     return result
@@ -500,6 +502,8 @@ def format_report(result: dict[str, Any]) -> str:
         lines.append(f"memory:   peak RSS {_mib(rss['before_load'])} before load, {_mib(rss['after_load'])} after "
                      f"load, {_mib(rss['peak'])} after the runs (+{_mib(rss['peak'] - rss['before_load'])} for "
                      "the model and its runs)")
+    if result.get("memory_plan"):
+        lines.append(f"          memory plan: {MemoryPlanSummary(**result['memory_plan']).describe()}")
     if result.get("profile"):
         lines += ["", result["profile"]["text"]]
     if result.get("compare"):

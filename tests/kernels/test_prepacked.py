@@ -132,3 +132,8 @@ def test_add_relu_keeps_channels_last(rng):
     a = np.ascontiguousarray(randn(rng, 1, 8, 5, 5).transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
     out = op("aten::_add_relu.Tensor")(a, a.copy(order="K"))
     assert is_channels_last(out)
+
+
+def test_add_relu_in_place_matches_torch(rng):
+    a, b = randn(rng, 2, 3, 4, 5), randn(rng, 3, 1, 5)
+    check("aten::_add_relu_.Tensor", a, b, 2)

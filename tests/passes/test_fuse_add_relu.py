@@ -33,3 +33,16 @@ def test_not_fused_when_the_sum_is_used_elsewhere():
     b = GraphBuilder("a", "b")
     program = b.ret(b.op("aten::relu", b.op("aten::sub.Tensor", b.inputs[0], b.inputs[1], 1)))
     assert not FuseAddRelu()(program).modified
+
+
+def test_in_place_add_fused_only_with_in_place_relu(rng):
+    b = GraphBuilder("a", "b")
+    program = b.ret(b.op("aten::relu_", b.op("aten::add_.Tensor", b.inputs[0], b.inputs[1], 1)))
+    x, y = rng.normal(size=(2, 3, 4, 4)).astype(np.float32), rng.normal(size=(3, 1, 1)).astype(np.float32)
+    expected = Module(copy_program(program))(x.copy(), y)
+    assert FuseAddRelu()(program).modified
+    assert ops(program) == ["aten::_add_relu_.Tensor"]
+    assert_close(Module(program)(x.copy(), y), expected, what="add_ + relu_ fused", rtol=1e-6)
+    b = GraphBuilder("a", "b")
+    program = b.ret(b.op("aten::relu", b.op("aten::add_.Tensor", b.inputs[0], b.inputs[1], 1)))
+    assert not FuseAddRelu()(program).modified  # `a` holds the sum, not its relu: keep both

@@ -22,15 +22,19 @@ class OpDef:
     """One row of the table: an operator's schema and the Python callable implementing it.
 
     The schema text is parsed when first needed, so registering hundreds of kernels stays cheap at import.
+    `accepts_out`: the kernel also takes a keyword `out=` array (a buffer of the memory plan) and writes its
+    result there when `out` has exactly the result's shape and dtype, returning it; otherwise it allocates as usual.
     """
 
-    __slots__ = ("key", "schema_text", "impl", "module", "__dict__")
+    __slots__ = ("key", "schema_text", "impl", "module", "accepts_out", "__dict__")
 
-    def __init__(self, key: str, schema_text: str, impl: Callable[..., Any], module: str = "") -> None:
+    def __init__(self, key: str, schema_text: str, impl: Callable[..., Any], module: str = "",
+                 accepts_out: bool = False) -> None:
         self.key = key
         self.schema_text = schema_text
         self.impl = impl
         self.module = module  # the module whose import registered it: what to import to get it back
+        self.accepts_out = accepts_out
 
     @cached_property
     def schema(self) -> Schema:
@@ -61,11 +65,12 @@ _LOADED = False  # every family imported
 _INDEX: dict[str, str] | None = None  # operator key -> family, read from the generated index when first needed
 
 
-def kernel(*schemas: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+def kernel(*schemas: str, out: bool = False) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Register the decorated function as the kernel of every operator schema given.
 
     A kernel takes the operator's arguments positionally (NumPy arrays for tensors, Python values otherwise)
-    and returns the result, or a tuple of results for operators with several outputs.
+    and returns the result, or a tuple of results for operators with several outputs. out=True declares an out
+    variant (see OpDef.accepts_out): the function takes a keyword `out=None` besides the schema's arguments.
     """
 
     def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -77,7 +82,7 @@ def kernel(*schemas: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
             if key in _TABLE and _TABLE[key].impl is not fn:
                 raise ValueError(f"operator {key} registered twice "
                                  f"({_TABLE[key].impl.__module__} and {fn.__module__})")
-            _TABLE[key] = OpDef(key, text, fn, module)
+            _TABLE[key] = OpDef(key, text, fn, module, out)
         return fn
 
     return wrap

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from . import registry
 from .graph import Block, Graph, Node, Program
+from .memory_plan import plan_problems
 
 
 class VerificationError(ValueError):
@@ -56,10 +57,12 @@ def _check_block(block: Block, scope: set[int], program: Program, problems: list
 
 
 def verify_graph(graph: Graph, program: Program, check_operators: bool = True) -> list[str]:
-    """Problems found in one method (empty if none). With check_operators=False, operators missing from the
-    table are not reported (the loader reports them itself, all together, with a fix)."""
+    """Problems found in one method (empty if none), its memory plan's buffers included. With
+    check_operators=False, operators missing from the table are not reported (the loader reports them itself,
+    all together, with a fix)."""
     problems: list[str] = []
     _check_block(graph, set(), program, problems, check_operators)
+    problems.extend(plan_problems(graph, program))
     return problems
 
 

@@ -18,6 +18,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ptlite.ir.graph import Program
+from ptlite.ir.memory_plan import drop_memory_plan
 from ptlite.ir.verifier import verify
 
 from .base import Pass, PassResult, copy_program
@@ -26,12 +27,14 @@ from .fold_constants import FoldConstants
 from .fold_conv_bn import FoldConvBatchNorm
 from .fuse_activations import FuseActivations
 from .fuse_add_relu import FuseAddRelu
+from .plan_memory import PlanMemory
 from .prepack import Prepack
 from .remove_dropout import RemoveDropout
 from .remove_noops import RemoveNoops
+from .winograd import Winograd
 
 __all__ = ["PIPELINE", "NOTHING_TO_SKIP", "Pass", "PassResult", "DeadCode", "FoldConstants", "FoldConvBatchNorm",
-           "FuseActivations", "FuseAddRelu", "Prepack", "RemoveDropout", "RemoveNoops", "optimize",
+           "FuseActivations", "FuseAddRelu", "Prepack", "RemoveDropout", "RemoveNoops", "Winograd", "optimize",
            "blocklist_names", "accepted_names", "copy_program"]
 
 # The default pipeline in order, keyed by the name a blocklist uses to skip the pass.
@@ -41,9 +44,11 @@ PIPELINE: dict[str, Pass] = {
     "FOLD_CONSTANTS": FoldConstants(),
     "CONV_BN_FUSION": FoldConvBatchNorm(),
     "INSERT_FOLD_PREPACK_OPS": Prepack(),
+    "WINOGRAD": Winograd(),
     "FUSE_ACTIVATIONS": FuseActivations(),
     "FUSE_ADD_RELU": FuseAddRelu(),
     "DEAD_CODE": DeadCode(),
+    "MEMORY_PLAN": PlanMemory(),  # last: a plan holds only for the graph it was made for
 }
 
 # Names a blocklist may hold that skip no pass of ptlite, and why (so that blocklists written for PyTorch work).
@@ -84,6 +89,7 @@ def optimize(program: Program, blocklist: Iterable[Any] | str = ()) -> Program:
     skipped = blocklist_names(blocklist)
     passes = [p for key, p in PIPELINE.items() if key not in skipped]
     result = copy_program(program)
+    drop_memory_plan(result)  # an earlier plan is stale once a pass changes the graph
     applied: list[str] = []
     for _ in range(MAX_ROUNDS):
         modified = False

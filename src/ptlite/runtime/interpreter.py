@@ -3,17 +3,22 @@
 Each value of the graph gets a register (an index into a list). Constants are written into a template register
 file once; a call copies the template, stores the arguments and runs the steps. A step is a closure that calls
 one kernel, or runs a nested block for prim::If / prim::Loop with TorchScript's semantics.
+
+A method with a memory plan (ptlite.ir.memory_plan) also gets planned steps: one arena allocated with the compiled
+graph, and the planned nodes' kernels called with `out=` their view of it. A call whose inputs are what the plan
+was made for runs those; any other call (another batch size, ...) runs the plain steps.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from ptlite.errors import ExecutionError, PtliteError, UnsupportedOperatorError
-from ptlite.ir import registry
+from ptlite.errors import ExecutionError, FormatError, PtliteError, UnsupportedOperatorError
+from ptlite.ir import memory_plan, registry
 from ptlite.ir.graph import Block, Graph, Node, Program, Value
 
 Step = Callable[[list], None]
@@ -61,12 +66,19 @@ class _Compiler:
             return self.loop_step(node)
         return self.call_step(node)
 
-    def call_step(self, node: Node) -> Step:
+    def call_step(self, node: Node, out: np.ndarray | None = None) -> Step:
+        """The step of an operator node; with `out` (a planned buffer; the operator must have an out variant and
+        the node one output), its kernel is called with out=."""
         op = registry.get(node.op)
         impl = op.impl
         ins = [self.slot(v) for v in node.inputs]
         outs = [self.slot(v) for v in node.outputs]
-        if len(outs) == 1 and node.op not in _UNPACKING_OPS:
+        if out is not None:
+            (o,) = outs
+
+            def step(env: list, impl=impl, ins=ins, o=o, out=out) -> None:
+                env[o] = impl(*[env[i] for i in ins], out=out)
+        elif len(outs) == 1 and node.op not in _UNPACKING_OPS:
             (o,) = outs
 
             def step(env: list, impl=impl, ins=ins, o=o) -> None:
@@ -167,14 +179,16 @@ class CompiledGraph:
         self.input_slots = [compiler.slot(v) for v in graph.inputs]
         steps = compiler.block_steps(graph)
         self.steps = [step for step, _ in steps]
+        self.nodes = [node for _, node in steps]  # the top-level node each step runs
+        self.slots = compiler.slots  # value id -> register
         self.output_slots = [compiler.slot(v) for v in graph.outputs]
-        self.releases = _releases([node for _, node in steps], compiler.slots,
-                                  set(self.output_slots) | set(compiler.constants))
+        self.releases = _releases(self.nodes, compiler.slots, set(self.output_slots) | set(compiler.constants))
         self.value_names = {slot: v.name for v in _all_values(graph) if v.name
                             for slot in [compiler.slots.get(v.id)] if slot is not None}
         self.template: list[Any] = [None] * len(compiler.slots)
         for slot, value in compiler.constants.items():
             self.template[slot] = value
+        self.arena = _Arena.build(graph, program, compiler, steps)  # None without a memory plan
 
     def __call__(self, *args: Any) -> list[Any]:
         return self.run(args)[0]
@@ -182,19 +196,31 @@ class CompiledGraph:
     def run(self, args: tuple[Any, ...], keep: bool = False) -> tuple[list[Any], list[Any]]:
         """Outputs and the register file. Each value is dropped after its last use, so that its memory can be
         reused by later steps (peak memory is what is live at once, not every intermediate); keep=True keeps
-        every value (for debugging: see `intermediates`)."""
+        every value (for debugging: see `intermediates`), and so runs without the memory plan.
+
+        With a memory plan, a call whose inputs match it runs the planned steps, unless another thread is running
+        them (one arena per compiled graph): then, like any other call, the plain ones."""
         env = self.template.copy()
         for slot, value in zip(self.input_slots, args):
             env[slot] = value
+        arena = self.arena
         if keep:
             for step in self.steps:
                 step(env)
+        elif arena is not None and arena.matches(args) and arena.lock.acquire(blocking=False):
+            try:
+                self._run(arena.steps, env)
+            finally:
+                arena.lock.release()
         else:
-            for step, dead in zip(self.steps, self.releases):
-                step(env)
-                for slot in dead:
-                    env[slot] = None
+            self._run(self.steps, env)
         return [env[o] for o in self.output_slots], env
+
+    def _run(self, steps: list[Step], env: list[Any]) -> None:
+        for step, dead in zip(steps, self.releases):
+            step(env)
+            for slot in dead:
+                env[slot] = None
 
     def intermediates(self, *args: Any) -> dict[str, Any]:
         """Every named value after a run, by name (values inside loops hold their last iteration)."""
@@ -202,13 +228,71 @@ class CompiledGraph:
         return {name: env[slot] for slot, name in self.value_names.items()}
 
 
+class _Arena:
+    """A method's memory plan at run time: the arena, the views the plan puts values in, and the steps whose
+    kernels write into them. Made from an untrusted plan: every entry is checked before a view is made."""
+
+    def __init__(self, plan: dict[str, Any], buffer: np.ndarray, steps: list[Step]) -> None:
+        self.buffer = buffer
+        self.steps = steps  # one per top-level step, as CompiledGraph.steps
+        self.input_shapes = [tuple(shape) for shape in plan["input_shapes"]]
+        self.input_dtypes = [np.dtype(dtype) for dtype in plan["input_dtypes"]]
+        self.inputs = [None if b is None else _view(buffer, b) for b in plan["inputs"]]  # see Module.input_buffer
+        self.lock = threading.Lock()  # held while a call runs `steps`
+
+    @classmethod
+    def build(cls, graph: Graph, program: Program, compiler: _Compiler,
+              steps: list[tuple[Step, Node]]) -> _Arena | None:
+        plan = memory_plan.method_plan(program, graph.name)
+        if plan is None:
+            return None
+        problems = memory_plan.plan_problems(graph, program)
+        if problems:
+            raise FormatError(f"method {graph.name}: invalid memory plan:\n  " + "\n  ".join(problems[:20]))
+        buffer = np.empty(plan["arena_bytes"], dtype=np.uint8)
+        planned_steps = []
+        for step, node in steps:
+            buffer_entry = node.attrs.get(memory_plan.OUT_ATTR)
+            op = registry.lookup(node.op) if buffer_entry is not None else None
+            # An entry on an operator without an out variant here (a newer producer's plan) is left unused.
+            if op is not None and op.accepts_out and len(node.outputs) == 1 and node.op not in _UNPACKING_OPS:
+                step = compiler.call_step(node, out=_view(buffer, buffer_entry))
+            planned_steps.append(step)
+        return cls(plan, buffer, planned_steps)
+
+    def matches(self, args: tuple[Any, ...]) -> bool:
+        """Whether a call's arguments are what the plan was made for: C-contiguous arrays of its shapes and dtypes."""
+        if len(args) != len(self.input_shapes):
+            return False
+        for a, shape, dtype in zip(args, self.input_shapes, self.input_dtypes):
+            if not isinstance(a, np.ndarray) or a.shape != shape or a.dtype != dtype or not a.flags.c_contiguous:
+                return False
+        return True
+
+
+def _view(buffer: np.ndarray, entry: dict[str, Any]) -> np.ndarray:
+    """The array a (checked) plan entry describes inside the arena: C order, or (N, C, H, W) stored as NHWC."""
+    shape, dtype, offset = tuple(entry["shape"]), np.dtype(entry["dtype"]), entry["offset"]
+    if entry.get("channels_last", False):
+        n, c, h, w = shape
+        return np.ndarray((n, h, w, c), dtype=dtype, buffer=buffer, offset=offset).transpose(0, 3, 1, 2)
+    return np.ndarray(shape, dtype=dtype, buffer=buffer, offset=offset)
+
+
+def last_reads(nodes: list[Node]) -> dict[int, int]:
+    """For each value id the top-level `nodes` read, the index of the last node reading it (reads inside a node's
+    nested blocks count at that node): the liveness both the interpreter and the memory plan use."""
+    last: dict[int, int] = {}
+    for i, node in enumerate(nodes):
+        for v in reads(node):
+            last[v.id] = i
+    return last
+
+
 def _releases(nodes: list[Node], slots: dict[int, int], keep: set[int]) -> list[tuple[int, ...]]:
     """For each top-level step, the registers to clear after it: values (inputs and intermediates, not outputs or
     constants) whose last reader it is, reads inside its nested blocks included, and values nothing reads."""
-    last: dict[int, int] = {}
-    for i, node in enumerate(nodes):
-        for v in _reads(node):
-            last[slots[v.id]] = i
+    last = {slots[vid]: i for vid, i in last_reads(nodes).items()}
     dead: list[list[int]] = [[] for _ in nodes]
     for slot, i in last.items():
         if slot not in keep:
@@ -221,12 +305,12 @@ def _releases(nodes: list[Node], slots: dict[int, int], keep: set[int]) -> list[
     return [tuple(d) for d in dead]
 
 
-def _reads(node: Node):
+def reads(node: Node):
     """Values a node reads: its inputs and, inside its blocks, every node input and block output."""
     yield from node.inputs
     for block in node.blocks:
         for inner in block.nodes:
-            yield from _reads(inner)
+            yield from reads(inner)
         yield from block.outputs
 
 

@@ -7,7 +7,9 @@ from typing import Any
 import numpy as np
 
 from ptlite.errors import InputError
+from ptlite.ir import memory_plan
 from ptlite.ir.graph import Graph, Program, ValueSpec
+from ptlite.ir.memory_plan import MemoryPlanSummary
 
 from .interpreter import CompiledGraph, check_operators
 
@@ -93,6 +95,31 @@ class Method:
         outputs = self._compiled(*self.check_args(args, kwargs))
         return outputs[0] if self._single_output else tuple(outputs)
 
+    def input_index(self, name_or_index: str | int) -> int:
+        """The position of an input given by name or position."""
+        names = [s.name for s in self.input_specs]
+        if isinstance(name_or_index, str):
+            if name_or_index not in names:
+                raise InputError(f"{self.signature()} has no input named '{name_or_index}'")
+            return names.index(name_or_index)
+        if not isinstance(name_or_index, int) or not -len(names) <= name_or_index < len(names):
+            raise InputError(f"{self.signature()} has no input {name_or_index!r}")
+        return name_or_index % len(names)
+
+    def input_buffer(self, name_or_index: str | int = 0) -> np.ndarray:
+        """The array to fill with an input and pass back (see Module.input_buffer)."""
+        i = self.input_index(name_or_index)
+        spec = self.input_specs[i]
+        arena = self._compiled.arena
+        if arena is not None and arena.inputs[i] is not None:
+            return arena.inputs[i]
+        if spec.type != "Tensor":
+            raise InputError(f"{self.signature()}: input '{spec.name}' is a {spec.type}, not a tensor")
+        if spec.shape is None or any(d is None for d in spec.shape):
+            raise InputError(f"{self.signature()}: input '{spec.name}' has no fixed shape "
+                             f"({spec.describe()}); make an array of the shape you need instead")
+        return np.zeros(spec.shape, dtype=spec.dtype or np.float32)
+
 
 class Module:
     """A loaded ptlite program: call it like the PyTorch module it came from, with NumPy arrays."""
@@ -135,6 +162,22 @@ class Module:
     def run_method(self, name: str, *args: Any, **kwargs: Any) -> Any:
         """Run the method called `name` with the given arguments."""
         return self._method(name)(*args, **kwargs)
+
+    def input_buffer(self, name_or_index: str | int = 0, method: str = "forward") -> np.ndarray:
+        """An array for one input of a method (by name or position) to be filled by the caller (preprocessing can
+        write straight into it) and passed back as that input: no copy anywhere.
+
+        With a memory plan it is a view of the module's arena where the plan puts that input, otherwise a new array
+        of the input's shape (which must then be fixed). The buffer belongs to the module and is reused: a call of
+        the method overwrites it once the input has been read, so fill it again before every call, pass it only as
+        the input it was made for, and do not share one module between threads while using it."""
+        return self._method(method).input_buffer(name_or_index)
+
+    def memory_plan(self, method: str = "forward") -> MemoryPlanSummary | None:
+        """What the method's memory plan does (arena size, planned and intermediate bytes, values), or None when it
+        has no plan (dynamic input shapes, an optimization that skipped MEMORY_PLAN, a program not optimized)."""
+        self._method(method)
+        return memory_plan.summary(self.program, method)
 
     def __repr__(self) -> str:
         return f"<ptlite.Module methods={self.method_names}>"

@@ -265,6 +265,7 @@ FAMILY_OPERATORS: dict[str, str] = {
     """,
     "fused": """
         aten::_add_relu.Tensor
+        aten::_add_relu_.Tensor
     """,
     "indexing": """
         aten::_index_put_impl_
@@ -819,5 +820,8 @@ FAMILY_OPERATORS: dict[str, str] = {
         aten::upsample_bilinear2d.vec
         aten::upsample_nearest2d
         aten::upsample_nearest2d.vec
+    """,
+    "winograd": """
+        ptlite::conv2d_winograd
     """,
 }

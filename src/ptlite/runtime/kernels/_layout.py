@@ -38,6 +38,15 @@ def spatial_view(x: np.ndarray) -> tuple[np.ndarray, int, bool]:
     return x, x.ndim - 2, False
 
 
+def fits_out(out: np.ndarray | None, shape: tuple[int, ...], dtype: np.dtype) -> bool:
+    """Whether a kernel with an out variant may write its result (of `shape` and `dtype`) into `out`, a buffer of
+    the memory plan: exactly that shape and dtype, and writeable. A kernel ignores any other `out` and allocates,
+    so that a stale plan is never wrong, only unused. Any memory layout is written correctly; the plan gives the
+    layout the kernel would have chosen (C order, or channels-last for what it returns channels-last)."""
+    return (isinstance(out, np.ndarray) and out.shape == tuple(shape) and out.dtype == dtype
+            and out.flags.writeable)
+
+
 def to_nhwc(x: np.ndarray, dtype: np.dtype | None = None) -> np.ndarray:
     """x (N, C, H, W) as C-contiguous (N, H, W, C): a view when already channels-last, else one copy."""
     view = x.transpose(0, 2, 3, 1)

@@ -9,7 +9,7 @@ import numpy as np
 from ptlite.ir.dtypes import to_numpy
 from ptlite.ir.registry import kernel
 
-from ._layout import flat_pair
+from ._layout import fits_out, flat_pair
 from ._parallel import elementwise
 
 # ---------------------------------------------------------------- helpers
@@ -47,11 +47,18 @@ def _inplace_target(self: np.ndarray) -> np.ndarray:
     return self if self.flags.writeable else np.empty_like(self)
 
 
+def _target(out: np.ndarray | None, x: np.ndarray) -> np.ndarray:
+    """Where an out variant writes its result (x's shape and dtype): `out` when it fits, else a new array in x's
+    layout."""
+    return out if out is not None and fits_out(out, x.shape, x.dtype) else np.empty_like(x)
+
+
 def _unary(fn):
-    """Register-friendly wrapper: fn(x, out) computes into out; returns (kernel, in-place kernel)."""
-    def apply(self):
+    """Register-friendly wrapper: fn(x, out) computes into out; returns (kernel with an out variant, in-place
+    kernel)."""
+    def apply(self, *, out=None):
         x = _float(self)
-        return elementwise(fn, x, np.empty_like(x))
+        return elementwise(fn, x, _target(out, x))
 
     def apply_(self):
         return elementwise(fn, self, _inplace_target(self))
@@ -69,9 +76,9 @@ def _relu(x, out):
     return np.maximum(x, x.dtype.type(0), out=out)
 
 
-@kernel("aten::relu(Tensor self) -> Tensor")
-def relu(self):
-    return _relu(self, np.empty_like(self))
+@kernel("aten::relu(Tensor self) -> Tensor", out=True)
+def relu(self, *, out=None):
+    return _relu(self, _target(out, self))
 
 
 @kernel("aten::relu_(Tensor(a!) self) -> Tensor(a!)")
@@ -79,9 +86,16 @@ def relu_(self):
     return _relu(self, _inplace_target(self))
 
 
-@kernel("aten::hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor")
-def hardtanh(self, min_val=-1, max_val=1):
-    return np.clip(self, min_val, max_val)
+def _clip(x: np.ndarray, lo, hi, out: np.ndarray | None) -> np.ndarray:
+    """np.clip(x, lo, hi), into `out` when the result (NumPy's type promotion) fits it exactly."""
+    if out is not None and fits_out(out, x.shape, np.result_type(x, lo, hi)):
+        return np.clip(x, lo, hi, out=out)
+    return np.clip(x, lo, hi)
+
+
+@kernel("aten::hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor", out=True)
+def hardtanh(self, min_val=-1, max_val=1, *, out=None):
+    return _clip(self, min_val, max_val, out)
 
 
 @kernel("aten::hardtanh_(Tensor(a!) self, Scalar min_val=-1, Scalar max_val=1) -> Tensor(a!)")
@@ -89,9 +103,9 @@ def hardtanh_(self, min_val=-1, max_val=1):
     return np.clip(self, min_val, max_val, out=_inplace_target(self))
 
 
-@kernel("aten::relu6(Tensor self) -> Tensor")
-def relu6(self):
-    return np.clip(self, 0, 6)
+@kernel("aten::relu6(Tensor self) -> Tensor", out=True)
+def relu6(self, *, out=None):
+    return _clip(self, 0, 6, out)
 
 
 @kernel("aten::relu6_(Tensor(a!) self) -> Tensor(a!)")
@@ -159,17 +173,17 @@ sigmoid, sigmoid_ = _unary(_sigmoid)
 silu, silu_ = _unary(_silu)
 tanh, tanh_ = _unary(_tanh)
 mish, mish_ = _unary(_mish)
-kernel("aten::hardswish(Tensor self) -> Tensor")(hardswish)
+kernel("aten::hardswish(Tensor self) -> Tensor", out=True)(hardswish)
 kernel("aten::hardswish_(Tensor(a!) self) -> Tensor(a!)")(hardswish_)
-kernel("aten::hardsigmoid(Tensor self) -> Tensor")(hardsigmoid)
+kernel("aten::hardsigmoid(Tensor self) -> Tensor", out=True)(hardsigmoid)
 kernel("aten::hardsigmoid_(Tensor(a!) self) -> Tensor(a!)")(hardsigmoid_)
-kernel("aten::sigmoid(Tensor self) -> Tensor")(sigmoid)
+kernel("aten::sigmoid(Tensor self) -> Tensor", out=True)(sigmoid)
 kernel("aten::sigmoid_(Tensor(a!) self) -> Tensor(a!)")(sigmoid_)
-kernel("aten::silu(Tensor self) -> Tensor")(silu)
+kernel("aten::silu(Tensor self) -> Tensor", out=True)(silu)
 kernel("aten::silu_(Tensor(a!) self) -> Tensor(a!)")(silu_)
-kernel("aten::tanh(Tensor self) -> Tensor")(tanh)
+kernel("aten::tanh(Tensor self) -> Tensor", out=True)(tanh)
 kernel("aten::tanh_(Tensor(a!) self) -> Tensor(a!)")(tanh_)
-kernel("aten::mish(Tensor self) -> Tensor")(mish)
+kernel("aten::mish(Tensor self) -> Tensor", out=True)(mish)
 kernel("aten::mish_(Tensor(a!) self) -> Tensor(a!)")(mish_)
 
 

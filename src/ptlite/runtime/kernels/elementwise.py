@@ -10,7 +10,7 @@ import numpy as np
 
 from ptlite.ir.registry import kernel
 
-from ._layout import channel_broadcast
+from ._layout import channel_broadcast, fits_out
 
 _BOOL = np.dtype(np.bool_)
 _I64 = np.dtype(np.int64)
@@ -121,13 +121,28 @@ def binary_ufunc(ufunc: np.ufunc, a: Any, b: Any) -> Any:
     return ufunc(a, b) if out is None else out
 
 
-def _binary(ufunc: np.ufunc, a: Operand, b: Operand) -> np.ndarray:
+def _binary_into(ufunc: np.ufunc, a: Operand, b: Operand, dt: np.dtype, out: np.ndarray | None) -> np.ndarray | None:
+    """ufunc(a, b) written into `out` and returned, when the result (dtype dt, a and b already of dt) fits it
+    exactly (an out variant's common path); None otherwise, and the caller computes as usual."""
+    if out is None or not fits_out(out, np.broadcast_shapes(np.shape(a), np.shape(b)), dt):
+        return None
+    if channel_broadcast(ufunc, a, b, out=out) is None:
+        ufunc(a, b, out=out)
+    return out
+
+
+def _binary(ufunc: np.ufunc, a: Operand, b: Operand, out: np.ndarray | None = None) -> np.ndarray:
     if isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and a.dtype == b.dtype:
+        if out is not None and (into := _binary_into(ufunc, a, b, a.dtype, out)) is not None:
+            return into
         return wrap(binary_ufunc(ufunc, a, b))
     dt = result_type(a, b)
     if dt == _F16:
         return _in_float32(binary_ufunc(ufunc, cast(a, _F32), cast(b, _F32)))
-    return wrap(binary_ufunc(ufunc, cast(a, dt), cast(b, dt)))
+    a, b = cast(a, dt), cast(b, dt)
+    if out is not None and (into := _binary_into(ufunc, a, b, dt, out)) is not None:
+        return into
+    return wrap(binary_ufunc(ufunc, a, b))
 
 
 def _in_float32(result: Any) -> np.ndarray:
@@ -158,15 +173,21 @@ def _scaled(other: Operand, alpha: Any, dt: np.dtype) -> Any:
 
 
 @kernel("aten::add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor",
-        "aten::add.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor")
-def add(self: Operand, other: Operand, alpha: Any = 1) -> np.ndarray:
+        "aten::add.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor", out=True)
+def add(self: Operand, other: Operand, alpha: Any = 1, *, out: np.ndarray | None = None) -> np.ndarray:
+    """self + alpha * other; into `out` when given and the result (not float16) fits it exactly."""
     if alpha == 1 and isinstance(self, np.ndarray) and isinstance(other, np.ndarray) \
             and self.dtype == other.dtype and self.dtype != _F16:
+        if out is not None and (into := _binary_into(np.add, self, other, self.dtype, out)) is not None:
+            return into
         return wrap(binary_ufunc(np.add, self, other))
     dt = result_type(self, other)
     if dt == _F16:
         return _in_float32(binary_ufunc(np.add, cast(self, _F32), _scaled(other, alpha, _F32)))
-    return wrap(binary_ufunc(np.add, cast(self, dt), _scaled(other, alpha, dt)))
+    a, b = cast(self, dt), _scaled(other, alpha, dt)
+    if out is not None and (into := _binary_into(np.add, a, b, dt, out)) is not None:
+        return into
+    return wrap(binary_ufunc(np.add, a, b))
 
 
 @kernel("aten::add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)",
@@ -208,9 +229,10 @@ def rsub(self: Operand, other: Operand, alpha: Any = 1) -> np.ndarray:
 
 
 @kernel("aten::mul.Tensor(Tensor self, Tensor other) -> Tensor",
-        "aten::mul.Scalar(Tensor self, Scalar other) -> Tensor")
-def mul(self: Operand, other: Operand) -> np.ndarray:
-    return _binary(np.multiply, self, other)
+        "aten::mul.Scalar(Tensor self, Scalar other) -> Tensor", out=True)
+def mul(self: Operand, other: Operand, *, out: np.ndarray | None = None) -> np.ndarray:
+    """self * other; into `out` when given, the operands share a dtype and the result fits it exactly."""
+    return _binary(np.multiply, self, other, out)
 
 
 @kernel("aten::mul_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)",

@@ -9,15 +9,28 @@ import numpy as np
 
 from ptlite.ir.registry import kernel
 
-from .elementwise import add
+from .elementwise import add, add_
 
 
-@kernel("aten::_add_relu.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor")
-def add_relu(self: Any, other: Any, alpha: Any = 1) -> np.ndarray:
-    """relu(self + alpha * other) with add's type promotion; the relu runs in place on the sum."""
-    out = add(self, other, alpha)
-    if out.dtype.kind == "f":  # np.clip: NumPy's maximum with a scalar is several times slower
-        np.clip(out, out.dtype.type(0), out.dtype.type(np.inf), out=out)
-    else:
-        np.maximum(out, 0, out=out)
+@kernel("aten::_add_relu.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor", out=True)
+def add_relu(self: Any, other: Any, alpha: Any = 1, *, out: np.ndarray | None = None) -> np.ndarray:
+    """relu(self + alpha * other) with add's type promotion; the relu runs in place on the sum (written into
+    `out`, and returned, when the sum fits it: see add)."""
+    out = add(self, other, alpha, out=out)
+    _relu_in_place(out)
     return out
+
+
+@kernel("aten::_add_relu_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)")
+def add_relu_(self: np.ndarray, other: Any, alpha: Any = 1) -> np.ndarray:
+    """self = relu(self + alpha * other), in place (add_ then relu_, as torch.export writes residual blocks)."""
+    add_(self, other, alpha)
+    _relu_in_place(self)
+    return self
+
+
+def _relu_in_place(x: np.ndarray) -> None:
+    if x.dtype.kind == "f":  # np.clip: NumPy's maximum with a scalar is several times slower
+        np.clip(x, x.dtype.type(0), x.dtype.type(np.inf), out=x)
+    else:
+        np.maximum(x, 0, out=x)

@@ -6,7 +6,7 @@ import numpy as np
 
 from ptlite.ir.registry import kernel
 
-from ._layout import from_nhwc, spatial_view
+from ._layout import fits_out, from_nhwc, spatial_view
 from .conv import expand
 from .reduce import fast_sum
 
@@ -87,25 +87,30 @@ def _taps(buf, axis: int, k: int, s: int, d: int, n_out: int):
         yield buf[lead + (slice(i * d, i * d + s * (n_out - 1) + 1, s),)]
 
 
-def _reduce_views(views, ufunc) -> np.ndarray:
-    """ufunc-fold of equally shaped views into a fresh array (the first call allocates it, in their layout)."""
+def _reduce_views(views, ufunc, into: np.ndarray | None = None) -> np.ndarray:
+    """ufunc-fold of equally shaped views into `into`, or a fresh array (the first call allocates it, in their
+    layout)."""
     first = next(views)
     second = next(views, None)
     if second is None:
-        return np.array(first, copy=True)
-    out = ufunc(first, second)
+        if into is None:
+            return np.array(first, copy=True)
+        np.copyto(into, first)
+        return into
+    out = ufunc(first, second, out=into)
     for v in views:
         ufunc(out, v, out=out)
     return out
 
 
-def _separable_reduce(buf, ax, k, s, d, out_hw, ufunc, rows_first: bool):
+def _separable_reduce(buf, ax, k, s, d, out_hw, ufunc, rows_first: bool, into: np.ndarray | None = None):
     """Reduce windows along W then H (NCHW), or H then W (NHWC, rows_first: each H tap is a view whose W * C
-    elements are contiguous, so the bigger first pass runs long inner loops), with np.maximum or np.add."""
+    elements are contiguous, so the bigger first pass runs long inner loops), with np.maximum or np.add; the
+    second pass writes into `into` when given."""
     passes = [(ax, 0), (ax + 1, 1)] if rows_first else [(ax + 1, 1), (ax, 0)]
     out = buf
-    for axis, i in passes:
-        out = _reduce_views(_taps(out, axis, k[i], s[i], d[i], out_hw[i]), ufunc)
+    for n, (axis, i) in enumerate(passes):
+        out = _reduce_views(_taps(out, axis, k[i], s[i], d[i], out_hw[i]), ufunc, into if n == 1 else None)
     return out
 
 
@@ -118,14 +123,20 @@ def _max_pool_geometry(x, ax, kernel_size, stride, padding, dilation, ceil_mode)
 
 
 @kernel("aten::max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, "
-        "int[2] dilation=1, bool ceil_mode=False) -> Tensor")
-def max_pool2d(self, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
-    """Max over the taps of strided views of a padded buffer; channels-last in, channels-last out."""
+        "int[2] dilation=1, bool ceil_mode=False) -> Tensor", out=True)
+def max_pool2d(self, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False, *, out=None):
+    """Max over the taps of strided views of a padded buffer; channels-last in, channels-last out (into `out`, and
+    returned, when it has the result's shape and dtype)."""
     x, ax, nhwc = spatial_view(self)
     k, s, p, d, out_hw = _max_pool_geometry(x, ax, kernel_size, stride, padding, dilation, ceil_mode)
+    if out is not None and not fits_out(out, self.shape[:-2] + out_hw, self.dtype):
+        out = None
     buf = _window_buffer(x, ax, k, s, p, d, out_hw, _lowest(x.dtype))
-    out = _separable_reduce(buf, ax, k, s, d, out_hw, np.maximum, rows_first=nhwc)
-    return from_nhwc(out) if nhwc else out
+    into = None if out is None else out.transpose(0, 2, 3, 1) if nhwc else out
+    result = _separable_reduce(buf, ax, k, s, d, out_hw, np.maximum, rows_first=nhwc, into=into)
+    if out is not None:
+        return out
+    return from_nhwc(result) if nhwc else result
 
 
 def _first_valid(n_out: int, s: int, p: int, d: int) -> np.ndarray:
@@ -248,15 +259,29 @@ def _adaptive_avg_nhwc(v: np.ndarray, ho: int, wo: int) -> np.ndarray:
 
 
 @kernel("aten::adaptive_avg_pool2d(Tensor self, SymInt[2] output_size) -> Tensor",
-        "aten::_adaptive_avg_pool2d(Tensor self, SymInt[2] output_size) -> Tensor")
-def adaptive_avg_pool2d(self, output_size):
+        "aten::_adaptive_avg_pool2d(Tensor self, SymInt[2] output_size) -> Tensor", out=True)
+def adaptive_avg_pool2d(self, output_size, *, out=None):
+    """Adaptive average pooling; into `out` (returned) when it has the result's shape and dtype: global pooling of
+    a channels-last image divides into it, other cases copy their (pooled, so smaller) result there."""
     ho, wo = _output_hw(self, output_size)
     h, w = self.shape[-2:]
     x = self if np.issubdtype(self.dtype, np.floating) else self.astype(np.float32)
+    if out is not None and not fits_out(out, x.shape[:-2] + (ho, wo), x.dtype):
+        out = None
     v, _, nhwc = spatial_view(x)
     if nhwc and (ho, wo) == (1, 1):  # global pooling: column sums of the (H * W, C) pixel matrix
         total = fast_sum(x, (2, 3), keepdims=True)
-        return np.true_divide(total, x.dtype.type(h * w), out=total)
+        return np.true_divide(total, x.dtype.type(h * w), out=total if out is None else out)
+    result = _adaptive_avg_pool2d(x, v, nhwc, ho, wo)
+    if out is None:
+        return result
+    np.copyto(out, result)
+    return out
+
+
+def _adaptive_avg_pool2d(x: np.ndarray, v: np.ndarray, nhwc: bool, ho: int, wo: int) -> np.ndarray:
+    """adaptive_avg_pool2d's paths other than global pooling of a channels-last image, into a new array."""
+    h, w = x.shape[-2:]
     if nhwc:
         return from_nhwc(_adaptive_avg_nhwc(v, ho, wo))
     lead = x.shape[:-2]

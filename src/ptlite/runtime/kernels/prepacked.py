@@ -10,7 +10,9 @@ clamp / hardswish into them. Packed layouts (C: input channels, O: output channe
 - other groups:               (groups, kh * kw * C/groups, O/groups)
 - linear:                     (in_features, out_features): out = x @ W
 
-Inputs may be NCHW or channels-last (see _layout.py); outputs are channels-last (N, C, H, W) views.
+Inputs may be NCHW or channels-last (see _layout.py); outputs are channels-last (N, C, H, W) views. Both
+kernels have out variants: given `out=` of the result's shape and dtype (channels-last for convolutions, as
+they return it; C order for linear), they write their result there (through its NHWC view) and return it.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from ptlite.ir.registry import kernel
 
-from ._layout import from_nhwc, to_nhwc
+from ._layout import fits_out, from_nhwc, nhwc_view, to_nhwc
 from ._parallel import parallel_for
 
 ACTIVATIONS = ("none", "relu", "clamp", "hardswish")
@@ -76,6 +78,13 @@ def _finish_rows(out2: np.ndarray, bias: np.ndarray | None, activation: str, arg
             apply_activation(block, activation, args)
 
     parallel_for(rows, out2.shape[0], step)
+
+
+def _nhwc_result(out: np.ndarray | None, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+    """Where a convolution writes its NHWC result: `out` if it fits and is C-contiguous, else a new array."""
+    if out is not None and fits_out(out, shape, dtype) and out.flags.c_contiguous:
+        return out
+    return np.empty(shape, dtype=dtype)
 
 
 def _out_size(size: int, k: int, stride: int, before: int, after: int, dilation: int) -> int:
@@ -209,9 +218,10 @@ def _conv_depthwise(xh, weight, bias, pads, kernel_hw, stride, dilation, out_hw,
 
 def conv2d_prepacked_nhwc(xh: np.ndarray, weight: np.ndarray, bias: np.ndarray | None, kernel_hw: Sequence[int],
                           stride: Sequence[int], pads: Sequence[int], dilation: Sequence[int], groups: int,
-                          activation: str = "none", args: Sequence[float] = ()) -> np.ndarray:
-    """Convolution of C-contiguous NHWC `xh` by a packed weight; returns C-contiguous NHWC output.
-    pads: top, bottom, left, right."""
+                          activation: str = "none", args: Sequence[float] = (),
+                          out: np.ndarray | None = None) -> np.ndarray:
+    """Convolution of C-contiguous NHWC `xh` by a packed weight; returns C-contiguous NHWC output (`out` when it
+    is a C-contiguous NHWC array of the output's shape and dtype). pads: top, bottom, left, right."""
     check_activation(activation, args)
     n, h, w, c = xh.shape
     kh, kw = kernel_hw
@@ -235,7 +245,7 @@ def conv2d_prepacked_nhwc(xh: np.ndarray, weight: np.ndarray, bias: np.ndarray |
     wo = _out_size(w, kw, sw, left, right, dw)
     dtype = np.result_type(xh.dtype, weight.dtype)
     xh = xh if xh.dtype == dtype else xh.astype(dtype)
-    out = np.empty((n, ho, wo, o), dtype=dtype)
+    out = _nhwc_result(out, (n, ho, wo, o), dtype)
     bias = None if bias is None else np.asarray(bias, dtype=dtype)
     geometry = (pads, (kh, kw), (sh, sw), (dh, dw), (ho, wo))
     if depthwise:
@@ -251,24 +261,31 @@ def conv2d_prepacked_nhwc(xh: np.ndarray, weight: np.ndarray, bias: np.ndarray |
 
 
 @kernel("ptlite::conv2d_prepacked(Tensor input, Tensor weight, Tensor? bias, int[2] kernel_size, int[2] stride, "
-        "int[4] padding, int[2] dilation, int groups, str activation=\"none\", float[] activation_args=[]) -> Tensor")
+        "int[4] padding, int[2] dilation, int groups, str activation=\"none\", float[] activation_args=[]) -> Tensor",
+        out=True)
 def conv2d_prepacked(input, weight, bias, kernel_size, stride, padding, dilation, groups, activation="none",
-                     activation_args=()):
+                     activation_args=(), *, out=None):
     """2-D convolution by a prepacked weight (layouts in the module docstring); padding is top, bottom, left,
-    right. Takes (N, C, H, W) or (C, H, W) in any memory layout; returns channels-last."""
+    right. Takes (N, C, H, W) or (C, H, W) in any memory layout; returns channels-last: `out` when it is a
+    channels-last array of the result's shape and dtype (written through its NHWC view)."""
     unbatched = input.ndim == 3
     x = input[None] if unbatched else input
     if x.ndim != 4:
         raise ValueError(f"conv2d expects a 3-D or 4-D input, got shape {tuple(input.shape)}")
     dtype = np.result_type(x.dtype, weight.dtype)
     groups = int(groups)
+    target = None
+    if out is not None and out.ndim == x.ndim - unbatched:
+        target = nhwc_view(out[None] if unbatched else out)  # None unless out is dense in N, H, W, C order
     if groups == 1 and x.shape[1] <= _FEW_CHANNELS and tuple(kernel_size) != (1, 1) \
             and weight.shape[0] == x.shape[1] * kernel_size[0] * kernel_size[1]:
         y = _conv_few_channels(x.astype(dtype, copy=False), weight, bias, kernel_size, stride, padding, dilation,
-                               activation, activation_args)
+                               activation, activation_args, target)
     else:
         y = conv2d_prepacked_nhwc(to_nhwc(x, dtype), weight, bias, kernel_size, stride, padding, dilation, groups,
-                                  activation, activation_args)
+                                  activation, activation_args, target)
+    if target is not None and y is target:
+        return out
     y = from_nhwc(y)
     return y[0] if unbatched else y
 
@@ -278,7 +295,7 @@ def conv2d_prepacked(input, weight, bias, kernel_size, stride, padding, dilation
 _FEW_CHANNELS = 4
 
 
-def _conv_few_channels(x, weight, bias, kernel_hw, stride, pads, dilation, activation, args):
+def _conv_few_channels(x, weight, bias, kernel_hw, stride, pads, dilation, activation, args, out=None):
     """Dense convolution of an image with few channels: patches gathered as (kh, kw, C, N*Ho*Wo) from the padded
     NCHW image (long inner copies), then out (N*Ho*Wo, O) = patches.T @ weight — BLAS reads the transposed
     operand in place — so the output is NHWC as the other paths give it."""
@@ -295,7 +312,7 @@ def _conv_few_channels(x, weight, bias, kernel_hw, stride, pads, dilation, activ
     cols = np.empty(patches.shape, dtype=xp.dtype)
     np.copyto(cols, patches)
     o = weight.shape[1]
-    out = np.empty((n, ho, wo, o), dtype=np.result_type(x.dtype, weight.dtype))
+    out = _nhwc_result(out, (n, ho, wo, o), np.result_type(x.dtype, weight.dtype))
     out2 = out.reshape(n * ho * wo, o)
     np.matmul(cols.reshape(kh * kw * c, n * ho * wo).T, weight, out=out2)
     _finish_rows(out2, None if bias is None else np.asarray(bias, dtype=out.dtype), activation, args)
@@ -303,9 +320,10 @@ def _conv_few_channels(x, weight, bias, kernel_hw, stride, pads, dilation, activ
 
 
 @kernel("ptlite::linear_prepacked(Tensor input, Tensor weight, Tensor? bias, str activation=\"none\", "
-        "float[] activation_args=[]) -> Tensor")
-def linear_prepacked(input, weight, bias, activation="none", activation_args=()):
-    """y = input @ weight + bias with weight stored (in_features, out_features), activation fused."""
+        "float[] activation_args=[]) -> Tensor", out=True)
+def linear_prepacked(input, weight, bias, activation="none", activation_args=(), *, out=None):
+    """y = input @ weight + bias with weight stored (in_features, out_features), activation fused; written into
+    `out` (and returned) when it is a C-contiguous array of the result's shape and dtype."""
     check_activation(activation, activation_args)
     k, o = weight.shape
     if input.shape[-1] != k:
@@ -313,7 +331,8 @@ def linear_prepacked(input, weight, bias, activation="none", activation_args=())
     dtype = np.result_type(input.dtype, weight.dtype)
     lead = input.shape[:-1]
     x2 = input.reshape(-1, k)
-    out2 = np.empty((x2.shape[0], o), dtype=dtype)
+    into = out is not None and fits_out(out, lead + (o,), dtype) and out.flags.c_contiguous
+    out2 = out.reshape(x2.shape[0], o) if into else np.empty((x2.shape[0], o), dtype=dtype)  # a view of out
     np.matmul(x2, weight, out=out2)
     _finish_rows(out2, None if bias is None else np.asarray(bias, dtype=dtype), activation, activation_args)
-    return out2.reshape(lead + (o,))
+    return out if into else out2.reshape(lead + (o,))

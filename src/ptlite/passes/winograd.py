@@ -1,0 +1,58 @@
+"""Use Winograd F(4x4, 3x3) for the convolutions where it wins (WINOGRAD): a prepacked 3x3, stride-1, undilated,
+dense convolution with at least MIN_CHANNELS input and output channels whose output is known to be at least
+MIN_SIZE pixels high and wide becomes ptlite::conv2d_winograd, its weight stored already transformed (36, C, O).
+
+Measured on a 2-core x86 machine (one thread, NumPy + OpenBLAS), 64 channels at 56x56: im2col 5.9 ms, Winograd
+2.1 ms; 128 at 28x28: 3.2 vs 1.5 ms; 256 at 14x14: 3.3 vs 2.9 ms; 512 at 7x7: 4.1 vs 5.4 ms (tiles of 4 waste
+a quarter of a 7x7 image). The price: the transformed weight is 4x the size (36 instead of 9 values per channel
+pair) and the rounding error grows from about 4e-7 to about 5e-6 relative to the largest output (float32, against
+a float64 reference). Hence the thresholds: large images, where the time saved is large and the weights small.
+"""
+
+from __future__ import annotations
+
+from ptlite.ir.graph import Graph, Node, Program
+
+from .base import ConstantPool, Pass, blocks, constant_value, weight_constant, weight_of
+
+MIN_SIZE = 20  # output height and width (pixels) from which Winograd is used
+MIN_CHANNELS = 16
+
+
+class Winograd(Pass):
+    name = "winograd"
+
+    def run(self, graph: Graph, program: Program) -> bool:
+        changed = False
+        for block in list(blocks(graph)):
+            pool = ConstantPool(block)
+            rewritten: list[Node] = []
+            for node in block.nodes:
+                new = self._rewrite(node, program, pool) if node.op == "ptlite::conv2d_prepacked" else None
+                rewritten.extend(new or [node])
+                changed = changed or new is not None
+            block.nodes = rewritten
+            pool.flush()
+        return changed
+
+    def _rewrite(self, node: Node, program: Program, pool: ConstantPool) -> list[Node] | None:
+        from ptlite.runtime.kernels.winograd import pack_winograd_weight
+
+        weight = weight_of(program, node.inputs[1])
+        kernel, stride, padding, dilation, groups = (constant_value(v) for v in node.inputs[3:8])
+        if weight is None or weight.ndim != 2 or kernel != [3, 3] or stride != [1, 1] or dilation != [1, 1] \
+                or groups != 1:
+            return None
+        c, o = weight.shape[0] // 9, weight.shape[1]
+        shape = node.outputs[0].shape
+        if c < MIN_CHANNELS or o < MIN_CHANNELS or shape is None or len(shape) != 4 \
+                or not all(isinstance(s, int) and s >= MIN_SIZE for s in shape[2:]):
+            return None
+        dense = weight.reshape(3, 3, c, o).transpose(3, 2, 0, 1)  # back to (O, C, 3, 3)
+        name = node.inputs[1].node.attrs["weight"]
+        const = weight_constant(program, f"{name.removesuffix('.packed')}.winograd", pack_winograd_weight(dense),
+                                node.source)
+        inputs = [node.inputs[0], const.outputs[0], node.inputs[2], pool.get(list(padding), "List[int]"),
+                  node.inputs[8], node.inputs[9]]
+        return [const, Node("ptlite::conv2d_winograd", inputs, node.outputs, source=node.source)]
+

@@ -1,0 +1,104 @@
+"""Winograd F(4x4, 3x3) convolution: 3x3, stride 1, dense convolutions on channels-last images with 4x fewer
+multiplications than im2col (36 per 4x4 output tile and channel pair instead of 144), at the price of transforms
+and a larger rounding error (about 1e-5 relative instead of 1e-6; see docs/benchmarks.md).
+
+Lavin & Gray's F(4x4, 3x3): each 6x6 input tile d becomes V = Bt d B, the filter g becomes U = G g Gt (stored in the
+file, packed by the WINOGRAD pass as (36, C, O)), the 36 products are one batched GEMM M = V @ U over all tiles,
+and the 4x4 output tile is Y = At M A. Every transform is one matrix product over the whole image, so NumPy runs
+it in BLAS in a single pass.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from ptlite.ir.registry import kernel
+
+from ._layout import fits_out, from_nhwc, nhwc_view, to_nhwc
+from .prepacked import _finish_rows as finish_rows
+from .prepacked import check_activation
+
+BT = np.array([[4, 0, -5, 0, 1, 0],
+               [0, -4, -4, 1, 1, 0],
+               [0, 4, -4, -1, 1, 0],
+               [0, -2, -1, 2, 1, 0],
+               [0, 2, -1, -2, 1, 0],
+               [0, 4, 0, -5, 0, 1]], dtype=np.float32)
+G = np.array([[1 / 4, 0, 0],
+              [-1 / 6, -1 / 6, -1 / 6],
+              [-1 / 6, 1 / 6, -1 / 6],
+              [1 / 24, 1 / 12, 1 / 6],
+              [1 / 24, -1 / 12, 1 / 6],
+              [0, 0, 1]], dtype=np.float64)
+AT = np.array([[1, 1, 1, 1, 1, 0],
+               [0, 1, -1, 2, -2, 0],
+               [0, 1, 1, 4, 4, 0],
+               [0, 1, -1, 8, -8, 1]], dtype=np.float32)
+TILE = 4  # output pixels per tile side
+
+
+def pack_winograd_weight(weight: np.ndarray) -> np.ndarray:
+    """(O, C, 3, 3) -> U (36, C, O) = G g Gt for every (output, input) channel pair, computed in float64."""
+    o, c, kh, kw = weight.shape
+    if (kh, kw) != (3, 3):
+        raise ValueError(f"Winograd F(4x4, 3x3) needs a 3x3 kernel, got {kh}x{kw}")
+    u = np.einsum("ai,ocij,bj->abco", G, weight.astype(np.float64), G)
+    return np.ascontiguousarray(u.reshape(36, c, o).astype(weight.dtype))
+
+
+def conv2d_winograd_nhwc(xh: np.ndarray, u: np.ndarray, bias: np.ndarray | None, pads: Sequence[int],
+                         activation: str = "none", args: Sequence[float] = (),
+                         out: np.ndarray | None = None) -> np.ndarray:
+    """3x3 stride-1 convolution of C-contiguous NHWC `xh` by U (36, C, O); returns C-contiguous NHWC (`out` when
+    it is such an array of the result's shape and dtype). pads: top, bottom, left, right."""
+    check_activation(activation, args)
+    n, h, w, c = xh.shape
+    if u.ndim != 3 or u.shape[:2] != (36, c):
+        raise ValueError(f"conv2d_winograd: input with {c} channels does not match the packed weight "
+                         f"{tuple(u.shape)} (expected (36, {c}, O))")
+    top, bottom, left, right = pads
+    ho, wo = h + top + bottom - 2, w + left + right - 2
+    if ho <= 0 or wo <= 0:
+        raise ValueError(f"convolution output size {(ho, wo)} is not positive (input {(h, w)}, kernel 3x3)")
+    o, dtype = u.shape[2], u.dtype
+    th, tw = -(-ho // TILE), -(-wo // TILE)
+    tiles = n * th * tw
+    # zero-padded input covering every tile (tiles overlap by 2 pixels)
+    xp = np.zeros((n, TILE * th + 2, TILE * tw + 2, c), dtype=dtype)
+    rows, cols = min(h, TILE * th + 2 - top), min(w, TILE * tw + 2 - left)
+    xp[:, top:top + rows, left:left + cols] = xh[:, :rows, :cols]
+    s_n, s_h, s_w, s_c = xp.strides
+    d = as_strided(xp, shape=(6, 6, n, th, tw, c), strides=(s_h, s_w, s_n, TILE * s_h, TILE * s_w, s_c),
+                   writeable=False)
+    d = np.ascontiguousarray(d).reshape(6, 6 * tiles * c)
+    v = np.matmul(BT, np.matmul(BT, d).reshape(6, 6, tiles * c))  # Bt d B: rows, then columns
+    m = np.matmul(v.reshape(36, tiles, c), u).reshape(6, 6 * tiles * o)
+    y = np.matmul(AT, np.matmul(AT, m).reshape(4, 6, tiles * o))  # At M A -> (4, 4, tiles * O)
+    y = y.reshape(TILE, TILE, n, th, tw, o).transpose(2, 3, 0, 4, 1, 5).reshape(n, TILE * th, TILE * tw, o)
+    fits = fits_out(out, (n, ho, wo, o), dtype) and out.flags.c_contiguous
+    result = out if fits else np.empty((n, ho, wo, o), dtype=dtype)
+    np.copyto(result, y[:, :ho, :wo])
+    finish_rows(result.reshape(-1, o), None if bias is None else np.asarray(bias, dtype=dtype), activation, args)
+    return result
+
+
+@kernel("ptlite::conv2d_winograd(Tensor input, Tensor weight, Tensor? bias, int[4] padding, "
+        "str activation=\"none\", float[] activation_args=[]) -> Tensor", out=True)
+def conv2d_winograd(input, weight, bias, padding, activation="none", activation_args=(), *, out=None):
+    """3x3 stride-1 dense convolution by the Winograd-transformed weight (36, C, O); padding is top, bottom,
+    left, right. Takes (N, C, H, W) or (C, H, W) in any layout; returns channels-last (`out` when it is a
+    channels-last array of the result's shape and dtype)."""
+    unbatched = input.ndim == 3
+    x = input[None] if unbatched else input
+    if x.ndim != 4:
+        raise ValueError(f"conv2d expects a 3-D or 4-D input, got shape {tuple(input.shape)}")
+    target = None if out is None or unbatched else nhwc_view(out)
+    result = conv2d_winograd_nhwc(to_nhwc(x, weight.dtype), weight, bias, padding, activation, activation_args,
+                                  target)
+    if target is not None and result is target:
+        return out
+    y = from_nhwc(result)
+    return y[0] if unbatched else y

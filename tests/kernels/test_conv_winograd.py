@@ -1,0 +1,55 @@
+"""Winograd F(4x4, 3x3) convolution against PyTorch (float64 reference): sizes that are and are not multiples of
+the tile, padding, batches, fused activations, channels-last inputs; and its rounding error stays small."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from oracle import compare, op, randn, torch
+
+from ptlite.runtime.kernels._layout import is_channels_last
+from ptlite.runtime.kernels.winograd import pack_winograd_weight
+
+F = torch.nn.functional
+
+
+def reference(x, w, b, padding):
+    ref = F.conv2d(torch.from_numpy(np.ascontiguousarray(x)).double(), torch.from_numpy(w).double(),
+                   None if b is None else torch.from_numpy(b).double(), 1, padding)
+    return ref
+
+
+@pytest.mark.parametrize("shape,o,padding", [
+    ((1, 16, 56, 56), 24, 1), ((2, 8, 9, 13), 4, 1), ((1, 4, 5, 5), 4, 0), ((1, 6, 3, 3), 5, 1),
+    ((1, 3, 8, 8), 2, (2, 0)), ((1, 32, 28, 28), 32, 1)])
+@pytest.mark.parametrize("bias", [True, False])
+def test_winograd_matches_torch(shape, o, padding, bias, rng):
+    x = randn(rng, *shape)
+    w = (rng.standard_normal((o, shape[1], 3, 3)) * np.sqrt(2 / (9 * shape[1]))).astype(np.float32)
+    b = randn(rng, o) if bias else None
+    ph, pw = padding if isinstance(padding, tuple) else (padding, padding)
+    ref = reference(x, w, b, (ph, pw))
+    for layout, inp in (("NCHW", x), ("channels-last", np.ascontiguousarray(x.transpose(0, 2, 3, 1))
+                                      .transpose(0, 3, 1, 2))):
+        ours = op("ptlite::conv2d_winograd")(inp, pack_winograd_weight(w), b, [ph, ph, pw, pw])
+        compare(f"ptlite::conv2d_winograd {shape} -> {o} {layout}", ours, ref.float(), tol=2e-5)
+        assert ours.shape[2] * ours.shape[3] == 1 or is_channels_last(ours)
+
+
+def test_winograd_fused_activation_and_rounding_error(rng):
+    x = randn(rng, 1, 64, 56, 56)
+    w = (rng.standard_normal((64, 64, 3, 3)) * np.sqrt(2 / 576)).astype(np.float32)
+    b = randn(rng, 64)
+    ref = reference(x, w, b, 1)
+    ours = op("ptlite::conv2d_winograd")(x, pack_winograd_weight(w), b, [1, 1, 1, 1], "clamp", [0.0, 6.0])
+    compare("ptlite::conv2d_winograd + relu6", ours, F.relu6(ref).float(), tol=2e-5)
+    plain = op("ptlite::conv2d_winograd")(x, pack_winograd_weight(w), b, [1, 1, 1, 1])
+    error = float(np.abs(plain - ref.numpy()).max() / np.abs(ref.numpy()).max())
+    assert error < 2e-5, f"Winograd F(4x4, 3x3) rounding error {error:.2e} relative to the largest output"
+
+
+def test_winograd_rejects_mismatched_weight(rng):
+    with pytest.raises(ValueError, match="does not match the packed weight"):
+        op("ptlite::conv2d_winograd")(randn(rng, 1, 4, 8, 8), np.zeros((36, 5, 4), np.float32), None, [1, 1, 1, 1])
+    with pytest.raises(ValueError, match="needs a 3x3 kernel"):
+        pack_winograd_weight(np.zeros((4, 4, 5, 5), np.float32))

@@ -1,0 +1,151 @@
+"""The memory plan end to end on mobilenet_v2 and resnet18 (exported, optimize_for_mobile): consecutive calls on
+different photographs match eager PyTorch (a buffer clobbered too early would show), the arena is smaller than the
+intermediates it holds, calls the plan was not made for (another layout, another batch size, a second thread)
+run unplanned and still match, the input buffer round trip copies nothing, the plan survives save and load,
+optimizing again without MEMORY_PLAN drops it, and a file with a hostile plan is refused."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from conftest import assert_close
+
+import ptlite
+from ptlite import cli, zoo
+from ptlite.errors import FormatError
+from ptlite.ir.memory_plan import METADATA_KEY, OUT_ATTR, planned_nodes
+from ptlite.passes.base import copy_program
+from ptlite.runtime.interpreter import CompiledGraph
+
+RTOL = 1e-4
+MODELS = ["mobilenet_v2", "resnet18"]
+
+
+@pytest.fixture(scope="module")
+def images() -> torch.Tensor:
+    return zoo.sample_images(2, 224)
+
+
+@pytest.fixture(scope="module", params=MODELS)
+def case(request, images):
+    """(name, model, optimized exported program, eager outputs of each image alone and of both as a batch)."""
+    model = getattr(zoo, request.param)()
+    with torch.inference_mode():
+        expected = [model(images[i:i + 1]).numpy() for i in range(2)], model(images).numpy()
+    program = ptlite.optimize_for_mobile(ptlite.capture(model, (images[:1],), method="export"))
+    return request.param, model, program, expected
+
+
+def arena_of(module: ptlite.Module):
+    arena = module._method("forward")._compiled.arena
+    assert arena is not None, "the optimized program has no memory plan"
+    return arena
+
+
+def test_consecutive_calls_match_pytorch(case, images):
+    name, _, program, (singles, _) = case
+    module = ptlite.Module(program)
+    arena = arena_of(module)
+    arena.buffer[...] = 0
+    for call in range(4):  # image 0, 1, 0, 1: each call reuses the buffers the one before wrote
+        i = call % 2
+        assert_close(module(images[i:i + 1].numpy()), singles[i], what=f"{name} planned, call {call + 1}", rtol=RTOL)
+    assert arena.buffer.any(), f"{name}: the calls did not run the planned steps (the arena was never written)"
+
+
+def test_arena_is_smaller_than_the_intermediates(case):
+    name, _, program, _ = case
+    plan = ptlite.Module(program).memory_plan()
+    assert plan is not None and plan.planned_values >= 20, f"{name}: {plan}"  # every convolution at least
+    stored = program.metadata[METADATA_KEY]["forward"]
+    assert (plan.arena_bytes, plan.intermediate_bytes) == (stored["arena_bytes"], stored["intermediate_bytes"])
+    assert plan.arena_bytes < plan.intermediate_bytes, f"{name}: {plan.describe()}"
+    assert plan.arena_bytes < plan.planned_bytes
+    print(f"{name}: {plan.describe()}")
+
+
+def test_input_buffer_round_trip(case, images):
+    name, _, program, (singles, _) = case
+    module = ptlite.Module(program)
+    arena = arena_of(module)
+    for call, i in enumerate([1, 0]):
+        buffer = module.input_buffer(module.input_specs[0].name)
+        assert buffer is module.input_buffer(0), f"{name}: a new input buffer for every request"
+        assert np.shares_memory(buffer, arena.buffer) and buffer.flags.c_contiguous
+        buffer[...] = images[i:i + 1].numpy()  # preprocessing would write here
+        assert_close(module(buffer), singles[i], what=f"{name} called on its input buffer ({call + 1})", rtol=RTOL)
+
+
+def test_calls_the_plan_is_not_for_run_unplanned(case, images):
+    name, _, program, (singles, batch) = case
+    module = ptlite.Module(program)
+    arena = arena_of(module)
+    arena.buffer[...] = 0
+    x = images[:1].numpy()
+    channels_last = np.ascontiguousarray(x.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
+    assert_close(module(channels_last), singles[0], what=f"{name} on a channels-last input", rtol=RTOL)
+    with arena.lock:  # another thread is running the planned steps
+        assert_close(module(x), singles[0], what=f"{name} while the arena is in use", rtol=RTOL)
+    compiled = CompiledGraph(program.forward, program)  # below Method's checks: a batch of 2 reaches the graph
+    compiled.arena.buffer[...] = 0
+    assert_close(compiled(images.numpy())[0], batch, what=f"{name} planned for batch 1, run on batch 2", rtol=RTOL)
+    assert not arena.buffer.any() and not compiled.arena.buffer.any(), f"{name}: an unplanned call used the arena"
+
+
+def test_dynamic_batch_is_not_planned_and_works(images):
+    model = zoo.mobilenet_v2()
+    program = ptlite.optimize_for_mobile(ptlite.capture(model, (images[:1],), method="script"))
+    module = ptlite.Module(program)
+    assert module.memory_plan() is None and METADATA_KEY not in program.metadata
+    with torch.inference_mode():
+        for n in (1, 2):
+            assert_close(module(images[:n].numpy()), model(images[:n]).numpy(), what=f"scripted, batch {n}",
+                         rtol=RTOL)
+
+
+def test_plan_survives_save_and_load(case, images, tmp_path, capsys):
+    name, _, program, (singles, _) = case
+    path = tmp_path / f"{name}.ptlite"
+    ptlite.save(program, path)
+    module = ptlite.load(path)
+    assert module.memory_plan() == ptlite.Module(program).memory_plan()
+    for i in (0, 1):
+        assert_close(module(images[i:i + 1].numpy()), singles[i], what=f"{name} loaded, image {i}", rtol=RTOL)
+    assert cli.main(["inspect", str(path)]) == 0
+    assert f"memory:     forward: {module.memory_plan().describe()}" in capsys.readouterr().out
+
+
+def test_optimizing_again_replans_or_drops_the_plan(case):
+    _, _, program, _ = case
+    again = ptlite.optimize_for_mobile(program)
+    assert again.metadata[METADATA_KEY] == program.metadata[METADATA_KEY]
+    unplanned = ptlite.optimize_for_mobile(program, optimization_blocklist={"MEMORY_PLAN"})
+    assert METADATA_KEY not in unplanned.metadata
+    assert not any(OUT_ATTR in node.attrs for node in unplanned.forward.walk())
+    assert ptlite.Module(unplanned).memory_plan() is None
+
+
+@pytest.mark.parametrize("tamper,problem", [
+    (lambda node, plan: node.attrs[OUT_ATTR].update(offset=plan["arena_bytes"]), "planned buffer .* outside the"),
+    (lambda node, plan: node.attrs[OUT_ATTR].update(offset=-64), "planned buffer has an invalid offset"),
+    (lambda node, plan: node.attrs[OUT_ATTR].update(dtype="object"), "planned buffer has an unknown dtype"),
+    (lambda node, plan: node.attrs[OUT_ATTR].update(shape=[1, -3]), "planned buffer has an invalid shape"),
+    (lambda node, plan: plan.update(arena_bytes=-1), "invalid arena_bytes"),
+    (lambda node, plan: plan.update(arena_bytes=plan["arena_bytes"] * 1000), "more than its buffers need"),
+], ids=["offset-past-arena", "negative-offset", "dtype", "shape", "negative-arena", "huge-arena"])
+def test_hostile_plan_is_refused(case, tmp_path, monkeypatch, tamper, problem):
+    name, _, program, _ = case
+    hostile = copy_program(program)
+    node = planned_nodes(hostile.forward)[3]
+    tamper(node, hostile.metadata[METADATA_KEY]["forward"])
+    with pytest.raises(FormatError, match=problem):
+        ptlite.Module(hostile)
+    monkeypatch.setattr("ptlite.format.writer.verify", lambda program: None)  # write it as a hostile tool would
+    path = tmp_path / "hostile.ptlite"
+    ptlite.save(hostile, path)
+    with pytest.raises(FormatError, match=problem) as error:
+        ptlite.load(path)
+    if problem.startswith("planned buffer"):
+        assert f"{node.op}" in str(error.value) and f"{node.output!r}" in str(error.value), \
+            f"the error does not name the node: {error.value}"
