@@ -83,14 +83,19 @@ def save(program: Program, path: str | os.PathLike) -> None:
 
 
 def load_program(path: str | os.PathLike) -> Program:
-    """Read a .ptlite file into a Program without preparing it to run."""
+    """Read a .ptlite file into a Program without preparing it to run. A PyTorch Mobile file (.ptl, recognised by
+    its content) is translated into the same IR, without torch and without running anything from it."""
+    from .format.ptl import read_ptl, sniff_file
     from .format.reader import read_program
 
+    if sniff_file(path) is not None:
+        return read_ptl(path)
     return read_program(path)
 
 
 def load(path: str | os.PathLike) -> Module:
-    """Load a .ptlite file, check that every operator it uses is available, and return a runnable Module."""
+    """Load a .ptlite (or PyTorch Mobile .ptl) file, check that every operator it uses is available, and return a
+    runnable Module."""
     return Module(load_program(path))
 
 

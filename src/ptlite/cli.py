@@ -1,6 +1,7 @@
 """The `ptlite` command line: convert a PyTorch model, run, benchmark, inspect and list the operators of a .ptlite file.
 
-Only `convert`, `demo` and `bench --compare` need torch; `run`, `bench`, `ops` and `inspect` work with NumPy alone.
+Only `convert` (except of a PyTorch Mobile .ptl file), `demo` and `bench --compare` need torch; `run`, `bench`, `ops`
+and `inspect` work with NumPy alone.
 Every error is reported as `ptlite: error: ...` with exit status 2, never a traceback
 (set PTLITE_DEBUG=1 to see one).
 """
@@ -91,7 +92,8 @@ def _image_size(text: str) -> tuple[int, int]:
 CONVERT_EPILOG = """\
 MODEL is 'module:function', a function or class called without arguments that returns an nn.Module (or
 a (module, example_inputs) tuple); the current directory is importable, and 'path/to/file.py:function'
-works too. MODEL can also be a file saved with torch.jit.save.
+works too. MODEL can also be a file saved with torch.jit.save, or a PyTorch Mobile .ptl file
+(_save_for_lite_interpreter), which is read without torch.
 
 example: ptlite convert torchvision.models:resnet18 --input-shape 1,3,224,224 -o resnet18.ptlite"""
 
@@ -121,8 +123,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _add_convert(commands: Any) -> None:
     convert = commands.add_parser(
-        "convert", help="capture a PyTorch model into a .ptlite file (needs torch)",
-        description=f"Capture a PyTorch model and save it as a .ptlite file. Needs torch ({TORCH_INSTALL}).",
+        "convert", help="capture a PyTorch model (or read a .ptl file) into a .ptlite file (needs torch, except .ptl)",
+        description=f"Capture a PyTorch model and save it as a .ptlite file. Needs torch ({TORCH_INSTALL}), "
+                    "except for a PyTorch Mobile .ptl file, which ptlite reads itself.",
         epilog=CONVERT_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     convert.add_argument("model", metavar="MODEL", help="'module:function' or a TorchScript file")
     convert.add_argument("-o", "--output", metavar="OUT",
@@ -389,6 +392,8 @@ def _default_output(model: str) -> str:
 
 
 def cmd_convert(args: argparse.Namespace) -> int:
+    if os.path.isfile(args.model) and _is_pytorch_mobile(args.model):
+        return _convert_pytorch_mobile(args)
     torch = _import_torch()
     example = _example_inputs(args.input_shape, args.input_dtype, torch)
     if os.path.isfile(args.model):
@@ -408,12 +413,38 @@ def cmd_convert(args: argparse.Namespace) -> int:
         warnings.filterwarnings("ignore", message=r".*torch\.jit\..*deprecated", category=FutureWarning)
         program = ptlite.capture(model, example, method=args.method, **options)
     captured_s = time.perf_counter() - start
+    return _optimize_and_save(program, args, f"captured {args.model} with "
+                              f"{program.metadata.get('capture', args.method)} in {captured_s:.1f} s")
+
+
+def _is_pytorch_mobile(path: str) -> bool:
+    from .format.ptl import is_pytorch_mobile
+
+    return is_pytorch_mobile(path)
+
+
+def _convert_pytorch_mobile(args: argparse.Namespace) -> int:
+    """A PyTorch Mobile .ptl file: translated by ptlite's own reader (no torch needed), optimized and saved."""
+    ignored = [flag for flag, given in (("--method", args.method != "auto"), ("--input-shape", args.input_shape),
+                                        ("--input-dtype", args.input_dtype), ("--dynamic-batch", args.dynamic_batch),
+                                        ("--preserve-method", args.preserve_method)) if given]
+    if ignored:
+        print(f"note: {', '.join(ignored)} ignored: {args.model} is a PyTorch Mobile file, read as it is (forward "
+              "and the public methods; ptlite.format.ptl.read_ptl(path, methods=[...]) reads others)", file=sys.stderr)
+    start = time.perf_counter()
+    program = ptlite.load_program(args.model)
+    read_s = time.perf_counter() - start
+    return _optimize_and_save(program, args, f"read {args.model} (PyTorch Mobile, bytecode version "
+                                             f"{program.metadata.get('bytecode_version')}) in {read_s:.1f} s")
+
+
+def _optimize_and_save(program: ptlite.Program, args: argparse.Namespace, headline: str) -> int:
     if not args.no_optimize:
         program = ptlite.optimize_for_mobile(program)
     output = args.output or _default_output(args.model)
     ptlite.save(program, output)
     weight_bytes = sum(np.asarray(w).nbytes for w in program.weights.values())
-    print(f"captured {args.model} with {program.metadata.get('capture', args.method)} in {captured_s:.1f} s")
+    print(headline)
     if not args.no_optimize:
         print(f"optimized: {', '.join(program.metadata.get('passes', [])) or 'nothing to change'}")
     for name, graph in program.methods.items():
@@ -777,6 +808,11 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     for op, n in sorted(counts.items(), key=lambda item: (-item[1], item[0])):
         print(f"  {op:<{width}}  {n}")
     _print_weights(program)
+    from .ir.memory_plan import summary
+
+    for graph in program.methods.values():
+        plan = summary(program, graph.name)
+        print(f"memory:     {graph.name}: {plan.describe() if plan else 'no memory plan (new arrays every call)'}")
     from .runtime.interpreter import missing_operators
 
     missing = missing_operators(program)

@@ -1,0 +1,149 @@
+"""The zip container of a PyTorch Mobile .ptl file: records by name, checked sizes, storages mapped without copying.
+
+`PyTorchStreamWriter` names every record `<archive>/<record>` and stores tensor data uncompressed and 64-byte
+aligned, so a stored record is exposed as a read-only NumPy view of the memory-mapped file; other records are read
+(and CRC-checked) by `zipfile`. Every size and offset is checked against the file before use.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import struct
+import zipfile
+
+import numpy as np
+
+from ptlite.errors import FormatError
+
+ZIP_MAGIC = b"PK\x03\x04"
+FLATBUFFER_MAGIC = b"PTMF"  # the flatbuffers file identifier, at bytes 4-7
+
+MAX_PICKLE_BYTES = 1 << 30  # a pickle record larger than this is refused before it is read
+_LOCAL_HEADER = struct.Struct("<4sHHHHHIIIHH")  # signature ... name length, extra length (30 bytes)
+
+
+class Archive:
+    """An open .ptl zip: `read(name)` for small records, `array(name, dtype, count)` for storages."""
+
+    def __init__(self, path: str | os.PathLike) -> None:
+        self.path = os.fspath(path)
+        with open(self.path, "rb") as f:
+            self.size = os.fstat(f.fileno()).st_size
+            if self.size < len(ZIP_MAGIC):
+                raise FormatError(f"{self.path}: file is {self.size} bytes, too short for a PyTorch Mobile file")
+            self._map = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        try:
+            self._zip = zipfile.ZipFile(self.path)
+        except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, ValueError, EOFError, struct.error,
+                NotImplementedError, RuntimeError) as exc:  # anything zipfile says about a damaged directory
+            raise FormatError(f"{self.path}: not a readable zip archive ({exc}); the file is truncated or "
+                              "corrupt") from None
+        self.prefix, self.records = self._index()
+
+    def _index(self) -> tuple[str, dict[str, zipfile.ZipInfo]]:
+        infos = self._zip.infolist()
+        if not infos:
+            raise FormatError(f"{self.path}: the zip archive is empty")
+        prefix = infos[0].filename.split("/", 1)[0]
+        records: dict[str, zipfile.ZipInfo] = {}
+        for info in infos:
+            archive, slash, name = info.filename.partition("/")
+            if archive != prefix or not slash or not name:
+                raise FormatError(f"{self.path}: record {info.filename!r} is not under the archive folder "
+                                  f"{prefix!r}/; not a file PyTorch wrote")
+            if name in records:
+                raise FormatError(f"{self.path}: record {info.filename!r} appears twice")
+            if info.flag_bits & 0x1:
+                raise FormatError(f"{self.path}: record {info.filename!r} is encrypted")
+            if info.header_offset + info.compress_size > self.size:
+                raise FormatError(f"{self.path}: record {info.filename!r} lies outside the {self.size}-byte file; "
+                                  "the file is truncated")
+            records[name] = info
+        return prefix, records
+
+    def close(self) -> None:
+        """Close the zip reader; arrays already returned keep the file mapped."""
+        self._zip.close()
+
+    def __enter__(self) -> Archive:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def has(self, name: str) -> bool:
+        return name in self.records
+
+    def names(self) -> list[str]:
+        return list(self.records)
+
+    def read(self, name: str, limit: int = MAX_PICKLE_BYTES) -> bytes:
+        """The bytes of record `name` (decompressed and CRC-checked)."""
+        info = self._info(name)
+        if info.file_size > limit:
+            raise FormatError(f"{self.path}: record {name!r} is {info.file_size} bytes, more than the "
+                              f"{limit} this reader accepts")
+        try:
+            data = self._zip.read(info)
+        except (zipfile.BadZipFile, OSError, ValueError, EOFError, NotImplementedError, RuntimeError,
+                struct.error) as exc:
+            raise FormatError(f"{self.path}: cannot read record {name!r} ({type(exc).__name__}: {exc}); the file "
+                              "is corrupt") from None
+        except Exception as exc:  # zlib.error and friends: any failure to decode is a corrupt file
+            raise FormatError(f"{self.path}: cannot read record {name!r} ({type(exc).__name__}: {exc}); the file "
+                              "is corrupt") from None
+        if len(data) != info.file_size:
+            raise FormatError(f"{self.path}: record {name!r} holds {len(data)} bytes, its header says "
+                              f"{info.file_size}")
+        return data
+
+    def record_size(self, name: str) -> int:
+        return self._info(name).file_size
+
+    def array(self, name: str, dtype: np.dtype, count: int) -> np.ndarray:
+        """Record `name` as a read-only 1-D array of `count` elements of `dtype`; the record must hold exactly
+        that many bytes. Stored records are views of the mapped file (no copy)."""
+        info = self._info(name)
+        nbytes = count * dtype.itemsize
+        if info.file_size != nbytes:
+            raise FormatError(f"{self.path}: storage record {name!r} holds {info.file_size} bytes, but the pickle "
+                              f"declares {count} elements of {dtype.name} ({nbytes} bytes); the file is corrupt")
+        if info.compress_type == zipfile.ZIP_STORED and info.compress_size == info.file_size:
+            offset = self._data_offset(info)
+            return np.frombuffer(self._map, dtype=dtype, count=count, offset=offset)
+        return np.frombuffer(self.read(name, limit=max(nbytes, 1)), dtype=dtype, count=count)
+
+    def _info(self, name: str) -> zipfile.ZipInfo:
+        try:
+            return self.records[name]
+        except KeyError:
+            raise FormatError(f"{self.path}: record {name!r} is missing from the archive") from None
+
+    def _data_offset(self, info: zipfile.ZipInfo) -> int:
+        """Where a record's bytes start: after its local header, whose name must match the central directory."""
+        start = info.header_offset
+        if start + _LOCAL_HEADER.size > self.size:
+            raise FormatError(f"{self.path}: local header of {info.filename!r} lies outside the file")
+        fields = _LOCAL_HEADER.unpack_from(self._map, start)
+        if fields[0] != ZIP_MAGIC:
+            raise FormatError(f"{self.path}: bad local header for record {info.filename!r}; the file is corrupt")
+        name_len, extra_len = fields[9], fields[10]
+        name = bytes(self._map[start + 30:start + 30 + name_len])
+        if name != info.orig_filename.encode("utf-8", "surrogateescape") and name.decode("cp437") != info.filename:
+            raise FormatError(f"{self.path}: local header names {name[:60]!r}, the directory "
+                              f"{info.filename!r}; the file is corrupt")
+        offset = start + 30 + name_len + extra_len
+        if offset + info.file_size > self.size:
+            raise FormatError(f"{self.path}: record {info.filename!r} ({info.file_size} bytes at offset {offset}) "
+                              f"lies outside the {self.size}-byte file; the file is truncated")
+        return offset
+
+
+def sniff(head: bytes) -> str | None:
+    """'zip' or 'flatbuffer' when the first 8 bytes of a file look like a PyTorch Mobile file, else None."""
+    if head[4:8] == FLATBUFFER_MAGIC:
+        return "flatbuffer"
+    if head[:4] == ZIP_MAGIC:
+        return "zip"
+    return None

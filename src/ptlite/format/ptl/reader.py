@@ -1,0 +1,172 @@
+"""Read a PyTorch Mobile .ptl file (zip, bytecode versions 4 to 8) into a ptlite Program, without torch and without
+running anything from the file: restricted unpickling, then translation of each method's bytecode into the IR."""
+
+from __future__ import annotations
+
+import gc
+import os
+import zipfile
+from collections.abc import Sequence
+from typing import Any
+
+from ptlite.errors import FormatError, UnsupportedOperatorError
+from ptlite.ir import registry
+from ptlite.ir.graph import Program
+from ptlite.ir.verifier import verify_graph
+
+from .bytecode import Function, parse_bytecode
+from .container import Archive, sniff
+from .flatbuffer import read_flatbuffer
+from .translate import Translator
+from .unpickler import ClassTable, ScriptObject, StorageSource, unpickle
+
+_HIDDEN_METHODS = ("__setstate__", "__getstate__")
+
+
+def sniff_file(path: str | os.PathLike) -> str | None:
+    """'zip' or 'flatbuffer' when the file's content looks like a PyTorch Mobile file, else None."""
+    with open(path, "rb") as f:
+        return sniff(f.read(8))
+
+
+def is_pytorch_mobile(path: str | os.PathLike) -> bool:
+    """Whether the file is a PyTorch Mobile file: a flatbuffer, or a zip archive holding bytecode.pkl (a file
+    saved with torch.jit.save is a zip archive too, without it)."""
+    kind = sniff_file(path)
+    if kind != "zip":
+        return kind == "flatbuffer"
+    try:
+        with zipfile.ZipFile(path) as archive:
+            return any(n.split("/", 1)[-1] == "bytecode.pkl" for n in archive.namelist())
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError, NotImplementedError, RuntimeError):
+        return False
+
+
+def read_ptl(path: str | os.PathLike, methods: Sequence[str] | None = None) -> Program:
+    """Translate a .ptl file into a Program whose methods are the root module's methods, forward first.
+
+    methods: the names of the methods to translate; by default forward and the other public methods (those
+    exported with @torch.jit.export). Methods whose name starts with '_' are helpers that the file keeps because
+    a method calls them (torchvision's `_forward_impl`, which forward already inlines); name them to get them.
+    """
+    name = os.fspath(path)
+    kind = sniff_file(path)
+    if kind == "flatbuffer":
+        version, operator_version, functions, root = read_flatbuffer(name)
+    elif kind == "zip":
+        version, operator_version, functions, root = _read_zip(name)
+    else:
+        raise FormatError(f"{name}: not a PyTorch Mobile file (neither a zip archive nor a flatbuffer)")
+    if not isinstance(root, ScriptObject):
+        raise FormatError(f"{name}: the file's state is not a TorchScript module object")
+    _check_objects(root, functions, name)
+    program = Program(metadata={"capture": "pytorch-mobile", "bytecode_version": version,
+                                "operator_version": operator_version})
+    enabled = gc.isenabled()
+    gc.disable()  # thousands of new IR objects, no garbage: collections would cost time and free nothing
+    try:
+        _translate(program, _root_methods(functions, root, methods, name), functions, root, operator_version, name)
+    finally:
+        if enabled:
+            gc.enable()
+    return program
+
+
+def _read_zip(name: str) -> tuple[int, int, dict[str, Function], Any]:
+    """(bytecode version, operator version, functions, root object) of the zip variant."""
+    with Archive(name) as archive:
+        if not archive.has("bytecode.pkl"):
+            raise FormatError(f"{name}: a zip archive without bytecode.pkl, so not a PyTorch Mobile file (a file "
+                              "saved with torch.jit.save needs torch: convert it with 'ptlite convert')")
+        big_endian = archive.has("byteorder") and archive.read("byteorder", limit=16).strip() == b"big"
+        operator_version = _operator_version(archive, name)
+        classes = ClassTable()
+        folder = "bytecode" if any(n.startswith("bytecode/") for n in archive.names()) else "constants"
+        code = unpickle(archive.read("bytecode.pkl"), f"{name}: bytecode.pkl",
+                        StorageSource(archive, folder, big_endian), classes)
+        version, functions = parse_bytecode(code, name)
+        root = unpickle(archive.read("data.pkl"), f"{name}: data.pkl", StorageSource(archive, "data", big_endian),
+                        classes)
+    return version, operator_version, functions, root
+
+
+def _operator_version(archive: Archive, name: str) -> int:
+    record = ".data/version" if archive.has(".data/version") else "version"
+    text = archive.read(record, limit=32).strip()
+    if not text.isdigit():
+        raise FormatError(f"{name}: record {record} holds {text[:20]!r}, not a version number")
+    return int(text)
+
+
+def _check_objects(root: ScriptObject, functions: dict[str, Function], name: str) -> None:
+    """Every object must be an attribute holder: classes restoring themselves with __setstate__ are not run."""
+    for obj in _all_objects(root):
+        if f"{obj.qualname}.__setstate__" in functions:
+            raise UnsupportedOperatorError(f"{name}: class {obj.qualname} restores its state with a TorchScript "
+                                           "__setstate__, which ptlite does not run yet")
+        if not isinstance(obj.state, dict):
+            raise FormatError(f"{name}: object of class {obj.qualname} has no attribute dictionary")
+
+
+def _all_objects(root: ScriptObject) -> list[ScriptObject]:
+    found, queue, seen = [], [root], set()
+    while queue:
+        obj = queue.pop()
+        if id(obj) not in seen:
+            seen.add(id(obj))
+            found.append(obj)
+            queue.extend(v for v in obj.slots if isinstance(v, ScriptObject))
+    return found
+
+
+def _root_methods(functions: dict[str, Function], root: ScriptObject, wanted: Sequence[str] | None, name: str
+                  ) -> list[Function]:
+    available = {f.name: f for f in functions.values()
+                 if f.class_name == root.qualname and f.name not in _HIDDEN_METHODS}
+    if wanted is None:
+        wanted = [m for m in available if not m.startswith("_")]
+    unknown = [m for m in wanted if m not in available]
+    if unknown:
+        raise ValueError(f"{name}: no method {', '.join(unknown)}; the file has {', '.join(available) or 'none'}")
+    return sorted((available[m] for m in dict.fromkeys(wanted)), key=lambda f: f.name != "forward")
+
+
+def _translate(program: Program, methods: list[Function], functions: dict[str, Function], root: ScriptObject,
+               operator_version: int, name: str) -> None:
+    missing_anywhere = _missing_operators(functions)
+    translator = Translator(functions, root, program, operator_version, lenient=bool(missing_anywhere))
+    try:
+        for fn in methods:
+            program.methods[fn.name] = translator.method(fn)
+    except (FormatError, UnsupportedOperatorError) as exc:
+        if missing_anywhere:  # a placeholder for a missing operator may have derailed the translation
+            tail = f"\n(translation stopped: {exc})"
+            raise UnsupportedOperatorError(_missing_message(name, missing_anywhere, tail)) from None
+        raise
+    if translator.missing:
+        raise UnsupportedOperatorError(_missing_message(name, translator.missing, ""))
+    if not program.methods:
+        raise FormatError(f"{name}: the file has no public methods of its root class {root.qualname}")
+    problems = [f"{g.name}: {p}" for g in program.methods.values()
+                for p in verify_graph(g, program, check_operators=False)]
+    if problems:
+        raise FormatError(f"{name}: the translated program is invalid:\n  " + "\n  ".join(problems[:20]))
+
+
+def _missing_operators(functions: dict[str, Function]) -> dict[str, list[str]]:
+    missing: dict[str, list[str]] = {}
+    for fn in functions.values():
+        for op in fn.operators:
+            if registry.lookup(op.key) is None:
+                missing.setdefault(op.key, []).append(fn.qualname)
+    return missing
+
+
+def _missing_message(name: str, missing: dict[str, Any], tail: str) -> str:
+    lines = []
+    for op, where in sorted(missing.items()):
+        places = list(dict.fromkeys(where))
+        more = f" and {len(places) - 3} more" if len(places) > 3 else ""
+        lines.append(f"  {op}  (used in {', '.join(places[:3])}{more})")
+    return (f"{name}: the model uses {len(missing)} operator(s) that this ptlite cannot run:\n" + "\n".join(lines)
+            + "\nUpgrade ptlite, or change the model to avoid these operators." + tail)
