@@ -5,6 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from ptlite.runtime.kernels import _parallel
+
+# ptlite's own kernel threads are off by default (see _parallel); the tests run them on 2 threads so that the
+# multi-threaded code paths are checked too.
+_parallel.set_num_threads(2)
+
 
 def assert_close(actual, expected, *, what: str, rtol: float = 1e-4) -> None:
     """max |actual - expected| <= rtol * max(|expected|), with a message naming what was compared."""

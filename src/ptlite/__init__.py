@@ -110,11 +110,13 @@ _STRUCTURAL_OPS = frozenset({"prim::Constant", "prim::If", "prim::Loop"})
 
 
 def set_num_threads(n: int) -> None:
-    """Use n threads: in ptlite's own multi-threaded kernels and, through threadpoolctl when it is installed, in
-    the BLAS library NumPy uses for matrix products. The default is the machine's core count."""
-    from .runtime.kernels import _parallel
-
-    _parallel.set_num_threads(n)
+    """Use n threads for matrix products (the BLAS library NumPy uses, through threadpoolctl when it is installed;
+    without it, set OPENBLAS_NUM_THREADS before starting Python). The default is the machine's core count.
+    ptlite's other kernels run on the calling thread (see ptlite.runtime.kernels._parallel for why)."""
+    global _num_threads
+    if int(n) < 1:
+        raise ValueError(f"number of threads must be at least 1, got {n}")
+    _num_threads = int(n)
     try:
         from threadpoolctl import threadpool_limits
     except ImportError:
@@ -122,8 +124,9 @@ def set_num_threads(n: int) -> None:
     threadpool_limits(limits=int(n), user_api="blas")
 
 
-def get_num_threads() -> int:
-    """Threads ptlite's own kernels use."""
-    from .runtime.kernels import _parallel
+_num_threads = max(1, os.cpu_count() or 1)
 
-    return _parallel.num_threads()
+
+def get_num_threads() -> int:
+    """Threads for matrix products, as last set by set_num_threads (default: the machine's core count)."""
+    return _num_threads
