@@ -149,3 +149,14 @@ def test_hostile_plan_is_refused(case, tmp_path, monkeypatch, tamper, problem):
     if problem.startswith("planned buffer"):
         assert f"{node.op}" in str(error.value) and f"{node.output!r}" in str(error.value), \
             f"the error does not name the node: {error.value}"
+
+
+def test_profile_counts_each_node_once(case, images):
+    from ptlite.runtime.profile import profile
+
+    name, _, program, _ = case
+    module = ptlite.Module(program)
+    assert module.memory_plan() is not None  # a method compiled with and without its plan
+    prof = profile(module, (images[:1].numpy(),), runs=1, warmup=0)
+    operators = [n for n in program.forward.walk() if n.op not in ("prim::Constant", "prim::If", "prim::Loop")]
+    assert len(prof.nodes) == len(operators), f"{name}: {len(prof.nodes)} profiled nodes, {len(operators)} operators"
