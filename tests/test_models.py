@@ -17,6 +17,7 @@ import ptlite
 RTOL = 1e-4
 
 _programs: dict[tuple, ptlite.Module] = {}
+_captured: dict[tuple, ptlite.Program] = {}
 _models: dict[str, torch.nn.Module] = {}
 
 
@@ -31,6 +32,7 @@ def _load(name: str, method: str, example: tuple, tmp_path_factory, **kwargs) ->
     if key not in _programs:
         kwargs.pop("tag", None)
         program = ptlite.capture(_model(name), example, method=method, **kwargs)
+        _captured[key] = program
         path = tmp_path_factory.mktemp(name) / f"{name}.{method}.ptlite"
         ptlite.save(program, path)
         _programs[key] = ptlite.load(path)
@@ -95,6 +97,24 @@ def test_matches_torch(name, method, tmp_path_factory):
         _compare(name, method, module, four)
         if method == "script" and len(case.sizes) > 1:
             _compare(name, f"{method}, size {case.sizes[1]}", module, case.inputs(1, case.sizes[1]))
+
+
+@pytest.mark.parametrize("name,method", list(_params()))
+def test_optimized_matches_torch(name, method, tmp_path_factory):
+    """What `ptlite convert` writes (optimize_for_mobile: folded, prepacked, fused, memory-planned) matches too."""
+    case = CASES[name]
+    size = case.sizes[0] or None
+    one, four = case.inputs(1, size), case.inputs(4, size)
+    _load(name, method, one, tmp_path_factory)  # captures (once per session) and checks the capture loads
+    program = ptlite.optimize_for_mobile(_captured[(name, method, ())])
+    path = tmp_path_factory.mktemp(name) / f"{name}.{method}.optimized.ptlite"
+    ptlite.save(program, path)
+    module = ptlite.load(path)
+    what = f"{method}, optimized ({', '.join(program.metadata['passes'])})"
+    _compare(name, what, module, one)
+    _compare(name, what, module, one)  # a second call: the memory plan's buffers are reused
+    if method != "export":
+        _compare(name, what, module, four)
 
 
 def test_decision_gate_script_follows_both_branches():
