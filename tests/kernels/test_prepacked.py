@@ -35,6 +35,9 @@ CASES = [
     ((1, 5, 14, 14), (6, 3, 3), 1, 4, 4, 1),         # dilated (ASPP-like)
     ((1, 4, 10, 12), (6, 1, 7), (1, 2), (0, 3), 1, 1),  # rectangular kernel, per-axis stride
     ((1, 4, 6, 6), (3, 2, 2), 3, 0, 1, 1),           # stride > kernel
+    ((1, 8, 9, 9), (6, 3, 3), 1, 6, 6, 1),           # atrous, most taps in the padding: one GEMM per tap
+    ((2, 8, 7, 7), (4, 3, 3), 1, 12, 12, 1),         # atrous, only the centre tap reaches the image (ASPP)
+    ((1, 8, 11, 9), (4, 3, 3), 2, 6, 6, 1),          # atrous and strided, per-tap path
 ]
 
 ACTIVATIONS = [("none", [], lambda t: t), ("relu", [], F.relu), ("clamp", [0.0, 6.0], F.relu6),
@@ -137,3 +140,17 @@ def test_add_relu_keeps_channels_last(rng):
 def test_add_relu_in_place_matches_torch(rng):
     a, b = randn(rng, 2, 3, 4, 5), randn(rng, 3, 1, 5)
     check("aten::_add_relu_.Tensor", a, b, 2)
+
+
+def test_atrous_convolution_on_a_small_map_runs_per_tap(rng, monkeypatch):
+    from ptlite.runtime.kernels import prepacked
+
+    calls = []
+    real = prepacked._conv_by_taps
+    monkeypatch.setattr(prepacked, "_conv_by_taps", lambda *a: calls.append(len(a[2])) or real(*a))
+    x, w = randn(rng, 1, 16, 14, 14), randn(rng, 8, 16, 3, 3)
+    compare("ptlite::conv2d_prepacked dilation 24 on 14x14", prepacked_conv(x, w, None, 1, 24, 24, 1),
+            torch_conv(x, w, None, 1, 24, 24, 1))
+    assert calls == [1], "DeepLab's ASPP case: only the centre tap reaches the image, one GEMM"
+    prepacked_conv(randn(rng, 1, 16, 14, 14), w, None, 1, 1, 1, 1)
+    assert calls == [1], "an ordinary 3x3 convolution keeps im2col"

@@ -126,11 +126,53 @@ def _conv_gemm(xh, weight, pads, kernel_hw, stride, dilation, out_hw, out2):
             xh = xh[:, ::sh, ::sw]
         cols = np.ascontiguousarray(xh[:, :ho, :wo]).reshape(n * ho * wo, c)
     else:
+        taps = _dense_taps(xh.shape, pads, kernel_hw, stride, dilation, out_hw)
+        if sum((r1 - r0) * (q1 - q0) for *_, r0, r1, q0, q1 in taps) < _SPARSE_TAPS * kh * kw * ho * wo:
+            _conv_by_taps(xh, weight, taps, stride, out_hw, out2)
+            return
         xp = _padded(xh, *pads)
         cols = np.empty((n, ho, wo, kh, kw, c), dtype=xh.dtype)
         np.copyto(cols, _patches(xp, kernel_hw, stride, dilation, out_hw))
         cols = cols.reshape(n * ho * wo, kh * kw * c)
     np.matmul(cols, weight, out=out2)
+
+
+# Below this fraction of (tap, output pixel) pairs that read the image rather than padding, a dense convolution
+# runs one GEMM per tap over the pixels it reaches instead of im2col over all: atrous convolutions on small
+# feature maps (DeepLab's ASPP, dilation 12-36 on 14x14) have most of their taps in the padding.
+_SPARSE_TAPS = 0.5
+
+
+def _dense_taps(shape, pads, kernel_hw, stride, dilation, out_hw):
+    """For each kernel tap: (tap index, first input row, first input col, output rows [r0, r1), cols [q0, q1))
+    where the tap reads inside the (unpadded) image; taps that only read padding are left out."""
+    _, h, w, _ = shape
+    (kh, kw), (sh, sw), (dh, dw), (ho, wo) = kernel_hw, stride, dilation, out_hw
+    top, _, left, _ = pads
+    taps = []
+    for i in range(kh):
+        y_off = i * dh - top
+        r0, r1 = _tap_range(ho, h, y_off, sh)
+        for j in range(kw):
+            x_off = j * dw - left
+            q0, q1 = _tap_range(wo, w, x_off, sw)
+            if r0 < r1 and q0 < q1:
+                taps.append((i * kw + j, y_off + sh * r0, x_off + sw * q0, r0, r1, q0, q1))
+    return taps
+
+
+def _conv_by_taps(xh, weight, taps, stride, out_hw, out2):
+    """out (N, Ho, Wo, O) = sum over taps of (the pixels the tap reaches) @ (its (C, O) block of the weight)."""
+    n, _, _, c = xh.shape
+    (sh, sw), (ho, wo) = stride, out_hw
+    out = out2.reshape(n, ho, wo, -1)
+    out[...] = 0
+    for t, y0, x0, r0, r1, q0, q1 in taps:
+        rows, cols = r1 - r0, q1 - q0
+        src = xh[:, y0:y0 + sh * (rows - 1) + 1:sh, x0:x0 + sw * (cols - 1) + 1:sw]
+        part = np.matmul(np.ascontiguousarray(src).reshape(n * rows * cols, c), weight[t * c:(t + 1) * c])
+        region = out[:, r0:r1, q0:q1]
+        np.add(region, part.reshape(region.shape), out=region)
 
 
 def _conv_grouped(xh, weight, pads, kernel_hw, stride, dilation, out_hw, out2, groups):
