@@ -42,7 +42,7 @@ CASES = [
 
 ACTIVATIONS = [("none", [], lambda t: t), ("relu", [], F.relu), ("clamp", [0.0, 6.0], F.relu6),
                ("clamp", [-1.0, 1.0], F.hardtanh), ("clamp", [-0.5, float("inf")], lambda t: t.clamp(min=-0.5)),
-               ("hardswish", [], F.hardswish)]
+               ("hardswish", [], F.hardswish), ("silu", [], F.silu)]
 
 
 def pair(v):
@@ -89,12 +89,13 @@ def test_conv2d_prepacked_fused_activation(activation, args, torch_fn, case, rng
 
 
 def test_conv2d_prepacked_large_image_uses_threads_correctly(rng):
-    # big enough for the row split across threads in every path
+    # big enough for the row split across threads, and activations in pieces, in every path
     for groups, o in ((1, 24), (32, 32)):
         x, w, b = randn(rng, 1, 32, 64, 64), randn(rng, o, 32 // groups, 3, 3), randn(rng, o)
-        ours = prepacked_conv(x, w, b, 1, 1, 1, groups, "clamp", [0.0, 6.0])
-        compare(f"ptlite::conv2d_prepacked 64x64 groups={groups}", ours,
-                F.relu6(torch_conv(x, w, b, 1, 1, 1, groups)))
+        for activation, fn in (("clamp", F.relu6), ("silu", F.silu), ("hardswish", F.hardswish)):
+            ours = prepacked_conv(x, w, b, 1, 1, 1, groups, activation, [0.0, 6.0] if activation == "clamp" else [])
+            compare(f"ptlite::conv2d_prepacked 64x64 groups={groups} + {activation}", ours,
+                    fn(torch_conv(x, w, b, 1, 1, 1, groups)))
 
 
 def test_conv2d_prepacked_unbatched(rng):

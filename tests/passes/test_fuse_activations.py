@@ -1,4 +1,4 @@
-"""fuse_activations folds relu / relu6 / hardtanh / clamp / hardswish into the prepacked convolution or linear
+"""fuse_activations folds relu / relu6 / hardtanh / clamp / hardswish / silu into the prepacked convolution or linear
 layer feeding them, and leaves activations alone when the producer's output has other users."""
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ CASES = [
     (("aten::clamp", 0.5, None), "clamp", [0.5, math.inf]),
     (("aten::clamp", None, 1), "clamp", [-math.inf, 1.0]),
     (("aten::hardswish",), "hardswish", []),
+    (("aten::silu_",), "silu", []),
 ]
 
 

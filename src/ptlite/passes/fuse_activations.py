@@ -4,7 +4,7 @@ applies it to each block of its output while the block is still in cache, instea
     y = ptlite::conv2d_prepacked(x, W, b, ..., "none", []);  z = aten::relu6(y)
  -> z = ptlite::conv2d_prepacked(x, W, b, ..., "clamp", [0.0, 6.0])
 
-Fused: relu, relu6, hardtanh, clamp (constant bounds; a None bound is infinite) and hardswish, and their in-place
+Fused: relu, relu6, hardtanh, clamp (constant bounds; a None bound is infinite), hardswish and silu, and their in-place
 forms, when the activation is the producer's only user. Runs after INSERT_FOLD_PREPACK_OPS.
 """
 
@@ -29,6 +29,8 @@ def fused_activation(node: Node) -> tuple[str, list[float]] | None:
         return "clamp", [0.0, 6.0]
     if op == "aten::hardswish":
         return "hardswish", []
+    if op == "aten::silu":
+        return "silu", []
     if op in ("aten::hardtanh", "aten::clamp"):
         bounds = [_bound(v, default) for v, default in zip(node.inputs[1:3], (-math.inf, math.inf))]
         if len(node.inputs) != 3 or any(b is None for b in bounds) or bounds[0] > bounds[1]:

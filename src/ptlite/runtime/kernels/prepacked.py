@@ -27,7 +27,7 @@ from ptlite.ir.registry import kernel
 from ._layout import fits_out, from_nhwc, nhwc_view, to_nhwc
 from ._parallel import parallel_for
 
-ACTIVATIONS = ("none", "relu", "clamp", "hardswish")
+ACTIVATIONS = ("none", "relu", "clamp", "hardswish", "silu")
 
 # Elements per piece of work: below this a kernel runs on one thread, and bias + activation run over output
 # blocks of about this size while they are in cache.
@@ -51,13 +51,39 @@ def apply_activation(out: np.ndarray, activation: str, args: Sequence[float]) ->
     elif activation == "clamp":
         lo, hi = args
         np.clip(out, out.dtype.type(lo), out.dtype.type(hi), out=out)
-    elif activation == "hardswish":  # x * relu6(x + 3) / 6
-        t = out + out.dtype.type(3)
-        np.clip(t, 0, 6, out=t)
-        np.multiply(out, t, out=out)
-        np.multiply(out, out.dtype.type(1 / 6), out=out)
+    elif activation in ("hardswish", "silu"):
+        # in cache-sized pieces, with one scratch buffer: a whole-output temporary would cost a pass over memory
+        flat = out.reshape(-1) if out.flags.c_contiguous else None
+        if flat is None or flat.size <= _BLOCK:
+            _SMOOTH[activation](out, np.empty_like(out))
+            return
+        scratch = np.empty(_BLOCK, dtype=out.dtype)
+        for a in range(0, flat.size, _BLOCK):
+            piece = flat[a:a + _BLOCK]
+            _SMOOTH[activation](piece, scratch[:piece.size])
     else:
         check_activation(activation, args)
+
+
+def _hardswish(x: np.ndarray, t: np.ndarray) -> None:
+    """x = x * relu6(x + 3) / 6 in place; t: scratch of x's shape."""
+    np.add(x, x.dtype.type(3), out=t)
+    np.clip(t, x.dtype.type(0), x.dtype.type(6), out=t)
+    np.multiply(x, t, out=x)
+    np.multiply(x, x.dtype.type(1 / 6), out=x)
+
+
+def _silu(x: np.ndarray, t: np.ndarray) -> None:
+    """x = x / (1 + exp(-x)) in place (exp overflow for very negative x gives the right limit, -0)."""
+    np.negative(x, out=t)
+    with np.errstate(over="ignore"):
+        np.exp(t, out=t)
+    np.add(t, x.dtype.type(1), out=t)
+    with np.errstate(invalid="ignore"):
+        np.divide(x, t, out=x)
+
+
+_SMOOTH = {"hardswish": _hardswish, "silu": _silu}
 
 
 def _finish_rows(out2: np.ndarray, bias: np.ndarray | None, activation: str, args: Sequence[float]) -> None:
