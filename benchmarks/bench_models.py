@@ -8,7 +8,8 @@ captured, and after ptlite.optimize_for_mobile, which is what `ptlite convert` w
 PyTorch's lite interpreter (torch.jit.script, or torch.jit.trace where scripting fails, then
 _save_for_lite_interpreter) and an .onnx file (torch.onnx.export with dynamo=False, or dynamo=True where that
 fails). Then, one at a time, a fresh process per runtime times batch 1 with 2 threads, warm-up runs first: eager
-PyTorch (inference_mode), the lite interpreter, ONNX Runtime (default SessionOptions but intra_op_num_threads=2,
+PyTorch (inference_mode), the lite interpreter, ptlite on that same .ptl file (read by ptlite.load),
+ONNX Runtime (default SessionOptions but intra_op_num_threads=2,
 CPUExecutionProvider), ptlite on the captured file and ptlite on the optimized file (ptlite's processes never
 import torch). Each process also reports its peak RSS (VmHWM); ptlite's report the time of the `ptlite.load`
 call alone. This is repeated for --rounds rounds (a virtual machine's speed drifts; interleaving keeps the
@@ -64,12 +65,13 @@ DEFAULT_MODELS = ("mobilenet_v2", "mobilenet_v3_large", "resnet18", "resnet50", 
 RUNTIMES = {
     "torch": ("eager PyTorch", ".npz"),
     "lite": ("lite interpreter", ".ptl"),
+    "legacy": ("ptlite .ptl", ".ptl"),  # ptlite.load on the lite interpreter's file
     "ort": ("ONNX Runtime", ".onnx"),
     "captured": ("ptlite captured", ".ptlite"),
     "optimized": ("ptlite optimized", ".opt.ptlite"),
 }
 # how a file is usually made; a cell notes it only when it was made another way
-USUAL_NOTE = {"lite": "script", "ort": "dynamo=False"}
+USUAL_NOTE = {"lite": "script", "legacy": "script", "ort": "dynamo=False"}
 THREADS = 2
 
 
@@ -147,6 +149,7 @@ def prepare(name: str, method: str, base: str) -> dict:
             status[runtime] = {"note": step()}
         except Exception as exc:
             status[runtime] = {"error": short_error(exc)}
+    status["legacy"] = status["lite"]  # the same .ptl file
     return {"status": status, "torch": torch.__version__}
 
 
@@ -256,6 +259,7 @@ def time_ptlite(name: str, base: str, warmup: int, runs: int, suffix: str) -> di
 CHILDREN: dict[str, Callable[..., dict]] = {
     "torch": time_torch,
     "lite": time_lite,
+    "legacy": lambda *a: time_ptlite(*a, RUNTIMES["legacy"][1]),
     "ort": time_ort,
     "captured": lambda *a: time_ptlite(*a, RUNTIMES["captured"][1]),
     "optimized": lambda *a: time_ptlite(*a, RUNTIMES["optimized"][1]),
@@ -371,7 +375,8 @@ def optional(value: float | None, fmt: str) -> str:
 
 def table(rows: list[dict]) -> list[str]:
     """The Markdown table, one row per model."""
-    head = ["model", "eager PyTorch (ms)", "lite interpreter (ms)", "ONNX Runtime (ms)", "ptlite captured (ms)",
+    head = ["model", "eager PyTorch (ms)", "lite interpreter (ms)", "ptlite .ptl (ms)", "ONNX Runtime (ms)",
+            "ptlite captured (ms)",
             "ptlite optimized (ms)", "optimized / PyTorch", "optimized / ORT", "load (ms)",
             "peak RSS PyTorch (MB)", "peak RSS lite (MB)", "peak RSS ORT (MB)", "peak RSS ptlite optimized (MB)",
             "file (MB)"]
@@ -440,6 +445,8 @@ def describe(args: argparse.Namespace, info: dict, load_before: float, load_afte
         "- *lite interpreter*: `torch.jit.script` of the zoo model (`(trace)`: `torch.jit.trace`, where scripting "
         "fails), saved with `_save_for_lite_interpreter` (without `torch.utils.mobile_optimizer`), run from "
         "`torch.jit.mobile._load_for_lite_interpreter` under `torch.inference_mode()`, `torch.set_num_threads(2)`.",
+        "- *ptlite .ptl*: that same .ptl file loaded by `ptlite.load` (translated at load, not optimized; "
+        "docs/legacy-ptl.md), in a process that never imports torch.",
         "- *ONNX Runtime*: `torch.onnx.export(..., dynamo=False)` (`(dynamo=True)`: the dynamo exporter, where "
         "that fails), run by an `InferenceSession` with the default `SessionOptions` except "
         "`intra_op_num_threads=2`, on the `CPUExecutionProvider`; its process does not import torch.",

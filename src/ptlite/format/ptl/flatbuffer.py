@@ -18,6 +18,7 @@ import numpy as np
 from ptlite.errors import FormatError, UnsupportedOperatorError
 
 from .bytecode import OPCODE_ORDER, Argument, Function, Operator, check_instructions
+from .quantized import refuse_quantized
 from .unpickler import SCALAR_TYPE_DTYPES, ClassTable, Device, ScriptObject, rebuild_tensor
 
 FLATBUFFER_BYTECODE_VERSION = 9
@@ -309,5 +310,6 @@ def read_flatbuffer(path: str | os.PathLike) -> tuple[int, int, dict[str, Functi
             raise FormatError(f"{name}: method entry {index} is not a function")
         function = values.function(ref)
         functions.setdefault(function.qualname, function)
+    refuse_quantized(functions, name)  # before the objects, whose packed quantized weights are native objects
     root = values.get(module.scalar(3, "<I"))
     return version, operator_version, functions, root

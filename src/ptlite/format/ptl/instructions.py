@@ -14,7 +14,9 @@ from ptlite.ir.graph import Block, Node, Value
 
 from . import upgraders
 from .bytecode import Operator
-from .types import bind_type_variables, from_schema, list_element, parse_type, split_args, tuple_elements
+from .state import StateChanged, StateSlot, alias_positions, widen
+from .types import bind_type_variables, from_schema, list_element, parse_type, split_args, tuple_elements, type_of
+from .unpickler import ScriptObject
 from .values import CLEARED, Const, Frame, Static, entry_type, is_immutable, is_subtype, known_identity
 
 # Operators never folded while translating (effects, or results that must stay fresh per call).
@@ -29,7 +31,8 @@ _FIXED_LIST = re.compile(r"(?:int|SymInt|float|bool)\[(\d+)\]")
 
 class Instructions:
     """Instruction and operator handlers, mixed into Translator, whose stack and register helpers (pop, read,
-    write), value helpers (materialize, python_entry, known_bool) and failure reporting (fail) they use."""
+    write), value helpers (materialize, python_entry, known_bool, module_state), state attributes (state_slots)
+    and failure reporting (fail) they use."""
 
     # ------------------------------------------------------------------------------------------- instructions
 
@@ -78,9 +81,68 @@ class Instructions:
         return frame.fn.operators[x]
 
     def op_GET_ATTR(self, frame: Frame, pc: int, x: int, n: int) -> None:
-        obj = self.pop(frame, pc)
+        target = self.attribute_owner(frame, pc, x, self.pop(frame, pc))
+        slot = self.state_slots.get((id(target), x))
+        if slot is not None:  # an attribute some method sets: read from the module's state
+            initial = self.python_entry(slot.initial, slot.path, frame.fn, pc)
+            self.push_node(frame, pc, "ptlite::get_attr", [self.module_state(), Const(slot.path), initial],
+                           slot.type)
+            return
+        entry = self.python_entry(target.slots[x], self.attribute_path(target, x), frame.fn, pc)
+        if isinstance(entry, Value):  # a weight, or a list of them: remember whose, in case it is written in place
+            self.origins.setdefault(entry.id, (target, x))
+        elif isinstance(entry, Const) and entry.state:  # a list or dict of plain values
+            self.container_origins.setdefault(id(entry.value), (target, x))
+        frame.stack.append(entry)
+
+    def op_SET_ATTR(self, frame: Frame, pc: int, x: int, n: int) -> None:
+        value = self.pop(frame, pc)
+        target = self.attribute_owner(frame, pc, x, self.pop(frame, pc))
+        if isinstance(value, Static) or isinstance(target.slots[x], ScriptObject):
+            self.fail(frame, pc, f"sets the attribute {self.attribute_path(target, x)} to a module object; ptlite "
+                                 "resolves module objects while loading and cannot change them", unsupported=True)
+        key = (id(target), x)
+        slot = self.state_slots.get(key)
+        current = slot.type if slot is not None else type_of(target.slots[x])
+        wanted = widen(current, entry_type(value))
+        if slot is None or wanted != slot.type:
+            self.state_slots[key] = StateSlot(self.attribute_path(target, x), wanted, target.slots[x])
+            raise StateChanged  # attributes read before this point must be read from the state: start again
+        self.emit(frame, pc, "ptlite::set_attr", [self.module_state(), Const(slot.path), value], [])
+
+    def make_state(self, target: ScriptObject, x: int) -> None:
+        """Mark an attribute changed in place (`self.acc.add_(x)`, `self.items.append(x)`) as module state."""
+        key = (id(target), x)
+        if key not in self.state_slots:
+            initial = target.slots[x]
+            self.state_slots[key] = StateSlot(self.attribute_path(target, x), type_of(initial), initial)
+            raise StateChanged  # reads translated before this point must be read from the state: start again
+
+    def check_writes(self, op: str, entries: list[Any], values: list[Value], outputs: list[Value]) -> None:
+        """Make attributes that a node writes in place module state (a weight is read-only and shared, and a
+        constant list belongs to the program), and let its results that alias an attribute's value say so."""
+        opdef = registry.lookup(op)
+        if opdef is None:
+            return
+        written, aliased = alias_positions(opdef.schema_text)
+        if op.startswith("prim::"):  # unpacking and indexing: results may be (parts of) any input
+            aliased = tuple(tuple(range(len(values))) for _ in outputs)
+        for i in written:
+            if i < len(values):
+                entry = entries[i]
+                origin = self.origins.get(values[i].id) or (
+                    self.container_origins.get(id(entry.value)) if isinstance(entry, Const) and entry.state else None)
+                if origin is not None:
+                    self.make_state(*origin)
+        for out, sources in zip(outputs, aliased):
+            for i in sources:
+                if i < len(values) and values[i].id in self.origins:
+                    self.origins.setdefault(out.id, self.origins[values[i].id])
+
+    def attribute_owner(self, frame: Frame, pc: int, x: int, obj: Any) -> ScriptObject:
+        """The module object a GET_ATTR / SET_ATTR of slot x works on, checked."""
         if not isinstance(obj, Static):
-            self.fail(frame, pc, "GET_ATTR on a value computed at run time (an object created or chosen while "
+            self.fail(frame, pc, "an attribute of a value computed at run time (an object created or chosen while "
                                  "running), which ptlite cannot translate", unsupported=True)
         target = obj.obj
         if target.state is not None and not isinstance(target.state, dict):
@@ -88,17 +150,15 @@ class Instructions:
                                  "not run yet", unsupported=True)
         if not 0 <= x < len(target.slots):
             self.fail(frame, pc, f"attribute slot {x} outside the {len(target.slots)} slots of {target.qualname}")
-        path = self.paths.get(id(target), target.qualname)
-        hint = f"{path}.{target.names[x]}" if path else target.names[x]
-        frame.stack.append(self.python_entry(target.slots[x], hint, frame.fn, pc))
+        return target
 
-    def op_SET_ATTR(self, frame: Frame, pc: int, x: int, n: int) -> None:
-        self.fail(frame, pc, "the model changes a module attribute while running (SET_ATTR); ptlite turns module "
-                             "attributes into constants and cannot translate this yet", unsupported=True)
+    def attribute_path(self, target: ScriptObject, x: int) -> str:
+        path = self.paths.get(id(target), target.qualname)
+        return f"{path}.{target.names[x]}" if path else target.names[x]
 
     def op_CREATE_OBJECT(self, frame: Frame, pc: int, x: int, n: int) -> None:
         self.fail(frame, pc, "the model creates a TorchScript object while running; ptlite cannot translate this "
-                             "yet", unsupported=True)
+                             "(PyTorch does not save such models for the lite interpreter either)", unsupported=True)
 
     def op_CALL(self, frame: Frame, pc: int, x: int, n: int) -> None:
         self.fail(frame, pc, "CALL is only created by PyTorch's loader (for upgraders) and never stored in a file")
@@ -123,6 +183,8 @@ class Instructions:
         """Append a node to the current block; its output values."""
         outputs = [Value(type=t) for t in out_types]
         values = [self.materialize(e, frame.fn, pc) for e in inputs]
+        if self.origins or self.container_origins:
+            self.check_writes(op, inputs, values, outputs)
         self.block.nodes.append(Node(op, values, outputs, source=self.source(frame, pc)))
         return outputs
 

@@ -17,6 +17,8 @@ from ptlite.ir.verifier import verify_graph
 from .bytecode import Function, parse_bytecode
 from .container import Archive, sniff
 from .flatbuffer import read_flatbuffer
+from .quantized import refuse_quantized
+from .state import StateChanged, StateSlot, max_reruns
 from .translate import Translator
 from .unpickler import ClassTable, ScriptObject, StorageSource, unpickle
 
@@ -85,6 +87,7 @@ def _read_zip(name: str) -> tuple[int, int, dict[str, Function], Any]:
         code = unpickle(archive.read("bytecode.pkl"), f"{name}: bytecode.pkl",
                         StorageSource(archive, folder, big_endian), classes)
         version, functions = parse_bytecode(code, name)
+        refuse_quantized(functions, name)  # before data.pkl, whose packed quantized weights are native objects
         root = unpickle(archive.read("data.pkl"), f"{name}: data.pkl", StorageSource(archive, "data", big_endian),
                         classes)
     return version, operator_version, functions, root
@@ -134,19 +137,32 @@ def _root_methods(functions: dict[str, Function], root: ScriptObject, wanted: Se
 def _translate(program: Program, methods: list[Function], functions: dict[str, Function], root: ScriptObject,
                operator_version: int, name: str) -> None:
     missing_anywhere = _missing_operators(functions)
-    translator = Translator(functions, root, program, operator_version, lenient=bool(missing_anywhere))
-    try:
-        for fn in methods:
-            program.methods[fn.name] = translator.method(fn)
-    except (FormatError, UnsupportedOperatorError) as exc:
-        if missing_anywhere:  # a placeholder for a missing operator may have derailed the translation
-            tail = f"\n(translation stopped: {exc})"
-            raise UnsupportedOperatorError(_missing_message(name, missing_anywhere, tail)) from None
-        raise
+    state_slots: dict[tuple[int, int], StateSlot] = {}
+    reruns = max_reruns(sum(len(obj.slots) for obj in _all_objects(root)))
+    for _ in range(reruns):
+        program.methods.clear()
+        program.weights.clear()
+        translator = Translator(functions, root, program, operator_version, lenient=bool(missing_anywhere),
+                                state_slots=state_slots)
+        try:
+            for fn in methods:
+                program.methods[fn.name] = translator.method(fn)
+            break
+        except StateChanged:
+            continue  # a SET_ATTR made an attribute state (see state.py): translate again, reading it from there
+        except (FormatError, UnsupportedOperatorError) as exc:
+            if missing_anywhere:  # a placeholder for a missing operator may have derailed the translation
+                tail = f"\n(translation stopped: {exc})"
+                raise UnsupportedOperatorError(_missing_message(name, missing_anywhere, tail)) from None
+            raise
+    else:
+        raise FormatError(f"{name}: the types of the attributes set while running do not settle")
     if translator.missing:
         raise UnsupportedOperatorError(_missing_message(name, translator.missing, ""))
     if not program.methods:
         raise FormatError(f"{name}: the file has no public methods of its root class {root.qualname}")
+    if state_slots:
+        program.metadata["state"] = {slot.path: slot.type for slot in state_slots.values()}
     problems = [f"{g.name}: {p}" for g in program.methods.values()
                 for p in verify_graph(g, program, check_operators=False)]
     if problems:

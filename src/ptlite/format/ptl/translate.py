@@ -27,6 +27,7 @@ from ptlite.ir.graph import Block, Graph, Node, Program, Value, ValueSpec
 
 from .bytecode import Argument, Function
 from .instructions import Instructions
+from .state import StateSlot
 from .types import parse_type, type_of, unify
 from .unpickler import Device, ScriptObject
 from .values import CLEARED, LOOP_SLOT, Const, Frame, LoopTrack, Static, const_key, entry_type, is_plain
@@ -39,7 +40,8 @@ class Translator(Instructions):
     """Translates the functions of one .ptl file into the methods of a Program."""
 
     def __init__(self, functions: dict[str, Function], root: ScriptObject, program: Program,
-                 operator_version: int, lenient: bool = False) -> None:
+                 operator_version: int, lenient: bool = False,
+                 state_slots: dict[tuple[int, int], StateSlot] | None = None) -> None:
         self.functions = functions
         self.root = root
         self.program = program
@@ -53,12 +55,19 @@ class Translator(Instructions):
         self.hoisted: list[Node] = []
         self.const_values: dict[Any, Value] = {}
         self.call_chain: list[str] = []
+        # Attributes some method sets, by (id of the object, slot); filled by SET_ATTR (see state.py).
+        self.state_slots = {} if state_slots is None else state_slots
+        self.state_value: Value | None = None
+        # The attribute (object, slot) whose value a Value is (weights, lists of them, views of them) or, for lists
+        # and dicts of plain values, a Const holds: written in place, the attribute becomes state.
+        self.origins: dict[int, tuple[ScriptObject, int]] = {}
+        self.container_origins: dict[int, tuple[ScriptObject, int]] = {}
 
     # ------------------------------------------------------------------------------------------- methods
 
     def method(self, fn: Function) -> Graph:
         """The IR graph of one root method (`<root class>.<name>`)."""
-        self.hoisted, self.const_values = [], {}
+        self.hoisted, self.const_values, self.state_value = [], {}, None
         arguments = fn.arguments
         if arguments is None:
             arguments = _arguments_from_code(fn)
@@ -322,6 +331,13 @@ class Translator(Instructions):
                 self.hoisted.append(Node("prim::Constant", [], [value], {"value": stored}))
             self.const_values[key] = value
         return value
+
+    def module_state(self) -> Value:
+        """The method's ptlite::module_state value (hoisted, one per method): the loaded Module's state."""
+        if self.state_value is None:
+            self.state_value = Value(name="module_state", type="Any")
+            self.hoisted.append(Node("ptlite::module_state", [], [self.state_value]))
+        return self.state_value
 
     def weight(self, array: np.ndarray, hint: str) -> Value:
         """A hoisted prim::Constant naming the weight that holds `array` (one weight per tensor of the file)."""
