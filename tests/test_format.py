@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 import struct
+import subprocess
+import sys
+import textwrap
 import zlib
 
 import numpy as np
@@ -179,6 +182,73 @@ def test_hostile_json_nesting(saved):
     _rewrite_program(saved, mutate)
     with pytest.raises(ptlite.FormatError, match="nested"):
         ptlite.load(saved)
+
+
+def test_weight_of_too_many_dimensions(saved):
+    def mutate(body):
+        body["weights"][0]["shape"] = [1] * 65 + [4]  # the right size, but more dimensions than NumPy allows
+    _rewrite_program(saved, mutate)
+    with pytest.raises(ptlite.FormatError, match="weight 'w' has an invalid shape"):
+        ptlite.load(saved)
+
+
+@pytest.mark.parametrize("text", ['{"a":[1,2.5,"x",null,true,false]}', ' [1 , {"k" : -0.0}] ', '"\\u00e9\\ud800"',
+                                  '{"a":NaN,"b":-Infinity}', "1e400", "[]", '{"a":1,"a":2}'])
+def test_program_json_is_parsed_as_json_loads_parses_it(text):
+    from ptlite.format.encoding import parse_json
+
+    assert repr(parse_json(text)) == repr(json.loads(text)), text
+
+
+@pytest.mark.parametrize("text", ['{"a":', "", "[1,2", '{"a":1}x', '"\x01"', "\ufeff[1]", "[1,]", "{'a':1}", "nan"])
+def test_program_json_errors_are_json_loads_errors(text):
+    from ptlite.format.encoding import parse_json
+
+    with pytest.raises(json.JSONDecodeError) as expected:
+        json.loads(text)
+    with pytest.raises(json.JSONDecodeError) as got:
+        parse_json(text)
+    assert str(got.value) == str(expected.value), text
+
+
+def test_program_json_errors_before_json_is_imported():
+    """The C scanner reports errors through json.decoder, which the first error imports (fresh process)."""
+    code = textwrap.dedent("""
+        import sys
+        from ptlite.format.encoding import parse_json
+        assert "json" not in sys.modules
+        for text in ("[1,2", '{"a":1}x', ""):
+            try:
+                parse_json(text)
+            except ValueError as exc:
+                print(type(exc).__name__, exc)
+    """)
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == ["JSONDecodeError Expecting ',' delimiter: line 1 column 5 (char 4)",
+                                          "JSONDecodeError Extra data: line 1 column 8 (char 7)",
+                                          "JSONDecodeError Expecting value: line 1 column 1 (char 0)"], result.stdout
+
+
+def test_loading_imports_neither_json_nor_the_writer_nor_the_legacy_reader(tmp_path):
+    x, w, alpha, y = Value("x", "Tensor", "float32", (2, 4)), Value("w"), Value("alpha", "int"), Value("y")
+    graph = Graph("forward", [x], [Node("prim::Constant", [], [w], {"weight": "w"}),
+                                   Node("prim::Constant", [], [alpha], {"value": 1}),
+                                   Node("aten::add.Tensor", [x, w, alpha], [y])], [y])
+    graph.input_specs, graph.output_specs = [ValueSpec("x", "Tensor", "float32", (2, 4))], [ValueSpec("y")]
+    path = tmp_path / "add.ptlite"
+    ptlite.save(Program({"forward": graph}, {"w": np.arange(4, dtype=np.float32)}), path)
+    unneeded = ("json", "ptlite.format.writer", "ptlite.format.ptl")
+    code = textwrap.dedent(f"""
+        import sys
+        import numpy as np, ptlite
+        y = ptlite.load({str(path)!r})(np.ones((2, 4), np.float32))
+        assert y.tolist() == [[1.0, 2.0, 3.0, 4.0]] * 2, y
+        print(" ".join(name for name in {unneeded!r} if name in sys.modules))
+    """)
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == [], f"loading a .ptlite file imported {result.stdout.split()}, which it never needs"
 
 
 def test_not_json(saved):

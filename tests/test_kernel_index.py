@@ -13,6 +13,7 @@ import numpy as np
 import ptlite
 from ptlite.ir import registry
 from ptlite.ir.graph import Graph, Node, Program, Value, ValueSpec
+from ptlite.runtime.interpreter import INTERPRETED_OPS
 from ptlite.runtime.kernels import INDEX_COMMAND, family_names
 from ptlite.runtime.kernels._index import FAMILY_OPERATORS
 
@@ -38,6 +39,14 @@ def test_kernel_index_is_current():
     assert duplicated == 0, f"_index.py lists {duplicated} operator(s) under two families; run `{INDEX_COMMAND}`"
 
 
+def test_registry_finds_each_operators_family_in_the_index():
+    found = {key: registry._family_of(key) for keys in FAMILY_OPERATORS.values() for key in keys.split()}
+    stored = {key: family for family, keys in FAMILY_OPERATORS.items() for key in keys.split()}
+    wrong = {key: (found[key], stored[key]) for key in stored if found[key] != stored[key]}
+    assert not wrong, f"the registry's search of the index finds the wrong family (found, listed) for {wrong}"
+    assert registry._family_of("aten::add.Tens") is None and registry._family_of("::add.Tensor") is None  # whole keys
+
+
 def test_every_family_registers_kernels():
     families = set(registry.kernel_index().values())
     empty = [name for name in family_names() if name not in families]
@@ -45,7 +54,8 @@ def test_every_family_registers_kernels():
 
 
 def _relu_plus_one() -> Program:
-    """forward(x) = relu(x) + 1: aten::relu (activation), aten::add.Tensor (elementwise), constants (control)."""
+    """forward(x) = relu(x) + 1: aten::relu (activation), aten::add.Tensor (elementwise), and constants, which the
+    interpreter runs itself (their placeholder family, control, is not needed)."""
     x, r, one, alpha, y = (Value("x", "Tensor", "float32", (2, 3)), Value("r"), Value("one"), Value("alpha", "int"),
                            Value("y"))
     nodes = [Node("prim::Constant", [], [one], {"weight": "one"}),
@@ -62,7 +72,8 @@ def test_loading_imports_only_the_kernel_families_its_operators_use(tmp_path):
     path = tmp_path / "relu_plus_one.ptlite"
     program = _relu_plus_one()
     ptlite.save(program, path)
-    modules = sorted({registry.get(op).module for op in program.operator_names()} | {f"{KERNELS}._index"})
+    modules = sorted({registry.get(op).module for op in program.operator_names() if op not in INTERPRETED_OPS}
+                     | {f"{KERNELS}._index"})
     list_kernel_modules = f"print(json.dumps(sorted(m for m in sys.modules if m.startswith('{KERNELS}.'))))"
     loaded = json.loads(_fresh(f"""
         import json, sys
@@ -79,7 +90,7 @@ def test_loading_imports_only_the_kernel_families_its_operators_use(tmp_path):
     """))
     assert loaded == needed, (f"loading a program that uses {program.operator_names()} imported kernel modules "
                               f"{sorted(set(loaded) - set(needed))} beyond those its operators need ({needed})")
-    assert f"{KERNELS}.rnn" not in loaded
+    assert f"{KERNELS}.rnn" not in loaded and f"{KERNELS}.control" not in loaded
 
 
 def test_stale_or_missing_index_entries_still_find_every_kernel():
@@ -107,3 +118,32 @@ def test_user_kernel_clashing_with_a_family_not_yet_imported_is_refused():
             print(exc)
     """)
     assert "registered twice" in out, f"registering a second aten::relu was not refused: {out!r}"
+
+
+def test_rows_registered_but_not_looked_up_behave_as_rows():
+    """A registration is stored as it came until the first lookup makes its OpDef: a clash is refused either way,
+    registering the same function again is allowed, and listing the table makes every row."""
+    from ptlite.ir.registry import kernel
+
+    def first(x):
+        return x
+
+    def second(x):
+        return x
+
+    kernel("test::lazy_row(Tensor self) -> Tensor", out=True)(first)
+    kernel("test::lazy_row(Tensor self) -> Tensor", out=True)(first)  # the same function: allowed
+    try:
+        kernel("test::lazy_row(Tensor self) -> Tensor")(second)
+        raise AssertionError("a second kernel for test::lazy_row was not refused before its first lookup")
+    except ValueError as exc:
+        assert "registered twice" in str(exc)
+    op = registry.get("test::lazy_row")
+    assert (op.key, op.impl, op.accepts_out) == ("test::lazy_row", first, True)
+    assert op.schema.arguments[0].name == "self" and registry.get("test::lazy_row") is op
+    try:
+        kernel("test::lazy_row(Tensor self) -> Tensor")(second)
+        raise AssertionError("a second kernel for test::lazy_row was not refused after its first lookup")
+    except ValueError as exc:
+        assert "registered twice" in str(exc)
+    assert registry.all_ops()["test::lazy_row"] is op

@@ -33,6 +33,31 @@ def test_named_defaults():
     assert g.arguments[1].default == "none"
 
 
+@pytest.mark.parametrize("text, value", [("0", 0), ("-1", -1), ("20", 20), ("1_0", 10), ("0.01", 0.01), ("0.", 0.0),
+                                         ("1.0000000000000001e-05", 1e-05), ('"valid"', "valid"), ("''", ""),
+                                         ('"a\\"b"', 'a"b'), ('" \\n\\t"', " \n\t"), ("[1, -2]", [1, -2]),
+                                         ('["a,b", "c]"]', ["a,b", "c]"])])
+def test_default_values_read_as_python_literals(text, value):
+    """Ints and plain strings take a short path; whatever it reads must be what ast.literal_eval reads."""
+    s = parse_schema(f"test::f(Scalar x={text}) -> Tensor")
+    assert s.arguments[0].default == value and type(s.arguments[0].default) is type(value), (text, s.arguments[0])
+
+
+@pytest.mark.parametrize("text", ["01", "--1", "-", '"', "'a\"", "1e"])
+def test_malformed_default_values_are_refused(text):
+    with pytest.raises(ValueError, match="default"):
+        parse_schema(f"test::f(Scalar x={text}) -> Tensor")
+
+
+def test_brackets_and_quotes_nest_when_splitting_arguments():
+    s = parse_schema('test::f(Dict(str, Tensor(a)) d, int[2] k=[1, 2], str s="x,]", Tensor(a!)[] t) -> '
+                     '(Tensor(a), Tensor[])')
+    assert [(a.name, a.type) for a in s.arguments] == [("d", "Dict(str, Tensor)"), ("k", "int[2]"), ("s", "str"),
+                                                        ("t", "Tensor[]")]
+    assert s.arguments[1].default == [1, 2] and s.arguments[2].default == "x,]"
+    assert s.returns == ("Tensor", "Tensor[]")
+
+
 def test_fill_defaults_appends_trailing_defaults():
     s = parse_schema("aten::add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor")
     assert s.fill_defaults(["a", "b"]) == ["a", "b", 1]

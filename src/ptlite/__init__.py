@@ -85,11 +85,15 @@ def save(program: Program, path: str | os.PathLike) -> None:
 def load_program(path: str | os.PathLike) -> Program:
     """Read a .ptlite file into a Program without preparing it to run. A PyTorch Mobile file (.ptl, recognised by
     its content) is translated into the same IR, without torch and without running anything from it."""
-    from .format.ptl import read_ptl, sniff_file
-    from .format.reader import read_program
+    from .format.reader import is_ptlite_file, read_program
 
-    if sniff_file(path) is not None:
-        return read_ptl(path)
+    with open(path, "rb") as f:
+        head = f.read(8)
+    if not is_ptlite_file(head):  # the legacy reader is imported only for files that may need it
+        from .format.ptl import read_ptl, sniff_file
+
+        if sniff_file(path) is not None:
+            return read_ptl(path)
     return read_program(path)
 
 

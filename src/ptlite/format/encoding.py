@@ -1,4 +1,5 @@
-"""JSON encoding of IR graphs and constant values (the program section of a .ptlite file)."""
+"""JSON encoding of IR graphs and constant values (the program section of a .ptlite file), and the parsing of that
+JSON text."""
 
 from __future__ import annotations
 
@@ -102,6 +103,54 @@ def encode_graph(graph: Graph) -> dict[str, Any]:
     return GraphEncoder().graph(graph)
 
 
+# ---------------------------------------------------------------- parsing the JSON text
+# Parsed exactly as `json.loads` does, without importing the `json` package on the way: importing it compiles its
+# module-level regular expressions, which costs about 2 ms, a fifth of the time `ptlite.load` may take. Its parser
+# is the C scanner of CPython's `_json` extension, which needs none of them, so this drives that scanner directly
+# (with the settings `json.loads` uses, `NaN` and `Infinity` included) and imports `json` only to report an error
+# (or where `_json` does not exist: then it is `json.loads` itself).
+
+_WHITESPACE = " \t\n\r"  # what JSON allows around the top-level value
+
+
+class _Settings:
+    """What `json.JSONDecoder()` passes to the C scanner (attributes it reads once, when the scanner is made)."""
+
+    strict = True
+    object_hook = None
+    object_pairs_hook = None
+    parse_float = float
+    parse_int = int
+    parse_constant = {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity": float("-inf")}.__getitem__
+
+
+try:
+    from _json import make_scanner as _make_scanner
+except ImportError:  # not CPython
+    _scan = None
+else:
+    _scan = _make_scanner(_Settings)
+
+
+def parse_json(text: str) -> Any:
+    """The value of a JSON document; raises what `json.loads(text)` raises (a ValueError, `json.JSONDecodeError`
+    naming the position, for text that is not JSON; RecursionError for nesting too deep to parse)."""
+    if _scan is not None:
+        doc = text.strip(_WHITESPACE)
+        try:
+            value, end = _scan(doc, 0)
+        except RecursionError:
+            raise
+        except (ValueError, StopIteration, SystemError):  # SystemError: the scanner's error report needs json
+            pass
+        else:
+            if end == len(doc):
+                return value
+    import json  # not JSON (or no scanner): json.loads says what is wrong, or parses it after all
+
+    return json.loads(text)
+
+
 # ---------------------------------------------------------------- decoding (input is untrusted)
 # Every field is checked; error messages are only formatted when a check fails (loading stays cheap).
 
@@ -113,9 +162,13 @@ def _expect(cond: bool, message: str) -> None:
 def _shape(data: Any, where: str) -> tuple | None:
     if data is None:
         return None
-    if type(data) is not list or not all(d is None or (type(d) is int and d >= 0) for d in data):
-        raise FormatError(f"{where}: invalid shape {str(data)[:60]}")
-    return tuple(data)
+    if type(data) is list:
+        for d in data:
+            if not (type(d) is int and d >= 0 or d is None):
+                break
+        else:
+            return tuple(data)
+    raise FormatError(f"{where}: invalid shape {str(data)[:60]}")
 
 
 def _str(data: Any, where: str, optional: bool = False) -> str | None:
@@ -138,53 +191,69 @@ _NO_BLOCKS: list[Any] = []
 
 
 class GraphDecoder:
-    """Rebuilds one method's values, nodes and blocks from its JSON, checking every field and reference."""
+    """Rebuilds one method's values, nodes and blocks from its JSON, checking every field and reference.
+
+    Loading time is mostly spent here, so the checks are written inline and error messages are made only when a
+    check fails."""
 
     def __init__(self, data: dict[str, Any], where: str) -> None:
         self.where = where
         raw = data.get("values")
-        _expect(isinstance(raw, list), f"{where}: 'values' must be a list")
-        self.values = [self.value(entry, i) for i, entry in enumerate(raw)]
+        _expect(type(raw) is list, f"{where}: 'values' must be a list")
+        value = self.value
+        self.values = [value(entry, i) for i, entry in enumerate(raw)]
 
     def value(self, entry: Any, i: int) -> Value:
         if type(entry) is not dict:
             raise FormatError(f"{self.where}: value {i} must be an object")
-        return Value(_str(entry.get("name", ""), self.where), _str(entry.get("type"), self.where),
-                     _str(entry.get("dtype"), self.where, optional=True),
-                     _shape(entry.get("shape"), f"{self.where} value {i}"))
+        name, vtype, dtype, shape = entry.get("name", ""), entry.get("type"), entry.get("dtype"), entry.get("shape")
+        if type(name) is not str or type(vtype) is not str or not (dtype is None or type(dtype) is str):
+            raise FormatError(f"{self.where}: value {i} has a name, type or dtype that is not a string")
+        return Value(name, vtype, dtype, None if shape is None else _shape(shape, f"{self.where} value {i}"))
 
     def refs(self, data: Any) -> list[Value]:
         if type(data) is not list:
             raise FormatError(f"{self.where}: value references must be a list")
-        values, count = self.values, len(self.values)
-        for i in data:
-            if type(i) is not int or not 0 <= i < count:
-                raise FormatError(f"{self.where}: value reference {i!r} out of range")
-        return [values[i] for i in data]
+        values, refs = self.values, []
+        append = refs.append
+        try:
+            for i in data:
+                if type(i) is not int or i < 0:
+                    raise IndexError
+                append(values[i])
+        except IndexError:
+            bad = next(i for i in data if type(i) is not int or not 0 <= i < len(values))
+            raise FormatError(f"{self.where}: value reference {bad!r} out of range") from None
+        return refs
 
     def node(self, data: Any, depth: int) -> Node:
         if type(data) is not dict:
             raise FormatError(f"{self.where}: node must be an object")
-        op = _str(data.get("op"), self.where)
+        op, source = data.get("op"), data.get("src", "")
+        if type(op) is not str or type(source) is not str:
+            raise FormatError(f"{self.where}: a node's op and src must be strings")
         attrs = data.get("attrs", _NO_ATTRS)
         if type(attrs) is not dict:
             raise FormatError(f"{self.where}: {op} attrs must be an object")
-        if "value" in attrs:
-            attrs = {**attrs, "value": decode_constant(attrs["value"])}
-        if "weight" in attrs:
-            _str(attrs["weight"], self.where)
+        if attrs:
+            if "value" in attrs:
+                attrs = {**attrs, "value": decode_constant(attrs["value"])}
+            if "weight" in attrs:
+                _str(attrs["weight"], self.where)
         blocks = data.get("blocks", _NO_BLOCKS)
         if type(blocks) is not list:
             raise FormatError(f"{self.where}: {op} blocks must be a list")
-        return Node(op, self.refs(data.get("in")), self.refs(data.get("out")), attrs,
-                    [self.block(b, depth + 1) for b in blocks], source=_str(data.get("src", ""), self.where))
+        if blocks:
+            blocks = [self.block(b, depth + 1) for b in blocks]
+        return Node(op, self.refs(data.get("in")), self.refs(data.get("out")), attrs, blocks, source)
 
     def block(self, data: Any, depth: int = 0) -> Block:
         _expect(depth < 64, f"{self.where}: blocks nested more than 64 deep")
-        _expect(isinstance(data, dict), f"{self.where}: block must be an object")
+        _expect(type(data) is dict, f"{self.where}: block must be an object")
         nodes = data.get("nodes")
-        _expect(isinstance(nodes, list), f"{self.where}: block 'nodes' must be a list")
-        return Block(self.refs(data.get("in")), [self.node(n, depth) for n in nodes], self.refs(data.get("out")))
+        _expect(type(nodes) is list, f"{self.where}: block 'nodes' must be a list")
+        node = self.node
+        return Block(self.refs(data.get("in")), [node(n, depth) for n in nodes], self.refs(data.get("out")))
 
 
 def decode_graph(data: Any, where: str) -> Graph:

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import gc
-import json
-import math
 import mmap
 import os
 import zlib
@@ -18,7 +16,7 @@ from ptlite.errors import FormatError
 from ptlite.ir.graph import Program
 from ptlite.ir.verifier import verify_graph
 
-from .encoding import decode_constant, decode_graph
+from .encoding import decode_constant, decode_graph, parse_json
 from .layout import ALIGN, FORMAT_VERSION, HEADER, HEADER_SIZE, MAGIC, MAX_PROGRAM_BYTES, WEIGHT_DTYPES
 
 
@@ -57,29 +55,41 @@ def _weights(table: Any, buf: Any, data_off: int, data_size: int, name: str) -> 
         raise FormatError(f"{name}: weights table must be a list")
     weights: dict[str, np.ndarray] = {}
     for i, entry in enumerate(table):
-        if not isinstance(entry, dict):
+        if type(entry) is not dict:
             raise FormatError(f"{name}: weight entry {i} must be an object")
         wname, dtype, shape = entry.get("name"), entry.get("dtype"), entry.get("shape")
         offset, nbytes = entry.get("offset"), entry.get("nbytes")
-        where = f"{name}: weight {wname!r}"
-        if not isinstance(wname, str) or wname in weights:
+        if type(wname) is not str or wname in weights:
             raise FormatError(f"{name}: weight entry {i} has a missing or duplicate name")
-        if dtype not in WEIGHT_DTYPES:
-            raise FormatError(f"{where} has unsupported dtype {dtype!r}")
-        if not isinstance(shape, list) or not all(type(d) is int and d >= 0 for d in shape):
-            raise FormatError(f"{where} has an invalid shape {str(shape)[:60]}")
+        dt = _LITTLE_ENDIAN.get(dtype) if type(dtype) is str else None
+        if dt is None:
+            raise FormatError(f"{name}: weight {wname!r} has unsupported dtype {dtype!r}")
+        count = _element_count(shape)  # exact (no int64 wrap-around a crafted shape could use to match nbytes)
+        if count is None:
+            raise FormatError(f"{name}: weight {wname!r} has an invalid shape {str(shape)[:60]}")
         if type(offset) is not int or type(nbytes) is not int or offset < 0 or offset % ALIGN:
-            raise FormatError(f"{where} has an invalid or misaligned offset {offset!r}")
-        dt = _LITTLE_ENDIAN[dtype]
-        count = math.prod(shape)  # exact (no int64 wrap-around a crafted shape could use to match nbytes)
+            raise FormatError(f"{name}: weight {wname!r} has an invalid or misaligned offset {offset!r}")
         if count * dt.itemsize != nbytes:
-            raise FormatError(f"{where}: size {nbytes} bytes does not match shape {shape} of {dtype}")
+            raise FormatError(f"{name}: weight {wname!r}: size {nbytes} bytes does not match shape {shape} of {dtype}")
         if offset + nbytes > data_size:
-            raise FormatError(f"{where} (offset {offset}, {nbytes} bytes) lies outside the {data_size}-byte data "
-                              "section; the file is truncated or corrupt")
-        arr = np.frombuffer(buf, dtype=dt, count=count, offset=data_off + offset).reshape(shape)
+            raise FormatError(f"{name}: weight {wname!r} (offset {offset}, {nbytes} bytes) lies outside the "
+                              f"{data_size}-byte data section; the file is truncated or corrupt")
+        arr = np.ndarray(shape, dtype=dt, buffer=buf, offset=data_off + offset)  # a read-only view of the map
         weights[wname] = arr if dt.isnative else arr.astype(dt.newbyteorder("="))
     return weights
+
+
+def _element_count(shape: Any) -> int | None:
+    """The number of elements of a shape from the file (a list of at most 64 non-negative ints, as NumPy allows),
+    or None if it is not one."""
+    if type(shape) is not list or len(shape) > 64:
+        return None
+    count = 1
+    for d in shape:
+        if type(d) is not int or d < 0:
+            return None
+        count *= d
+    return count
 
 
 def read_program(path: str | os.PathLike) -> Program:
@@ -94,9 +104,15 @@ def read_program(path: str | os.PathLike) -> Program:
     body = buf[prog_off:prog_off + prog_size]
     if zlib.crc32(body) != crc:
         raise FormatError(f"{name}: program section checksum mismatch; the file is corrupt")
+    with _gc_paused():
+        return _read_sections(body, buf, data_off, data_size, name)
+
+
+def _read_sections(body: bytes, buf: Any, data_off: int, data_size: int, name: str) -> Program:
+    """The Program from the program section (its JSON) and the data section (its weights)."""
     try:
-        doc = json.loads(body.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        doc = parse_json(body.decode("utf-8"))
+    except (ValueError, RecursionError) as exc:  # ValueError: UnicodeDecodeError and json.JSONDecodeError
         raise FormatError(f"{name}: program section is not valid JSON ({exc})") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("methods"), list):
         raise FormatError(f"{name}: program section lacks a 'methods' list")
@@ -106,8 +122,7 @@ def read_program(path: str | os.PathLike) -> Program:
         raise FormatError(f"{name}: metadata must be an object")
     program = Program(weights=weights, metadata={k: decode_constant(v) for k, v in metadata.items()})
     program.metadata.setdefault("producer", doc.get("producer"))
-    with _gc_paused():
-        _decode_methods(doc["methods"], program, name)
+    _decode_methods(doc["methods"], program, name)
     return program
 
 
@@ -128,8 +143,9 @@ def _decode_methods(methods: list, program: Program, name: str) -> None:
 
 @contextmanager
 def _gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector while the IR is built: the thousands of new objects would trigger
-    collections that free nothing (about a tenth of the load time). Leaves the collector as it found it."""
+    """Pause the cyclic garbage collector while a file is read: the thousands of objects that parsing its JSON
+    and building the IR make would trigger collections that free nothing (the parsed JSON is freed by reference
+    counting). Leaves the collector as it found it."""
     enabled = gc.isenabled()
     gc.disable()
     try:

@@ -45,8 +45,8 @@ class OpDef:
 
 
 def _key_of(schema_text: str) -> str:
-    head = schema_text.split("(", 1)[0].strip()
-    if "::" not in head or not head.split("::", 1)[1]:
+    head = schema_text.partition("(")[0].strip()
+    if not head.partition("::")[2]:
         raise ValueError(f"schema {schema_text!r} lacks a qualified operator name (e.g. 'aten::relu')")
     return head
 
@@ -60,9 +60,13 @@ def _registering_module() -> str:
 
 
 _KERNELS_PACKAGE = "ptlite.runtime.kernels"
-_TABLE: dict[str, OpDef] = {}
+# Operator key -> its row: an OpDef or, until the operator is first looked up, the arguments that make it (so that
+# importing a family costs little more than a dict entry per kernel: most of a family's kernels are never looked
+# up by a given program). Read it through `_row`.
+_TABLE: dict[str, OpDef | tuple[str, str, Callable[..., Any], str, bool]] = {}
+_FAMILY_PREFIX = _KERNELS_PACKAGE + "."
 _LOADED = False  # every family imported
-_INDEX: dict[str, str] | None = None  # operator key -> family, read from the generated index when first needed
+_INDEX: dict[str, str | None] = {}  # operator key -> the family the generated index names for it, once looked up
 
 
 def kernel(*schemas: str, out: bool = False) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
@@ -75,17 +79,28 @@ def kernel(*schemas: str, out: bool = False) -> Callable[[Callable[..., Any]], C
 
     def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
         module = _registering_module()
+        family = module.startswith(_FAMILY_PREFIX)
         for text in schemas:
             key = _key_of(text)
-            if not _LOADED and not module.startswith(_KERNELS_PACKAGE + "."):
+            if not family and not _LOADED:
                 _load_family_of(key)  # so that clashing with a ptlite kernel not yet imported is reported here
-            if key in _TABLE and _TABLE[key].impl is not fn:
-                raise ValueError(f"operator {key} registered twice "
-                                 f"({_TABLE[key].impl.__module__} and {fn.__module__})")
-            _TABLE[key] = OpDef(key, text, fn, module, out)
+            registered = _TABLE.get(key)
+            if registered is not None:
+                impl = registered[2] if type(registered) is tuple else registered.impl
+                if impl is not fn:
+                    raise ValueError(f"operator {key} registered twice ({impl.__module__} and {fn.__module__})")
+            _TABLE[key] = (key, text, fn, module, out)
         return fn
 
     return wrap
+
+
+def _row(key: str) -> OpDef | None:
+    """The table's OpDef for a key (made from its registration on first use), or None."""
+    row = _TABLE.get(key)
+    if type(row) is tuple:
+        row = _TABLE[key] = OpDef(*row)
+    return row
 
 
 def _ensure_loaded() -> None:
@@ -98,15 +113,14 @@ def _ensure_loaded() -> None:
 
 
 def _family_of(key: str) -> str | None:
-    global _INDEX
-    if _INDEX is None:
+    """The family the generated index names for `key`, found by searching the index's text (one line per key):
+    a program looks up a handful of keys, which costs less than reading all of them into a dict."""
+    if key not in _INDEX:
         from ptlite.runtime.kernels._index import FAMILY_OPERATORS
 
-        index: dict[str, str] = {}
-        for family, keys in FAMILY_OPERATORS.items():
-            index.update(dict.fromkeys(keys.split(), family))
-        _INDEX = index
-    return _INDEX.get(key)
+        line = f" {key}\n"  # keys hold no whitespace, so this matches a whole line's key only
+        _INDEX[key] = next((family for family, keys in FAMILY_OPERATORS.items() if line in keys), None)
+    return _INDEX[key]
 
 
 def _load_family_of(key: str) -> None:
@@ -128,13 +142,13 @@ def lookup(key: str) -> OpDef | None:
     """The table row for 'aten::add.Tensor', or for a name without overload if that is how it is registered.
 
     Imports the operator's kernel family on first use; a key the table lacks imports every family."""
-    op = _TABLE.get(key)
+    op = _row(key)
     if op is None and not _LOADED:
         _load_family_of(key)
-        op = _TABLE.get(key)
+        op = _row(key)
         if op is None:
             _ensure_loaded()
-            op = _TABLE.get(key)
+            op = _row(key)
     return op
 
 
@@ -149,19 +163,16 @@ def get(key: str) -> OpDef:
 def all_ops() -> dict[str, OpDef]:
     """Every registered operator, by key."""
     _ensure_loaded()
-    return dict(_TABLE)
+    return {key: _row(key) for key in list(_TABLE)}
 
 
 def overloads(name: str) -> list[OpDef]:
     """Every registered overload of an operator name such as 'aten::add'."""
-    _ensure_loaded()
-    return [op for op in _TABLE.values() if op.schema.name == name]
+    return [op for op in all_ops().values() if op.schema.name == name]
 
 
 def kernel_index() -> dict[str, str]:
     """Operator key -> family module name, for every kernel that a family of `ptlite.runtime.kernels` registers
     (imports every family): the contents of the generated index."""
-    _ensure_loaded()
-    prefix = _KERNELS_PACKAGE + "."
-    return {key: op.module.removeprefix(prefix) for key, op in sorted(_TABLE.items())
-            if op.module.startswith(prefix)}
+    return {key: op.module.removeprefix(_FAMILY_PREFIX) for key, op in sorted(all_ops().items())
+            if op.module.startswith(_FAMILY_PREFIX)}

@@ -80,27 +80,25 @@ class Schema:
 
 
 def _split_top(text: str, sep: str = ",") -> list[str]:
-    """Split on sep at nesting depth 0 (brackets, parentheses, quotes)."""
-    parts, depth, quote, cur = [], 0, "", []
-    for ch in text:
+    """Split on sep at nesting depth 0 (brackets, parentheses, quotes), stripping each part."""
+    parts, depth, quote, start = [], 0, "", 0
+    for i, ch in enumerate(text):
         if quote:
-            cur.append(ch)
             if ch == quote:
                 quote = ""
-            continue
-        if ch in "'\"":
-            quote = ch
+        elif ch == sep:
+            if depth == 0:
+                parts.append(text[start:i].strip())
+                start = i + 1
         elif ch in "([":
             depth += 1
         elif ch in ")]":
             depth -= 1
-        if ch == sep and depth == 0:
-            parts.append("".join(cur).strip())
-            cur = []
-        else:
-            cur.append(ch)
-    if "".join(cur).strip():
-        parts.append("".join(cur).strip())
+        elif ch in "'\"":
+            quote = ch
+    last = text[start:].strip()
+    if last:
+        parts.append(last)
     return parts
 
 
@@ -111,6 +109,12 @@ def _parse_default(text: str) -> Any:
     if text.startswith("[") and text.endswith("]"):
         inner = text[1:-1].strip()
         return [_parse_default(p) for p in _split_top(inner)] if inner else []
+    digits = text[1:] if text[:1] == "-" else text
+    if digits.isdecimal() and digits.isascii() and (digits == "0" or digits[0] != "0"):  # the usual case: an int
+        return int(text)
+    quote = text[:1]
+    if quote in ("'", '"') and len(text) > 1 and text[-1] == quote and quote not in text[1:-1] and "\\" not in text:
+        return text[1:-1]  # a string without escapes
     try:
         return ast.literal_eval(text)
     except (ValueError, SyntaxError) as exc:
@@ -119,6 +123,8 @@ def _parse_default(text: str) -> Any:
 
 def _strip_alias(type_text: str) -> str:
     """'Tensor(a!)' -> 'Tensor', 'Tensor(a)[]' -> 'Tensor[]' (alias annotations are not needed)."""
+    if "(" not in type_text:
+        return type_text
     out, depth = [], 0
     i = 0
     while i < len(type_text):
@@ -127,12 +133,26 @@ def _strip_alias(type_text: str) -> str:
             depth = 1
             i += 1
             while i < len(type_text) and depth:
-                depth += {"(": 1, ")": -1}.get(type_text[i], 0)
+                inner = type_text[i]
+                depth += (inner == "(") - (inner == ")")
                 i += 1
             continue
         out.append(ch)
         i += 1
     return "".join(out)
+
+
+def _closing_parenthesis(text: str) -> int:
+    """Index of the ")" closing a "(" just before `text` (-1 if none), visiting only the parentheses."""
+    depth, i = 1, -1
+    while True:
+        close = text.find(")", i + 1)
+        if close < 0:
+            return -1
+        depth += text.count("(", i + 1, close) - 1
+        if depth == 0:
+            return close
+        i = close
 
 
 def parse_schema(text: str) -> Schema:
@@ -142,12 +162,7 @@ def parse_schema(text: str) -> Schema:
     if "::" not in head:
         raise ValueError(f"schema {text!r} lacks a namespace (e.g. 'aten::')")
     name, _, overload = head.partition(".")
-    depth, close = 1, -1
-    for i, ch in enumerate(rest):
-        depth += {"(": 1, ")": -1}.get(ch, 0)
-        if depth == 0:
-            close = i
-            break
+    close = _closing_parenthesis(rest)
     if close < 0:
         raise ValueError(f"unbalanced parentheses in schema {text!r}")
     arg_text, ret_text = rest[:close], rest[close + 1:].strip()

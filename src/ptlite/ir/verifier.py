@@ -11,39 +11,44 @@ class VerificationError(ValueError):
     """The IR breaks one of its invariants; the message lists every problem found."""
 
 
+def _where(node: Node) -> str:
+    return f"{node.op}" + (f" ({node.source})" if node.source else "")
+
+
 def _check_node(node: Node, scope: set[int], program: Program, problems: list[str], ops: bool) -> None:
-    where = f"{node.op}" + (f" ({node.source})" if node.source else "")
     for v in node.inputs:
         if v.id not in scope:
-            problems.append(f"{where}: input {v!r} is used before it is defined")
+            problems.append(f"{_where(node)}: input {v!r} is used before it is defined")
     if node.op == "prim::Constant":
         if "weight" in node.attrs and node.attrs["weight"] not in program.weights:
-            problems.append(f"{where}: weight {node.attrs['weight']!r} is missing from the program")
+            problems.append(f"{_where(node)}: weight {node.attrs['weight']!r} is missing from the program")
     elif node.op == "prim::If":
         if len(node.blocks) != 2 or len(node.inputs) != 1:
-            problems.append(f"{where}: needs one condition and two blocks")
+            problems.append(f"{_where(node)}: needs one condition and two blocks")
         for b in node.blocks:
             if len(b.outputs) != len(node.outputs):
-                problems.append(f"{where}: a branch returns {len(b.outputs)} values, the node has {len(node.outputs)}")
+                problems.append(f"{_where(node)}: a branch returns {len(b.outputs)} values, the node has "
+                                f"{len(node.outputs)}")
     elif node.op == "prim::Loop":
         if len(node.blocks) != 1 or len(node.inputs) < 2:
-            problems.append(f"{where}: needs a trip count, a condition and one body block")
+            problems.append(f"{_where(node)}: needs a trip count, a condition and one body block")
         else:
             body, carried = node.blocks[0], len(node.inputs) - 2
             if len(body.inputs) != carried + 1 or len(body.outputs) != carried + 1 or len(node.outputs) != carried:
-                problems.append(f"{where}: body inputs/outputs do not match {carried} carried values")
+                problems.append(f"{_where(node)}: body inputs/outputs do not match {carried} carried values")
     else:
         op = registry.lookup(node.op)
         if op is None:
             if ops:
-                problems.append(f"{where}: unknown operator")
+                problems.append(f"{_where(node)}: unknown operator")
         elif not op.schema.variadic and len(node.inputs) != len(op.schema.arguments):
-            problems.append(f"{where}: {len(node.inputs)} inputs, schema {op.schema} takes {len(op.schema.arguments)}")
+            problems.append(f"{_where(node)}: {len(node.inputs)} inputs, schema {op.schema} takes "
+                            f"{len(op.schema.arguments)}")
     for block in node.blocks:
         _check_block(block, set(scope), program, problems, ops)
     for out in node.outputs:
         if out.id in scope:
-            problems.append(f"{where}: output {out!r} is defined twice")
+            problems.append(f"{_where(node)}: output {out!r} is defined twice")
         scope.add(out.id)
 
 

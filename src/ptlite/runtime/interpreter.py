@@ -21,15 +21,19 @@ from ptlite.errors import ExecutionError, FormatError, PtliteError, UnsupportedO
 from ptlite.ir import memory_plan, registry
 from ptlite.ir.graph import Block, Graph, Node, Program, Value
 
+MODULE_STATE = "ptlite::module_state"  # see ptlite.runtime.kernels.state
+
 Step = Callable[[list], None]
 # Wraps the step of one operator node (for profiling): instrument(step, node) -> step.
 Instrument = Callable[[Step, Node], Step]
 
 
 class _Compiler:
-    def __init__(self, program: Program, instrument: Instrument | None = None) -> None:
+    def __init__(self, program: Program, instrument: Instrument | None = None,
+                 state: dict[str, Any] | None = None) -> None:
         self.program = program
         self.instrument = instrument
+        self.state = {} if state is None else state  # what ptlite::module_state nodes stand for (kernels/state.py)
         self.slots: dict[int, int] = {}
         self.constants: dict[int, Any] = {}
 
@@ -59,6 +63,9 @@ class _Compiler:
                 self.constants[out] = _read_only(self.program.weights[node.attrs["weight"]])
             else:
                 self.constants[out] = node.attrs.get("value")
+            return None
+        if node.op == MODULE_STATE:  # the module's attributes that change while running: one dict for every call
+            self.constants[self.slot(node.output)] = self.state
             return None
         if node.op == "prim::If":
             return self.if_step(node)
@@ -172,10 +179,13 @@ def _located(step: Step, node: Node) -> Step:
 class CompiledGraph:
     """A graph ready to run: call it with the method's arguments (already checked) to get its outputs.
 
-    Every operator must be in the table (Module checks the whole program first, with one error for all)."""
+    Every operator must be in the table (Module checks the whole program first, with one error for all).
+    `state` is the dict that the graph's ptlite::module_state nodes stand for (Module passes its own, shared by its
+    methods; by default a new one)."""
 
-    def __init__(self, graph: Graph, program: Program, instrument: Instrument | None = None) -> None:
-        compiler = _Compiler(program, instrument)
+    def __init__(self, graph: Graph, program: Program, instrument: Instrument | None = None,
+                 state: dict[str, Any] | None = None) -> None:
+        compiler = _Compiler(program, instrument, state)
         self.input_slots = [compiler.slot(v) for v in graph.inputs]
         steps = compiler.block_steps(graph)
         self.steps = [step for step, _ in steps]
@@ -327,9 +337,13 @@ def missing_operators(program: Program, graphs: list[Graph] | None = None) -> di
     missing: dict[str, list[str]] = {}
     for graph in graphs if graphs is not None else program.methods.values():
         for node in graph.walk():
-            if registry.lookup(node.op) is None:
+            if node.op not in INTERPRETED_OPS and registry.lookup(node.op) is None:
                 missing.setdefault(node.op, []).append(node.source or f"method {graph.name}")
     return missing
+
+
+# Nodes the compiler runs itself, always available (their table rows are placeholders: no need to import them).
+INTERPRETED_OPS = frozenset({"prim::Constant", "prim::If", "prim::Loop"})
 
 
 def check_operators(program: Program, graphs: list[Graph] | None = None) -> None:

@@ -54,11 +54,11 @@ def _check_scalar(spec: ValueSpec, value: Any, method: str) -> Any:
 class Method:
     """One callable method of a loaded program."""
 
-    def __init__(self, graph: Graph, program: Program) -> None:
+    def __init__(self, graph: Graph, program: Program, state: dict[str, Any] | None = None) -> None:
         self.name = graph.name
         self.input_specs: list[ValueSpec] = list(graph.input_specs)
         self.output_specs: list[ValueSpec] = list(graph.output_specs)
-        self._compiled = CompiledGraph(graph, program)
+        self._compiled = CompiledGraph(graph, program, state=state)
         self._single_output = len(graph.outputs) == 1
 
     def signature(self) -> str:
@@ -127,7 +127,11 @@ class Module:
     def __init__(self, program: Program) -> None:
         self.program = program
         check_operators(program)  # one error naming every missing operator, whichever method uses it
-        self._methods: dict[str, Method] = {name: Method(g, program) for name, g in program.methods.items()}
+        # Attributes the model changes while running (ptlite::set_attr), by attribute path; kept across calls and
+        # shared by the methods. Attributes not set yet hold their initial values; clear() restores those.
+        self.state: dict[str, Any] = {}
+        self._methods: dict[str, Method] = {name: Method(g, program, self.state)
+                                            for name, g in program.methods.items()}
 
     def _method(self, name: str) -> Method:
         if name not in self._methods:

@@ -68,6 +68,50 @@ FAMILY_OPERATORS: dict[str, str] = {
         aten::scaled_dot_product_attention
         aten::to_padded_tensor
     """,
+    "comparison": """
+        aten::__and__.Scalar
+        aten::__and__.Tensor
+        aten::__or__.Scalar
+        aten::__or__.Tensor
+        aten::__xor__.Scalar
+        aten::__xor__.Tensor
+        aten::bitwise_and.Scalar
+        aten::bitwise_and.Scalar_Tensor
+        aten::bitwise_and.Tensor
+        aten::bitwise_not
+        aten::bitwise_or.Scalar
+        aten::bitwise_or.Scalar_Tensor
+        aten::bitwise_or.Tensor
+        aten::bitwise_xor.Scalar
+        aten::bitwise_xor.Scalar_Tensor
+        aten::bitwise_xor.Tensor
+        aten::eq.Scalar
+        aten::eq.Tensor
+        aten::equal
+        aten::ge.Scalar
+        aten::ge.Tensor
+        aten::gt.Scalar
+        aten::gt.Tensor
+        aten::le.Scalar
+        aten::le.Tensor
+        aten::logical_and
+        aten::logical_not
+        aten::logical_or
+        aten::logical_xor
+        aten::lt.Scalar
+        aten::lt.Tensor
+        aten::masked_fill.Scalar
+        aten::masked_fill.Tensor
+        aten::masked_fill_.Scalar
+        aten::masked_fill_.Tensor
+        aten::ne.Scalar
+        aten::ne.Tensor
+        aten::where
+        aten::where.Scalar
+        aten::where.ScalarOther
+        aten::where.ScalarSelf
+        aten::where.self
+    """,
     "control": """
         prim::Constant
         prim::If
@@ -137,32 +181,10 @@ FAMILY_OPERATORS: dict[str, str] = {
         aten::zeros_like
     """,
     "elementwise": """
-        aten::__and__.Scalar
-        aten::__and__.Tensor
-        aten::__or__.Scalar
-        aten::__or__.Tensor
-        aten::__xor__.Scalar
-        aten::__xor__.Tensor
-        aten::abs
-        aten::abs_
         aten::add.Scalar
         aten::add.Tensor
         aten::add_.Scalar
         aten::add_.Tensor
-        aten::bitwise_and.Scalar
-        aten::bitwise_and.Scalar_Tensor
-        aten::bitwise_and.Tensor
-        aten::bitwise_not
-        aten::bitwise_or.Scalar
-        aten::bitwise_or.Scalar_Tensor
-        aten::bitwise_or.Tensor
-        aten::bitwise_xor.Scalar
-        aten::bitwise_xor.Scalar_Tensor
-        aten::bitwise_xor.Tensor
-        aten::ceil
-        aten::ceil_
-        aten::cos
-        aten::cos_
         aten::div.Scalar
         aten::div.Scalar_mode
         aten::div.Tensor
@@ -171,97 +193,34 @@ FAMILY_OPERATORS: dict[str, str] = {
         aten::div_.Scalar_mode
         aten::div_.Tensor
         aten::div_.Tensor_mode
-        aten::eq.Scalar
-        aten::eq.Tensor
-        aten::equal
-        aten::erf
-        aten::erf_
-        aten::exp
-        aten::exp_
-        aten::expm1
-        aten::expm1_
-        aten::floor
-        aten::floor_
         aten::floor_divide
         aten::floor_divide.Scalar
         aten::fmax
         aten::fmin
         aten::fmod.Scalar
         aten::fmod.Tensor
-        aten::ge.Scalar
-        aten::ge.Tensor
-        aten::gt.Scalar
-        aten::gt.Tensor
-        aten::isfinite
-        aten::isinf
-        aten::isnan
-        aten::le.Scalar
-        aten::le.Tensor
-        aten::log
-        aten::log10
-        aten::log10_
-        aten::log1p
-        aten::log1p_
-        aten::log2
-        aten::log2_
-        aten::log_
-        aten::logical_and
-        aten::logical_not
-        aten::logical_or
-        aten::logical_xor
-        aten::lt.Scalar
-        aten::lt.Tensor
-        aten::masked_fill.Scalar
-        aten::masked_fill.Tensor
-        aten::masked_fill_.Scalar
-        aten::masked_fill_.Tensor
         aten::maximum
         aten::minimum
         aten::mul.Scalar
         aten::mul.Tensor
         aten::mul_.Scalar
         aten::mul_.Tensor
-        aten::ne.Scalar
-        aten::ne.Tensor
-        aten::neg
-        aten::neg_
         aten::pow.Scalar
         aten::pow.Tensor_Scalar
         aten::pow.Tensor_Tensor
         aten::pow_.Scalar
         aten::pow_.Tensor
-        aten::reciprocal
-        aten::reciprocal_
         aten::remainder.Scalar
         aten::remainder.Scalar_Tensor
         aten::remainder.Tensor
-        aten::round
-        aten::round.decimals
-        aten::round_
-        aten::rsqrt
-        aten::rsqrt_
         aten::rsub.Scalar
         aten::rsub.Tensor
-        aten::sign
-        aten::sign_
-        aten::sin
-        aten::sin_
-        aten::sqrt
-        aten::sqrt_
-        aten::square
         aten::sub.Scalar
         aten::sub.Tensor
         aten::sub_.Scalar
         aten::sub_.Tensor
         aten::true_divide.Scalar
         aten::true_divide.Tensor
-        aten::trunc
-        aten::trunc_
-        aten::where
-        aten::where.Scalar
-        aten::where.ScalarOther
-        aten::where.ScalarSelf
-        aten::where.self
     """,
     "fused": """
         aten::_add_relu.Tensor
@@ -686,6 +645,34 @@ FAMILY_OPERATORS: dict[str, str] = {
         aten::var_mean.correction
         aten::var_mean.dim
     """,
+    "reshape": """
+        aten::_reshape_alias
+        aten::_unsafe_view
+        aten::alias
+        aten::clone
+        aten::contiguous
+        aten::detach
+        aten::detach_
+        aten::flatten.using_ints
+        aten::lift_fresh
+        aten::lift_fresh_copy
+        aten::movedim.int
+        aten::movedim.intlist
+        aten::numpy_T
+        aten::permute
+        aten::reshape
+        aten::reshape_as
+        aten::squeeze
+        aten::squeeze.dim
+        aten::squeeze.dims
+        aten::swapaxes
+        aten::transpose.int
+        aten::unflatten.int
+        aten::unsqueeze
+        aten::view
+        aten::view.dtype
+        aten::view_as
+    """,
     "rnn": """
         aten::gru.input
         aten::gru_cell
@@ -697,43 +684,27 @@ FAMILY_OPERATORS: dict[str, str] = {
         aten::rnn_tanh_cell
     """,
     "shape": """
-        aten::_reshape_alias
-        aten::_unsafe_view
-        aten::alias
         aten::broadcast_tensors
         aten::broadcast_to
         aten::cat
         aten::channel_shuffle
         aten::chunk
-        aten::clone
         aten::concat
         aten::constant_pad_nd
-        aten::contiguous
-        aten::detach
-        aten::detach_
         aten::expand
         aten::expand_as
-        aten::flatten.using_ints
         aten::flip
         aten::hstack
-        aten::lift_fresh
-        aten::lift_fresh_copy
-        aten::movedim.int
-        aten::movedim.intlist
         aten::narrow
         aten::narrow.Tensor
         aten::native_channel_shuffle
-        aten::numpy_T
         aten::pad
-        aten::permute
         aten::pixel_shuffle
         aten::pixel_unshuffle
         aten::repeat
         aten::repeat_interleave.Tensor
         aten::repeat_interleave.self_Tensor
         aten::repeat_interleave.self_int
-        aten::reshape
-        aten::reshape_as
         aten::roll
         aten::select.int
         aten::slice.Tensor
@@ -741,25 +712,20 @@ FAMILY_OPERATORS: dict[str, str] = {
         aten::split.Tensor
         aten::split.sizes
         aten::split_with_sizes
-        aten::squeeze
-        aten::squeeze.dim
-        aten::squeeze.dims
         aten::stack
-        aten::swapaxes
         aten::tensor_split.indices
         aten::tensor_split.sections
         aten::tensor_split.tensor_indices_or_sections
         aten::tile
-        aten::transpose.int
         aten::unbind.int
-        aten::unflatten.int
         aten::unsafe_chunk
         aten::unsafe_split.Tensor
-        aten::unsqueeze
-        aten::view
-        aten::view.dtype
-        aten::view_as
         aten::vstack
+    """,
+    "state": """
+        ptlite::get_attr
+        ptlite::module_state
+        ptlite::set_attr
     """,
     "tensor_meta": """
         aten::Bool.Tensor
@@ -814,6 +780,51 @@ FAMILY_OPERATORS: dict[str, str] = {
         prim::requires_grad
         prim::tolist
         prim::type
+    """,
+    "unary": """
+        aten::abs
+        aten::abs_
+        aten::ceil
+        aten::ceil_
+        aten::cos
+        aten::cos_
+        aten::erf
+        aten::erf_
+        aten::exp
+        aten::exp_
+        aten::expm1
+        aten::expm1_
+        aten::floor
+        aten::floor_
+        aten::isfinite
+        aten::isinf
+        aten::isnan
+        aten::log
+        aten::log10
+        aten::log10_
+        aten::log1p
+        aten::log1p_
+        aten::log2
+        aten::log2_
+        aten::log_
+        aten::neg
+        aten::neg_
+        aten::reciprocal
+        aten::reciprocal_
+        aten::round
+        aten::round.decimals
+        aten::round_
+        aten::rsqrt
+        aten::rsqrt_
+        aten::sign
+        aten::sign_
+        aten::sin
+        aten::sin_
+        aten::sqrt
+        aten::sqrt_
+        aten::square
+        aten::trunc
+        aten::trunc_
     """,
     "upsample": """
         aten::upsample_bilinear2d

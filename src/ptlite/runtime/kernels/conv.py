@@ -9,21 +9,8 @@ from numpy.lib.stride_tricks import as_strided
 
 from ptlite.ir.registry import kernel
 
+from ._args import expand
 from ._parallel import parallel_for
-
-IntList = int | Sequence[int]
-
-
-def expand(value: IntList, n: int, what: str = "argument") -> tuple[int, ...]:
-    """[k] or k -> (k,) * n; a list of n ints stays as it is (PyTorch's int[n] broadcasting)."""
-    if isinstance(value, (int, np.integer)):
-        return (int(value),) * n
-    value = [int(v) for v in value]
-    if len(value) == 1:
-        return (value[0],) * n
-    if len(value) != n:
-        raise ValueError(f"{what} must have 1 or {n} values, got {value}")
-    return tuple(value)
 
 
 def pad2d(x: np.ndarray, top: int, bottom: int, left: int, right: int, value: float = 0.0) -> np.ndarray:

@@ -1,9 +1,9 @@
-"""Elementwise tensor kernels: arithmetic, comparisons, logic, unary math, where; torch type promotion."""
+"""Elementwise arithmetic kernels (add, sub, mul, div, pow, remainder, minimum/maximum, ...) and torch's type
+promotion, which the other elementwise families (comparison.py, unary.py) share."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -21,7 +21,7 @@ Operand = Any  # np.ndarray, or a Python / NumPy number
 
 
 # ----------------------------------------------------------------------------------------------------
-# Type promotion
+# Type promotion and helpers the elementwise families share
 # ----------------------------------------------------------------------------------------------------
 
 def category(dt: np.dtype) -> int:
@@ -110,6 +110,30 @@ def write_into(self: np.ndarray, result: Any) -> np.ndarray:
     return self
 
 
+def as_float(x: np.ndarray) -> np.ndarray:
+    """Integer and bool tensors are computed (and returned) in the default float dtype."""
+    return x if x.dtype.kind == "f" else x.astype(_F32)
+
+
+def select(condition: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """np.where(condition, a, b) for a and b of one dtype, broadcast.
+
+    Large inputs are blended on their bit patterns, (a & m) | (b & ~m) with m all ones where condition holds:
+    no branch per element, so it is several times faster than np.where on irregular masks, and exact.
+    """
+    shape = np.broadcast_shapes(condition.shape, a.shape, b.shape)
+    if math.prod(shape) < 8192 or a.dtype.itemsize not in (1, 2, 4, 8):
+        return wrap(np.where(condition, a, b))
+    bits_type = np.dtype(f"u{a.dtype.itemsize}")
+    keep = condition if condition.dtype == _BOOL else condition != 0
+    mask = np.broadcast_to(keep, shape).astype(bits_type)
+    np.negative(mask, out=mask)  # 1 -> all ones
+    out = np.bitwise_and(a.view(bits_type), mask)
+    np.invert(mask, out=mask)
+    np.bitwise_or(out, np.bitwise_and(b.view(bits_type), mask, out=mask), out=out)
+    return out.view(a.dtype)
+
+
 # ----------------------------------------------------------------------------------------------------
 # Arithmetic
 # ----------------------------------------------------------------------------------------------------
@@ -131,7 +155,8 @@ def _binary_into(ufunc: np.ufunc, a: Operand, b: Operand, dt: np.dtype, out: np.
     return out
 
 
-def _binary(ufunc: np.ufunc, a: Operand, b: Operand, out: np.ndarray | None = None) -> np.ndarray:
+def binary(ufunc: np.ufunc, a: Operand, b: Operand, out: np.ndarray | None = None) -> np.ndarray:
+    """ufunc(a, b) with torch's type promotion (float16 computed in float32); into `out` when it fits exactly."""
     if isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and a.dtype == b.dtype:
         if out is not None and (into := _binary_into(ufunc, a, b, a.dtype, out)) is not None:
             return into
@@ -232,7 +257,7 @@ def rsub(self: Operand, other: Operand, alpha: Any = 1) -> np.ndarray:
         "aten::mul.Scalar(Tensor self, Scalar other) -> Tensor", out=True)
 def mul(self: Operand, other: Operand, *, out: np.ndarray | None = None) -> np.ndarray:
     """self * other; into `out` when given, the operands share a dtype and the result fits it exactly."""
-    return _binary(np.multiply, self, other, out)
+    return binary(np.multiply, self, other, out)
 
 
 @kernel("aten::mul_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)",
@@ -307,7 +332,7 @@ def floor_divide(self: Operand, other: Operand) -> np.ndarray:
 def remainder(self: Operand, other: Operand) -> np.ndarray:
     """Python-style modulo: the result takes the divisor's sign."""
     with np.errstate(divide="ignore", invalid="ignore"):
-        return _binary(np.remainder, self, other)
+        return binary(np.remainder, self, other)
 
 
 @kernel("aten::fmod.Tensor(Tensor self, Tensor other) -> Tensor",
@@ -315,7 +340,7 @@ def remainder(self: Operand, other: Operand) -> np.ndarray:
 def fmod(self: Operand, other: Operand) -> np.ndarray:
     """C-style modulo: the result takes the dividend's sign."""
     with np.errstate(divide="ignore", invalid="ignore"):
-        return _binary(np.fmod, self, other)
+        return binary(np.fmod, self, other)
 
 
 def _pow(base: Operand, exponent: Operand) -> np.ndarray:
@@ -349,284 +374,19 @@ def power_(self: np.ndarray, exponent: Operand) -> np.ndarray:
 
 @kernel("aten::minimum(Tensor self, Tensor other) -> Tensor")
 def minimum(self: np.ndarray, other: np.ndarray) -> np.ndarray:
-    return _binary(np.minimum, self, other)
+    return binary(np.minimum, self, other)
 
 
 @kernel("aten::maximum(Tensor self, Tensor other) -> Tensor")
 def maximum(self: np.ndarray, other: np.ndarray) -> np.ndarray:
-    return _binary(np.maximum, self, other)
+    return binary(np.maximum, self, other)
 
 
 @kernel("aten::fmin(Tensor self, Tensor other) -> Tensor")
 def fmin(self: np.ndarray, other: np.ndarray) -> np.ndarray:
-    return _binary(np.fmin, self, other)
+    return binary(np.fmin, self, other)
 
 
 @kernel("aten::fmax(Tensor self, Tensor other) -> Tensor")
 def fmax(self: np.ndarray, other: np.ndarray) -> np.ndarray:
-    return _binary(np.fmax, self, other)
-
-
-# ----------------------------------------------------------------------------------------------------
-# Comparison and logic (results are bool)
-# ----------------------------------------------------------------------------------------------------
-
-def _comparison(ufunc: np.ufunc) -> Callable[[Operand, Operand], np.ndarray]:
-    def compare(self: Operand, other: Operand) -> np.ndarray:
-        return _binary(ufunc, self, other)
-    compare.__name__ = ufunc.__name__
-    return compare
-
-
-for _name, _ufunc in [("eq", np.equal), ("ne", np.not_equal), ("lt", np.less), ("le", np.less_equal),
-                      ("gt", np.greater), ("ge", np.greater_equal)]:
-    kernel(f"aten::{_name}.Tensor(Tensor self, Tensor other) -> Tensor",
-           f"aten::{_name}.Scalar(Tensor self, Scalar other) -> Tensor")(_comparison(_ufunc))
-
-
-@kernel("aten::equal(Tensor self, Tensor other) -> bool")
-def equal(self: np.ndarray, other: np.ndarray) -> bool:
-    return self.shape == other.shape and bool(np.array_equal(self, other))
-
-
-@kernel("aten::logical_and(Tensor self, Tensor other) -> Tensor")
-def logical_and(self: np.ndarray, other: np.ndarray) -> np.ndarray:
-    return wrap(np.logical_and(self, other))
-
-
-@kernel("aten::logical_or(Tensor self, Tensor other) -> Tensor")
-def logical_or(self: np.ndarray, other: np.ndarray) -> np.ndarray:
-    return wrap(np.logical_or(self, other))
-
-
-@kernel("aten::logical_xor(Tensor self, Tensor other) -> Tensor")
-def logical_xor(self: np.ndarray, other: np.ndarray) -> np.ndarray:
-    return wrap(np.logical_xor(self, other))
-
-
-@kernel("aten::logical_not(Tensor self) -> Tensor")
-def logical_not(self: np.ndarray) -> np.ndarray:
-    return wrap(np.logical_not(self))
-
-
-@kernel("aten::bitwise_not(Tensor self) -> Tensor")
-def bitwise_not(self: np.ndarray) -> np.ndarray:
-    return wrap(np.invert(self))
-
-
-@kernel("aten::bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor",
-        "aten::bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor",
-        "aten::bitwise_and.Scalar_Tensor(Scalar self, Tensor other) -> Tensor",
-        "aten::__and__.Tensor(Tensor self, Tensor other) -> Tensor",
-        "aten::__and__.Scalar(Tensor self, Scalar other) -> Tensor")
-def bitwise_and(self: Operand, other: Operand) -> np.ndarray:
-    return _binary(np.bitwise_and, self, other)
-
-
-@kernel("aten::bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor",
-        "aten::bitwise_or.Scalar(Tensor self, Scalar other) -> Tensor",
-        "aten::bitwise_or.Scalar_Tensor(Scalar self, Tensor other) -> Tensor",
-        "aten::__or__.Tensor(Tensor self, Tensor other) -> Tensor",
-        "aten::__or__.Scalar(Tensor self, Scalar other) -> Tensor")
-def bitwise_or(self: Operand, other: Operand) -> np.ndarray:
-    return _binary(np.bitwise_or, self, other)
-
-
-@kernel("aten::bitwise_xor.Tensor(Tensor self, Tensor other) -> Tensor",
-        "aten::bitwise_xor.Scalar(Tensor self, Scalar other) -> Tensor",
-        "aten::bitwise_xor.Scalar_Tensor(Scalar self, Tensor other) -> Tensor",
-        "aten::__xor__.Tensor(Tensor self, Tensor other) -> Tensor",
-        "aten::__xor__.Scalar(Tensor self, Scalar other) -> Tensor")
-def bitwise_xor(self: Operand, other: Operand) -> np.ndarray:
-    return _binary(np.bitwise_xor, self, other)
-
-
-# ----------------------------------------------------------------------------------------------------
-# Selection
-# ----------------------------------------------------------------------------------------------------
-
-@kernel("aten::where.self(Tensor condition, Tensor self, Tensor other) -> Tensor",
-        "aten::where.ScalarOther(Tensor condition, Tensor self, Scalar other) -> Tensor",
-        "aten::where.ScalarSelf(Tensor condition, Scalar self, Tensor other) -> Tensor",
-        "aten::where.Scalar(Tensor condition, Scalar self, Scalar other) -> Tensor")
-def where(condition: np.ndarray, self: Operand, other: Operand) -> np.ndarray:
-    dt = result_type(self, other)
-    return select(condition, np.asarray(cast(self, dt)), np.asarray(cast(other, dt)))
-
-
-def select(condition: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """np.where(condition, a, b) for a and b of one dtype, broadcast.
-
-    Large inputs are blended on their bit patterns, (a & m) | (b & ~m) with m all ones where condition holds:
-    no branch per element, so it is several times faster than np.where on irregular masks, and exact.
-    """
-    shape = np.broadcast_shapes(condition.shape, a.shape, b.shape)
-    if math.prod(shape) < 8192 or a.dtype.itemsize not in (1, 2, 4, 8):
-        return wrap(np.where(condition, a, b))
-    bits_type = np.dtype(f"u{a.dtype.itemsize}")
-    keep = condition if condition.dtype == _BOOL else condition != 0
-    mask = np.broadcast_to(keep, shape).astype(bits_type)
-    np.negative(mask, out=mask)  # 1 -> all ones
-    out = np.bitwise_and(a.view(bits_type), mask)
-    np.invert(mask, out=mask)
-    np.bitwise_or(out, np.bitwise_and(b.view(bits_type), mask, out=mask), out=out)
-    return out.view(a.dtype)
-
-
-@kernel("aten::where(Tensor condition) -> Tensor[]")
-def where_nonzero(condition: np.ndarray) -> list[np.ndarray]:
-    return [i.astype(_I64, copy=False) for i in np.nonzero(np.atleast_1d(condition))]
-
-
-@kernel("aten::masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor",
-        "aten::masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor")
-def masked_fill(self: np.ndarray, mask: np.ndarray, value: Operand) -> np.ndarray:
-    return select(mask, np.asarray(cast(value, self.dtype)), self)
-
-
-@kernel("aten::masked_fill_.Scalar(Tensor(a!) self, Tensor mask, Scalar value) -> Tensor(a!)",
-        "aten::masked_fill_.Tensor(Tensor(a!) self, Tensor mask, Tensor value) -> Tensor(a!)")
-def masked_fill_(self: np.ndarray, mask: np.ndarray, value: Operand) -> np.ndarray:
-    if not self.flags.writeable:
-        return np.broadcast_to(masked_fill(self, mask, value), self.shape).copy()
-    np.copyto(self, cast(value, self.dtype), where=mask)
-    return self
-
-
-# ----------------------------------------------------------------------------------------------------
-# Unary math
-# ----------------------------------------------------------------------------------------------------
-
-def as_float(x: np.ndarray) -> np.ndarray:
-    """Integer and bool tensors are computed (and returned) in the default float dtype."""
-    return x if x.dtype.kind == "f" else x.astype(_F32)
-
-
-def _float_unary(name: str, fn: Callable[[np.ndarray], Any]) -> None:
-    """Register aten::<name> (float result) and its in-place aten::<name>_."""
-
-    def run(self: np.ndarray) -> np.ndarray:
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            return wrap(fn(as_float(self)))
-
-    def run_(self: np.ndarray) -> np.ndarray:
-        return write_into(self, run(self))
-
-    run.__name__, run_.__name__ = name, name + "_"
-    kernel(f"aten::{name}(Tensor self) -> Tensor")(run)
-    kernel(f"aten::{name}_(Tensor(a!) self) -> Tensor(a!)")(run_)
-
-
-def _rsqrt(x: np.ndarray) -> np.ndarray:
-    r = wrap(np.sqrt(x))
-    return np.reciprocal(r, out=r)
-
-
-_ERF_SERIES = (1.0, -1.0 / 3, 1.0 / 10, -1.0 / 42, 1.0 / 216, -1.0 / 1320, 1.0 / 9360, -1.0 / 75600)
-# Chebyshev-fitted coefficients of erfc(z) = t * exp(-z^2 + P(t)), t = 1 / (1 + z/2): relative error < 1.2e-7.
-_ERFC_POLY = (-1.26551223, 1.00002368, 0.37409196, 0.09678418, -0.18628806,
-              0.27886807, -1.13520398, 1.48851587, -0.82215223, 0.17087277)
-
-
-def _horner(coefficients: tuple[float, ...], x: np.ndarray) -> np.ndarray:
-    """sum(c[i] * x**i), evaluated in place in x's dtype."""
-    out = np.full_like(x, coefficients[-1])
-    for c in reversed(coefficients[:-1]):
-        out *= x
-        out += c
-    return out
-
-
-def erf(x: np.ndarray) -> np.ndarray:
-    """The error function in x's precision: a Taylor series below 0.5, the erfc fit above.
-
-    On float32 both pieces are accurate to a few units in the last place (max |error| < 2.5e-7).
-    """
-    if x.ndim == 0:
-        return erf(x.reshape(1)).reshape(())
-    z = np.abs(x)
-    z2 = np.square(z)
-    near_zero = _horner(_ERF_SERIES, z2)
-    near_zero *= z
-    near_zero *= x.dtype.type(2.0 / math.sqrt(math.pi))
-    t = np.multiply(z, x.dtype.type(0.5))
-    t += 1
-    np.reciprocal(t, out=t)
-    tail = _horner(_ERFC_POLY, t)
-    tail -= z2
-    np.exp(tail, out=tail)
-    tail *= t
-    np.subtract(1, tail, out=tail)
-    out = select(z < 0.5, near_zero, tail)
-    return np.copysign(out, x, out=out)
-
-
-for _name, _fn in [("exp", np.exp), ("log", np.log), ("sqrt", np.sqrt), ("rsqrt", _rsqrt),
-                   ("reciprocal", np.reciprocal), ("erf", erf), ("sin", np.sin), ("cos", np.cos),
-                   ("log2", np.log2), ("log10", np.log10), ("log1p", np.log1p), ("expm1", np.expm1)]:
-    _float_unary(_name, _fn)
-
-
-def _same_type_unary(name: str, fn: Callable[[np.ndarray], Any], bool_ok: bool) -> None:
-    """Register aten::<name> and aten::<name>_ for a unary op whose result keeps the input's dtype."""
-
-    def run(self: np.ndarray) -> np.ndarray:
-        if self.dtype == _BOOL and not bool_ok:
-            raise TypeError(f"{name} is not implemented for bool tensors")
-        return wrap(fn(self))
-
-    def run_(self: np.ndarray) -> np.ndarray:
-        return write_into(self, run(self))
-
-    run.__name__, run_.__name__ = name, name + "_"
-    kernel(f"aten::{name}(Tensor self) -> Tensor")(run)
-    kernel(f"aten::{name}_(Tensor(a!) self) -> Tensor(a!)")(run_)
-
-
-def _rounding(fn: np.ufunc) -> Callable[[np.ndarray], np.ndarray]:
-    """floor/ceil/round/trunc: identity (a copy) on integers, where NumPy would return float64."""
-    return lambda x: fn(x) if x.dtype.kind == "f" else x.copy(order="K")
-
-
-def _sign(x: np.ndarray) -> np.ndarray:
-    if x.dtype == _BOOL:
-        return x.copy(order="K")
-    out = wrap(np.sign(x))
-    if x.dtype.kind == "f":
-        out[np.isnan(out)] = 0  # torch: sign(nan) == 0
-    return out
-
-
-for _name, _fn, _bool_ok in [("neg", np.negative, False), ("abs", np.abs, False), ("sign", _sign, True),
-                             ("floor", _rounding(np.floor), False), ("ceil", _rounding(np.ceil), False),
-                             ("round", _rounding(np.round), False), ("trunc", _rounding(np.trunc), False)]:
-    _same_type_unary(_name, _fn, _bool_ok)
-
-
-@kernel("aten::round.decimals(Tensor self, *, int decimals) -> Tensor")
-def round_decimals(self: np.ndarray, decimals: int) -> np.ndarray:
-    if self.dtype.kind != "f":
-        return self.copy(order="K")
-    return wrap(np.round(self, decimals))
-
-
-@kernel("aten::square(Tensor self) -> Tensor")
-def square(self: np.ndarray) -> np.ndarray:
-    if self.dtype == _BOOL:
-        self = self.astype(_I64)  # torch computes pow(self, 2), which promotes bool with an int
-    return wrap(np.square(self))
-
-
-@kernel("aten::isnan(Tensor self) -> Tensor")
-def isnan(self: np.ndarray) -> np.ndarray:
-    return wrap(np.isnan(self)) if self.dtype.kind == "f" else np.zeros_like(self, _BOOL)
-
-
-@kernel("aten::isinf(Tensor self) -> Tensor")
-def isinf(self: np.ndarray) -> np.ndarray:
-    return wrap(np.isinf(self)) if self.dtype.kind == "f" else np.zeros_like(self, _BOOL)
-
-
-@kernel("aten::isfinite(Tensor self) -> Tensor")
-def isfinite(self: np.ndarray) -> np.ndarray:
-    return wrap(np.isfinite(self)) if self.dtype.kind == "f" else np.ones_like(self, _BOOL)
+    return binary(np.fmax, self, other)

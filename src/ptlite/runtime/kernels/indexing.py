@@ -9,7 +9,7 @@ import numpy as np
 from ptlite.ir.registry import kernel
 
 from .elementwise import cast, write_into
-from .shape import wrap_dim
+from .reshape import wrap_dim
 
 _I64 = np.dtype(np.int64)
 

@@ -6,9 +6,9 @@ import numpy as np
 
 from ptlite.ir.registry import kernel
 
+from ._args import expand
 from ._layout import fits_out, from_nhwc, spatial_view
-from .conv import expand
-from .reduce import fast_sum
+from ._sums import fast_sum
 
 
 def _lowest(dtype: np.dtype):
