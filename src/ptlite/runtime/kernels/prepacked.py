@@ -86,7 +86,7 @@ def _silu(x: np.ndarray, t: np.ndarray) -> None:
 _SMOOTH = {"hardswish": _hardswish, "silu": _silu}
 
 
-def _finish_rows(out2: np.ndarray, bias: np.ndarray | None, activation: str, args: Sequence[float]) -> None:
+def finish_rows(out2: np.ndarray, bias: np.ndarray | None, activation: str, args: Sequence[float]) -> None:
     """Bias and activation over a C-contiguous (rows, O) output, in blocks of whole rows split across threads.
     The bias is tiled to the block length so that the add runs over two flat arrays (broadcasting a short bias
     row makes NumPy's inner loop only O long, several times slower)."""
@@ -324,7 +324,7 @@ def conv2d_prepacked_nhwc(xh: np.ndarray, weight: np.ndarray, bias: np.ndarray |
         _conv_gemm(xh, weight, pads, (kh, kw), (sh, sw), (dh, dw), (ho, wo), out2)
     else:
         _conv_grouped(xh, weight, pads, (kh, kw), (sh, sw), (dh, dw), (ho, wo), out2, groups)
-    _finish_rows(out2, bias, activation, args)
+    finish_rows(out2, bias, activation, args)
     return out
 
 
@@ -383,7 +383,7 @@ def _conv_few_channels(x, weight, bias, kernel_hw, stride, pads, dilation, activ
     out = _nhwc_result(out, (n, ho, wo, o), np.result_type(x.dtype, weight.dtype))
     out2 = out.reshape(n * ho * wo, o)
     np.matmul(cols.reshape(kh * kw * c, n * ho * wo).T, weight, out=out2)
-    _finish_rows(out2, None if bias is None else np.asarray(bias, dtype=out.dtype), activation, args)
+    finish_rows(out2, None if bias is None else np.asarray(bias, dtype=out.dtype), activation, args)
     return out
 
 
@@ -402,5 +402,5 @@ def linear_prepacked(input, weight, bias, activation="none", activation_args=(),
     into = out is not None and fits_out(out, lead + (o,), dtype) and out.flags.c_contiguous
     out2 = out.reshape(x2.shape[0], o) if into else np.empty((x2.shape[0], o), dtype=dtype)  # a view of out
     np.matmul(x2, weight, out=out2)
-    _finish_rows(out2, None if bias is None else np.asarray(bias, dtype=dtype), activation, activation_args)
+    finish_rows(out2, None if bias is None else np.asarray(bias, dtype=dtype), activation, activation_args)
     return out if into else out2.reshape(lead + (o,))

@@ -18,8 +18,7 @@ from numpy.lib.stride_tricks import as_strided
 from ptlite.ir.registry import kernel
 
 from ._layout import fits_out, from_nhwc, nhwc_view, to_nhwc
-from .prepacked import _finish_rows as finish_rows
-from .prepacked import check_activation
+from .prepacked import check_activation, finish_rows
 
 BT = np.array([[4, 0, -5, 0, 1, 0],
                [0, -4, -4, 1, 1, 0],
