@@ -617,3 +617,25 @@ def test_quantized_model_is_refused_naming_its_operators(tmp_path, monkeypatch):
         for op in ("quantized::conv2d_relu.new", "quantized::conv2d.new", "quantized::linear",
                    "aten::quantize_per_tensor", "aten::dequantize.self"):
             assert f"  {op}  (used in " in text, f"{kwargs}: {op} not named in:\n{text}"
+
+
+def test_convert_with_input_shape_plans_memory(tmp_path, capsys):
+    """A .ptl file records no input shapes; `--input-shape` gives forward static ones, so the converted file gets a
+    memory plan (and refuses other shapes, as an export capture does)."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.ReLU(),
+                                torch.nn.Conv2d(8, 4, 1)).eval()
+    path, out = tmp_path / "cnn.ptl", tmp_path / "cnn.ptlite"
+    torch.jit.script(model)._save_for_lite_interpreter(str(path))
+    assert main(["convert", str(path), "--input-shape", "1,3,12,12", "-o", str(out)]) == 0
+    module = ptlite.load(out)
+    assert module.memory_plan() is not None
+    x = torch.randn(1, 3, 12, 12)
+    with torch.inference_mode():
+        expected = model(x).numpy()
+    for _ in range(2):  # the planned buffers are reused
+        np.testing.assert_allclose(module(x.numpy()), expected, rtol=1e-5, atol=1e-5 * np.abs(expected).max())
+    with pytest.raises(ptlite.InputError, match="static shapes"):
+        module(np.zeros((2, 3, 12, 12), np.float32))
+    assert main(["convert", str(path), "--input-shape", "1,3,12,12", "--input-shape", "1,3", "-o", str(out)]) == 2
+    assert "forward takes 1 tensor input(s)" in capsys.readouterr().err

@@ -425,8 +425,7 @@ def _is_pytorch_mobile(path: str) -> bool:
 
 def _convert_pytorch_mobile(args: argparse.Namespace) -> int:
     """A PyTorch Mobile .ptl file: translated by ptlite's own reader (no torch needed), optimized and saved."""
-    ignored = [flag for flag, given in (("--method", args.method != "auto"), ("--input-shape", args.input_shape),
-                                        ("--input-dtype", args.input_dtype), ("--dynamic-batch", args.dynamic_batch),
+    ignored = [flag for flag, given in (("--method", args.method != "auto"), ("--dynamic-batch", args.dynamic_batch),
                                         ("--preserve-method", args.preserve_method)) if given]
     if ignored:
         print(f"note: {', '.join(ignored)} ignored: {args.model} is a PyTorch Mobile file, read as it is (forward "
@@ -434,8 +433,31 @@ def _convert_pytorch_mobile(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     program = ptlite.load_program(args.model)
     read_s = time.perf_counter() - start
+    if args.input_shape:
+        _fix_input_shapes(program, args.input_shape, args.input_dtype)
+    elif args.input_dtype:
+        raise CliError("--input-dtype needs --input-shape")
     return _optimize_and_save(program, args, f"read {args.model} (PyTorch Mobile, bytecode version "
                                              f"{program.metadata.get('bytecode_version')}) in {read_s:.1f} s")
+
+
+def _fix_input_shapes(program: ptlite.Program, shapes: list[tuple[int, ...]], dtypes: list[str]) -> None:
+    """--input-shape (and --input-dtype, default float32) for a .ptl file, which records neither: forward's tensor
+    inputs get these static shapes and dtypes, so that optimize_for_mobile can plan memory; the converted file then
+    accepts only them."""
+    specs = [s for s in program.methods["forward"].input_specs if s.type == "Tensor"]
+    if len(shapes) != len(specs):
+        raise CliError(f"forward takes {len(specs)} tensor input(s); give --input-shape once for each "
+                       f"(got {len(shapes)})")
+    if len(dtypes) not in (0, 1, len(shapes)):
+        raise CliError(f"give --input-dtype once, or once per --input-shape ({len(shapes)}), not {len(dtypes)} times")
+    dtypes = dtypes * len(shapes) if len(dtypes) == 1 else dtypes or ["float32"] * len(shapes)
+    for spec, shape, dtype in zip(specs, shapes, dtypes):
+        if spec.shape is not None and len(spec.shape) != len(shape):
+            raise CliError(f"input '{spec.name}' has {len(spec.shape)} dimensions, --input-shape gives {len(shape)}")
+        if spec.dtype is not None and spec.dtype != dtype:
+            raise CliError(f"input '{spec.name}' is {spec.dtype}, --input-dtype gives {dtype}")
+        spec.shape, spec.dtype = tuple(shape), dtype
 
 
 def _optimize_and_save(program: ptlite.Program, args: argparse.Namespace, headline: str) -> int:
