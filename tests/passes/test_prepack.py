@@ -84,3 +84,10 @@ def test_left_alone(rng):
     computed_bias = b.op("aten::linear", b.inputs[0], weight(b, rng, "fc.weight", 3, 3), b.op("aten::relu", w))
     program = b.ret(transposed, computed_weight, conv1d, strided_same, computed_bias)
     assert not Prepack()(program).modified
+
+
+def test_unpack_inverts_pack(rng):
+    from ptlite.passes.prepack import unpack_dense_conv2d_weight
+
+    w = rng.normal(size=(5, 3, 2, 4)).astype(np.float32)
+    np.testing.assert_array_equal(unpack_dense_conv2d_weight(pack_conv2d_weight(w, 1), (2, 4)), w)

@@ -55,6 +55,12 @@ def pack_conv2d_weight(weight: np.ndarray, groups: int) -> np.ndarray:
     return np.ascontiguousarray(packed)
 
 
+def unpack_dense_conv2d_weight(packed: np.ndarray, kernel: tuple[int, int]) -> np.ndarray:
+    """The inverse of pack_conv2d_weight for groups == 1: (kh*kw*C, O) -> (O, C, kh, kw), a view."""
+    kh, kw = kernel
+    return packed.reshape(kh, kw, packed.shape[0] // (kh * kw), packed.shape[1]).transpose(3, 2, 0, 1)
+
+
 def int_list(v: Value, n: int) -> list[int] | None:
     """A constant int or list of ints (a constant, or a prim::ListConstruct of constants) expanded to n values."""
     value = constant_value(v)

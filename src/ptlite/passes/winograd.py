@@ -15,6 +15,7 @@ from __future__ import annotations
 from ptlite.ir.graph import Graph, Node, Program
 
 from .base import ConstantPool, Pass, blocks, constant_value, weight_constant, weight_of
+from .prepack import unpack_dense_conv2d_weight
 
 MIN_SIZE = 20  # output height and width (pixels) from which Winograd is used
 MIN_CHANNELS = 16
@@ -49,7 +50,7 @@ class Winograd(Pass):
         if c < MIN_CHANNELS or o < MIN_CHANNELS or shape is None or len(shape) != 4 \
                 or not all(isinstance(s, int) and s >= MIN_SIZE for s in shape[2:]):
             return None
-        dense = weight.reshape(3, 3, c, o).transpose(3, 2, 0, 1)  # back to (O, C, 3, 3)
+        dense = unpack_dense_conv2d_weight(weight, (3, 3))
         name = node.inputs[1].node.attrs["weight"]
         const = weight_constant(program, f"{name.removesuffix('.packed')}.winograd", pack_winograd_weight(dense),
                                 node.source)
