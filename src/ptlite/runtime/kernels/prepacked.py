@@ -229,6 +229,46 @@ def _tap_range(out_len: int, in_len: int, offset: int, step: int) -> tuple[int, 
 
 
 def _conv_depthwise(xh, weight, bias, pads, kernel_hw, stride, dilation, out_hw, out4, activation, args):
+    """Depthwise convolution into the NHWC `out4`: by einsum over a padded copy, unless most kernel taps would
+    read padding (atrous convolutions on small images), where the per-tap kernel skips them."""
+    (kh, kw), (ho, wo) = kernel_hw, out_hw
+    taps = _dense_taps(xh.shape, pads, kernel_hw, stride, dilation, out_hw)
+    if sum((r1 - r0) * (q1 - q0) for *_, r0, r1, q0, q1 in taps) < _SPARSE_TAPS * kh * kw * ho * wo:
+        _conv_depthwise_taps(xh, weight, bias, pads, kernel_hw, stride, dilation, out_hw, out4, activation, args)
+        return
+    _conv_depthwise_einsum(xh, weight, pads, kernel_hw, stride, dilation, out_hw, out4)
+    n, c = xh.shape[0], xh.shape[3]
+    finish_rows(out4.reshape(n * ho * wo, c), bias, activation, args)
+
+
+def _conv_depthwise_einsum(xh, weight, pads, kernel_hw, stride, dilation, out_hw, out4):
+    """Depthwise without bias, by one np.einsum over a padded copy of x: einsum sums products in one SIMD pass per
+    tap (out += a * b) where separate multiply and add ufuncs take two, ~1.5-2x faster on MobileNet's and
+    EfficientNet's depthwise layers (measured). Without a horizontal stride each output row is Wo*C contiguous
+    values read from Wo*C contiguous input values per tap, and the taps (per-channel weights) are tiled to the
+    row width, broadcast over rows by zero strides; with one, the innermost loop runs over the C channels."""
+    n, _, _, c = xh.shape
+    (kh, kw), (sh, sw), (dh, dw), (ho, wo) = kernel_hw, stride, dilation, out_hw
+    xp = _padded(xh, *pads)
+    s_n, s_h, s_w, s_c = xp.strides
+    if sw == 1:
+        row = wo * c
+        taps = np.tile(weight, (1, wo)).reshape(kh, kw, row)
+        t_i, t_j, t_k = taps.strides
+        shape = (kh, kw, n, ho, row)
+        view = as_strided(xp, shape=shape, strides=(s_h * dh, s_w * dw, s_n, s_h * sh, s_c), writeable=False)
+        wview = as_strided(taps, shape=shape, strides=(t_i, t_j, 0, 0, t_k), writeable=False)
+        np.einsum("ijnrk,ijnrk->nrk", view, wview, out=out4.reshape(n, ho, row))
+        return
+    taps = weight.reshape(kh, kw, c)
+    t_i, t_j, t_c = taps.strides
+    shape = (kh, kw, n, ho, wo, c)
+    view = as_strided(xp, shape=shape, strides=(s_h * dh, s_w * dw, s_n, s_h * sh, s_w * sw, s_c), writeable=False)
+    wview = as_strided(taps, shape=shape, strides=(t_i, t_j, 0, 0, 0, t_c), writeable=False)
+    np.einsum("ijnrqc,ijnrqc->nrqc", view, wview, out=out4)
+
+
+def _conv_depthwise_taps(xh, weight, bias, pads, kernel_hw, stride, dilation, out_hw, out4, activation, args):
     """Depthwise: accumulate kernel taps over rows of Wo*C contiguous values, with the per-channel taps tiled to
     the row width so that every multiply runs over two long contiguous rows. No padded copy: each tap covers only
     the output pixels whose input pixel is inside the image (padding contributes zeros). A horizontal stride reads
