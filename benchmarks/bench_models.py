@@ -69,9 +69,12 @@ RUNTIMES = {
     "ort": ("ONNX Runtime", ".onnx"),
     "captured": ("ptlite captured", ".ptlite"),
     "optimized": ("ptlite optimized", ".opt.ptlite"),
+    "converted": ("ptlite .ptl converted", ".ptl.ptlite"),  # `ptlite convert` of the .ptl file, input shapes fixed
 }
 # how a file is usually made; a cell notes it only when it was made another way
-USUAL_NOTE = {"lite": "script", "legacy": "script", "ort": "dynamo=False"}
+USUAL_NOTE = {"lite": "script", "legacy": "script", "ort": "dynamo=False", "converted": "convert"}
+# runtimes whose load time is reported, in table order
+LOADS = ("optimized", "lite", "legacy")
 THREADS = 2
 
 
@@ -108,6 +111,18 @@ def prepare_lite(model: Any, inputs: tuple, base: str) -> str:
         module, how = torch.jit.trace(model, inputs, strict=False), "trace"
     module._save_for_lite_interpreter(base + RUNTIMES["lite"][1])
     return how
+
+
+def prepare_converted(inputs: tuple, base: str) -> str:
+    """`ptlite convert` the lite interpreter's .ptl file, with the example inputs' shapes and dtypes."""
+    from ptlite.cli import main
+
+    args = ["convert", base + RUNTIMES["lite"][1], "-o", base + RUNTIMES["converted"][1]]
+    for t in inputs:
+        args += ["--input-shape", ",".join(map(str, t.shape)), "--input-dtype", str(t.dtype).removeprefix("torch.")]
+    if main(args) != 0:
+        raise RuntimeError("ptlite convert failed")
+    return "convert"
 
 
 def prepare_onnx(model: Any, inputs: tuple, base: str) -> str:
@@ -150,6 +165,13 @@ def prepare(name: str, method: str, base: str) -> dict:
         except Exception as exc:
             status[runtime] = {"error": short_error(exc)}
     status["legacy"] = status["lite"]  # the same .ptl file
+    if "error" in status["lite"]:
+        status["converted"] = status["lite"]
+    else:
+        try:
+            status["converted"] = {"note": prepare_converted(inputs, base)}
+        except Exception as exc:
+            status["converted"] = {"error": short_error(exc)}
     return {"status": status, "torch": torch.__version__}
 
 
@@ -212,11 +234,13 @@ def time_lite(name: str, base: str, warmup: int, runs: int) -> dict:
     from torch.jit.mobile import _load_for_lite_interpreter
 
     torch.set_num_threads(THREADS)
+    start = time.perf_counter()
     module = _load_for_lite_interpreter(base + RUNTIMES["lite"][1])
+    load_ms = (time.perf_counter() - start) * 1e3
     inputs = [torch.from_numpy(a) for a in load_inputs(base)]
     with torch.inference_mode():
         times = timeit(lambda: module(*inputs), warmup, runs)
-    return {"times": times, "rss_mb": peak_rss_mb()}
+    return {"times": times, "rss_mb": peak_rss_mb(), "load_ms": load_ms}
 
 
 def time_ort(name: str, base: str, warmup: int, runs: int) -> dict:
@@ -263,6 +287,7 @@ CHILDREN: dict[str, Callable[..., dict]] = {
     "ort": time_ort,
     "captured": lambda *a: time_ptlite(*a, RUNTIMES["captured"][1]),
     "optimized": lambda *a: time_ptlite(*a, RUNTIMES["optimized"][1]),
+    "converted": lambda *a: time_ptlite(*a, RUNTIMES["converted"][1]),
 }
 
 
@@ -324,7 +349,7 @@ def bench_model(name: str, args: argparse.Namespace, tmp: str, info: dict) -> di
     errors = {rt: s["error"] for rt, s in status.items() if "error" in s}
     times: dict[str, list[float]] = {rt: [] for rt in RUNTIMES}
     rss: dict[str, list[float]] = {rt: [] for rt in RUNTIMES}
-    load_ms: list[float] = []
+    load_ms: dict[str, list[float]] = {rt: [] for rt in LOADS}
     for _ in range(args.rounds):
         for rt in RUNTIMES:
             if rt in errors:
@@ -335,8 +360,8 @@ def bench_model(name: str, args: argparse.Namespace, tmp: str, info: dict) -> di
                 continue
             times[rt] += res["times"]
             rss[rt].append(res["rss_mb"])
-            if rt == "optimized":
-                load_ms.append(res["load_ms"])
+            if rt in LOADS:
+                load_ms[rt].append(res["load_ms"])
             info.update({k: v for k, v in res.items() if k in ("numpy", "blas", "onnxruntime", "ptlite")})
     opt = base + RUNTIMES["optimized"][1]
     return {
@@ -345,7 +370,7 @@ def bench_model(name: str, args: argparse.Namespace, tmp: str, info: dict) -> di
         "rss": {rt: max(r) for rt, r in rss.items() if r and rt not in errors},
         "notes": {rt: s.get("note", "") for rt, s in status.items()},
         "errors": errors,
-        "load_ms": statistics.median(load_ms) if load_ms and "optimized" not in errors else None,
+        "load_ms": {rt: statistics.median(t) for rt, t in load_ms.items() if t and rt not in errors},
         "size_mb": os.path.getsize(opt) / 1e6 if os.path.exists(opt) else None,
     }
 
@@ -375,15 +400,15 @@ def optional(value: float | None, fmt: str) -> str:
 
 def table(rows: list[dict]) -> list[str]:
     """The Markdown table, one row per model."""
-    head = ["model", "eager PyTorch (ms)", "lite interpreter (ms)", "ptlite .ptl (ms)", "ONNX Runtime (ms)",
-            "ptlite captured (ms)",
-            "ptlite optimized (ms)", "optimized / PyTorch", "optimized / ORT", "load (ms)",
+    head = ["model", *(f"{label} (ms)" for label, _ in RUNTIMES.values()), "optimized / PyTorch", "optimized / ORT",
+            "load (ms)", "load .ptl: lite (ms)",
+            "load .ptl: ptlite (ms)",
             "peak RSS PyTorch (MB)", "peak RSS lite (MB)", "peak RSS ORT (MB)", "peak RSS ptlite optimized (MB)",
             "file (MB)"]
     lines = ["| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 1)]
     for row in rows:
         cells = [row["name"], *(cell(row, rt) for rt in RUNTIMES), ratio(row, "optimized", "torch"),
-                 ratio(row, "optimized", "ort"), optional(row["load_ms"], ".0f"),
+                 ratio(row, "optimized", "ort"), *(optional(row["load_ms"].get(rt), ".0f") for rt in LOADS),
                  *(optional(row["rss"].get(rt), ".0f") for rt in ("torch", "lite", "ort", "optimized")),
                  optional(row["size_mb"], ".1f")]
         lines.append("| " + " | ".join(cells) + " |")
@@ -445,18 +470,21 @@ def describe(args: argparse.Namespace, info: dict, load_before: float, load_afte
         "- *lite interpreter*: `torch.jit.script` of the zoo model (`(trace)`: `torch.jit.trace`, where scripting "
         "fails), saved with `_save_for_lite_interpreter` (without `torch.utils.mobile_optimizer`), run from "
         "`torch.jit.mobile._load_for_lite_interpreter` under `torch.inference_mode()`, `torch.set_num_threads(2)`.",
-        "- *ptlite .ptl*: that same .ptl file loaded by `ptlite.load` (translated at load, not optimized; "
+        "- *ptlite .ptl*: that same .ptl file loaded by `ptlite.load` (translated and optimized at load, "
         "docs/legacy-ptl.md), in a process that never imports torch.",
         "- *ONNX Runtime*: `torch.onnx.export(..., dynamo=False)` (`(dynamo=True)`: the dynamo exporter, where "
         "that fails), run by an `InferenceSession` with the default `SessionOptions` except "
         "`intra_op_num_threads=2`, on the `CPUExecutionProvider`; its process does not import torch.",
         "- *ptlite captured*: the program as captured (`ptlite.capture`, torch.export); *ptlite optimized*: after "
         "`ptlite.optimize_for_mobile` (what `ptlite convert` writes by default). ptlite's processes never import "
-        "torch; NumPy's BLAS gets 2 threads (`OPENBLAS_NUM_THREADS=2`).",
+        "torch; NumPy's BLAS gets 2 threads (`OPENBLAS_NUM_THREADS=2`). *ptlite .ptl converted*: the lite "
+        "interpreter's .ptl file after `ptlite convert model.ptl --input-shape ...` (the example inputs' shapes).",
         "- *optimized / PyTorch*, *optimized / ORT*: ratio of medians (below 1: ptlite is faster).",
         "- *load*: the `ptlite.load` call alone on the optimized file, in a fresh process after `import ptlite` "
         "(its first call also imports the kernel families the program uses; ptlite's modules are byte-compiled first, "
-        "as in an installed package); median over the rounds.",
+        "as in an installed package); median over the rounds. *load .ptl*: the same for the .ptl file, by "
+        "`_load_for_lite_interpreter` (torch already imported) and by `ptlite.load` (translation and "
+        "optimization included).",
         "- *peak RSS*: the runtime process's peak resident set (VmHWM) after its timed runs (imports, loading and "
         "running included), the largest over the rounds; MB = 10^6 bytes. *file*: size of the optimized .ptlite file.",
         "- *n/a (...)*: the runtime could not take the model, and why.",
@@ -498,7 +526,7 @@ def main() -> None:
             row = bench_model(name, args, tmp, info)
             rows.append(row)
             print(f"{name:30s} " + "  ".join(f"{rt} {cell(row, rt)}" for rt in RUNTIMES)
-                  + f"  load {optional(row['load_ms'], '.0f')} ms", flush=True)
+                  + f"  load {optional(row['load_ms'].get('optimized'), '.0f')} ms", flush=True)
     load_after = os.getloadavg()[0]
     out = Path(args.out)
     png = out.with_suffix(".png")

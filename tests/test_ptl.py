@@ -237,16 +237,19 @@ def compare(path: Path, args: tuple, method: str = "forward", what: str = "", rt
 
 def compare_calls(path: Path, calls: list[tuple[str, tuple]], what: str = "", rtol: float = RTOL,
                   converted: Path | None = None, oracle: Path | None = None) -> ptlite.Module:
-    """Each call of the sequence, on one lite-interpreter module and one ptlite module loaded from the file (or
-    from `converted`, the .ptlite file made from it), gives the same result (so module state changed by a call
-    reaches the next ones); the ptlite module. `oracle`: another file of the same module for the lite
+    """Each call of the sequence, on one lite-interpreter module and on ptlite modules loaded from the file (or
+    from `converted`, the .ptlite file made from it) — as `ptlite.load` gives it (a .ptl file optimized at load)
+    and as translated, unoptimized — gives the same result (so module state changed by a call reaches the next
+    ones); the ptlite module as loaded by default. `oracle`: another file of the same module for the lite
     interpreter."""
-    lite, module = _load_for_lite_interpreter(str(oracle or path)), ptlite.load(converted or path)
+    lite = _load_for_lite_interpreter(str(oracle or path))
+    modules = {"": ptlite.load(converted or path), " (optimize=False)": ptlite.load(converted or path, optimize=False)}
     for i, (method, args) in enumerate(calls):
         expected = lite.run_method(method, *args)
-        actual = module.run_method(method, *_numpy(args))
-        assert_same(actual, expected, f"{what or path.name} call {i} {method}{tuple(args[1:])}", rtol)
-    return module
+        for how, module in modules.items():
+            actual = module.run_method(method, *_numpy(args))
+            assert_same(actual, expected, f"{what or path.name}{how} call {i} {method}{tuple(args[1:])}", rtol)
+    return modules[""]
 
 
 def _scripted_calls(seed: int = 0) -> list[tuple[str, tuple]]:
@@ -621,21 +624,47 @@ def test_quantized_model_is_refused_naming_its_operators(tmp_path, monkeypatch):
 
 def test_convert_with_input_shape_plans_memory(tmp_path, capsys):
     """A .ptl file records no input shapes; `--input-shape` gives forward static ones, so the converted file gets a
-    memory plan (and refuses other shapes, as an export capture does)."""
+    memory plan (and refuses other shapes, as an export capture does), and the 3x3 convolution on a large enough
+    image, whose output size a run on zeros shows, becomes Winograd as in an export capture."""
     torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.ReLU(),
-                                torch.nn.Conv2d(8, 4, 1)).eval()
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 16, 3, padding=1), torch.nn.ReLU(),
+                                torch.nn.Conv2d(16, 16, 3, padding=1), torch.nn.ReLU(),
+                                torch.nn.Conv2d(16, 4, 1)).eval()
     path, out = tmp_path / "cnn.ptl", tmp_path / "cnn.ptlite"
     torch.jit.script(model)._save_for_lite_interpreter(str(path))
-    assert main(["convert", str(path), "--input-shape", "1,3,12,12", "-o", str(out)]) == 0
+    assert main(["convert", str(path), "--input-shape", "1,3,24,24", "-o", str(out)]) == 0
     module = ptlite.load(out)
     assert module.memory_plan() is not None
-    x = torch.randn(1, 3, 12, 12)
+    assert "ptlite::conv2d_winograd" in module.program.operator_names(), module.program.operator_names()
+    x = torch.randn(1, 3, 24, 24)
     with torch.inference_mode():
         expected = model(x).numpy()
     for _ in range(2):  # the planned buffers are reused
-        np.testing.assert_allclose(module(x.numpy()), expected, rtol=1e-5, atol=1e-5 * np.abs(expected).max())
+        assert_close(module(x.numpy()), expected, what="converted cnn.ptl (Winograd)", rtol=2e-5)
     with pytest.raises(ptlite.InputError, match="static shapes"):
-        module(np.zeros((2, 3, 12, 12), np.float32))
+        module(np.zeros((2, 3, 24, 24), np.float32))
     assert main(["convert", str(path), "--input-shape", "1,3,12,12", "--input-shape", "1,3", "-o", str(out)]) == 2
     assert "forward takes 1 tensor input(s)" in capsys.readouterr().err
+
+
+def test_load_optimizes_legacy_files_only(tmp_path):
+    """ptlite.load optimizes a .ptl file (its bytecode is never optimized) unless optimize=False; a .ptlite file
+    runs as written unless optimize=True. All four give the model's result."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.BatchNorm2d(8), torch.nn.ReLU(),
+                                torch.nn.Flatten(), torch.nn.Linear(8 * 36, 5)).eval()
+    model[1].running_mean.uniform_(-1, 1)
+    model[1].running_var.uniform_(0.5, 2)
+    path, raw = tmp_path / "m.ptl", tmp_path / "raw.ptlite"
+    torch.jit.script(model)._save_for_lite_interpreter(str(path))
+    assert main(["convert", str(path), "--no-optimize", "-o", str(raw)]) == 0
+    x = torch.randn(2, 3, 6, 6)
+    with torch.inference_mode():
+        expected = model(x).numpy()
+    for file, optimize, optimized in ((path, None, True), (path, False, False), (raw, None, False),
+                                      (raw, True, True)):
+        module = ptlite.load(file, optimize=optimize)
+        ops = module.program.operator_names()
+        what = f"ptlite.load({file.name}, optimize={optimize})"
+        assert ("ptlite::conv2d_prepacked" in ops and "aten::batch_norm" not in ops) == optimized, f"{what}: {ops}"
+        assert_close(module(x.numpy()), expected, what=what, rtol=1e-5)

@@ -49,10 +49,12 @@ def optimize_for_mobile(program: Program, backend: str = "cpu", optimization_blo
                         preserved_methods: Iterable[str] = ()) -> Program:
     """Optimize a captured program for inference and return the result as a new Program (`program` is unchanged).
 
-    A subset, so far, of PyTorch's `torch.utils.mobile_optimizer.optimize_for_mobile`, on ptlite's IR (no torch
-    needed): dropout with train=False and other no-ops (contiguous, detach, same-dtype casts...) are removed, what is
-    known before running is computed once (constant folding), inference batch norms are folded into the convolution
-    or linear layer feeding them, and dead code and unused weights are dropped; passes repeat until nothing changes.
+    PyTorch's `torch.utils.mobile_optimizer.optimize_for_mobile`, on ptlite's IR (no torch needed): dropout with
+    train=False and other no-ops (contiguous, detach, same-dtype casts...) are removed, what is known before running
+    is computed once (constant folding), inference batch norms are folded into the convolution or linear layer
+    feeding them, convolution and linear weights are prepacked into their kernels' layouts (Winograd-transformed
+    for large 3x3 convolutions), activations and add + relu are fused, dead code and unused weights are dropped,
+    and a memory plan is made where input shapes are static; docs/architecture.md lists the passes.
     `metadata["passes"]` lists the passes that changed the program.
 
     backend: "cpu" (the only backend so far).
@@ -85,6 +87,11 @@ def save(program: Program, path: str | os.PathLike) -> None:
 def load_program(path: str | os.PathLike) -> Program:
     """Read a .ptlite file into a Program without preparing it to run. A PyTorch Mobile file (.ptl, recognised by
     its content) is translated into the same IR, without torch and without running anything from it."""
+    return _read(path)[0]
+
+
+def _read(path: str | os.PathLike) -> tuple[Program, bool]:
+    """The program in a file, and whether it came from a PyTorch Mobile file."""
     from .format.reader import is_ptlite_file, read_program
 
     with open(path, "rb") as f:
@@ -93,14 +100,24 @@ def load_program(path: str | os.PathLike) -> Program:
         from .format.ptl import read_ptl, sniff_file
 
         if sniff_file(path) is not None:
-            return read_ptl(path)
-    return read_program(path)
+            return read_ptl(path), True
+    return read_program(path), False
 
 
-def load(path: str | os.PathLike) -> Module:
+def load(path: str | os.PathLike, optimize: bool | None = None) -> Module:
     """Load a .ptlite (or PyTorch Mobile .ptl) file, check that every operator it uses is available, and return a
-    runnable Module."""
-    return Module(load_program(path))
+    runnable Module.
+
+    optimize: apply `optimize_for_mobile` to the program before running it. None (the default): only to a PyTorch
+        Mobile file, whose bytecode is never optimized (PyTorch's own optimizer fails on current wheels), so that it
+        runs at least as fast as on the lite interpreter; this costs ~50-250 ms more at load (docs/legacy-ptl.md:
+        `ptlite convert model.ptl` pays it once instead). A .ptlite file runs as written: `ptlite convert` has
+        optimized it unless told not to. True: optimize any file; False: never.
+    """
+    program, legacy = _read(path)
+    if optimize or (optimize is None and legacy):
+        program = optimize_for_mobile(program)
+    return Module(program)
 
 
 def export_opnames(program_or_path: Program | str | os.PathLike) -> list[str]:

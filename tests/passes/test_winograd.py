@@ -15,8 +15,9 @@ from ptlite.passes.winograd import MIN_SIZE, Winograd
 from ptlite.runtime.module import Module
 
 
-def conv_program(rng, c=16, o=16, size=MIN_SIZE, stride=1, dilation=1, groups=1, kernel=3, known_shape=True):
-    b = GraphBuilder("x")
+def conv_program(rng, c=16, o=16, size=MIN_SIZE, stride=1, dilation=1, groups=1, kernel=3, known_shape=True,
+                 input_shape=None):
+    b = GraphBuilder("x", shapes={"x": input_shape} if input_shape else None)
     w = b.weight("conv.weight", (rng.normal(0, 1, (o, c // groups, kernel, kernel)) / (3 * np.sqrt(c)))
                  .astype(np.float32))
     out = (size - 1) // stride + 1
@@ -45,3 +46,35 @@ def test_left_alone(rng):
                    {"kernel": 5}, {"known_shape": False}):
         program = conv_program(rng, **kwargs)
         assert not Winograd()(program).modified, kwargs
+
+
+def test_size_from_a_run_on_zeros_when_inputs_are_static(rng):
+    """No shape annotations (TorchScript, .ptl) but static input shapes: the output size comes from one run on
+    zeros; an input of any size (or too small an image) leaves the convolution alone."""
+    program = conv_program(rng, known_shape=False, input_shape=(1, 16, MIN_SIZE, MIN_SIZE))
+    before = copy_program(program)
+    assert Winograd()(program).modified
+    assert ops(program)[-2:] == ["ptlite::conv2d_winograd", "aten::relu"], ops(program)
+    x = rng.normal(size=(1, 16, MIN_SIZE, MIN_SIZE)).astype(np.float32)
+    assert_close(Module(program)(x), Module(before)(x), what="winograd from observed shapes", rtol=2e-5)
+    for shape in ((1, 16, None, None), (1, 16, MIN_SIZE - 1, MIN_SIZE)):
+        program = conv_program(rng, known_shape=False, input_shape=shape)
+        assert not Winograd()(program).modified, shape
+
+
+def test_observed_shapes():
+    """Shapes of a run on zeros, for top-level and nested values; none when an input is not static or the run
+    fails."""
+    from ptlite.passes.observe import observed_shapes
+
+    b = GraphBuilder("x", shapes={"x": (2, 3)})
+    y = b.op("aten::relu", b.inputs[0])
+    z = b.op("aten::sum.dim_IntList", y, [1], False, None)
+    program = b.ret(z)
+    assert observed_shapes(program.forward, program) == {y.id: (2, 3), z.id: (2,)}
+    b = GraphBuilder("x", shapes={"x": (2, None)})
+    program = b.ret(b.op("aten::relu", b.inputs[0]))
+    assert observed_shapes(program.forward, program) == {}
+    b = GraphBuilder("x", shapes={"x": (2, 3)})
+    program = b.ret(b.op("aten::reshape", b.inputs[0], [4, 4]))  # fails on zeros of that shape
+    assert observed_shapes(program.forward, program) == {}

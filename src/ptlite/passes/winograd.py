@@ -1,6 +1,9 @@
 """Use Winograd F(4x4, 3x3) for the convolutions where it wins (WINOGRAD): a prepacked 3x3, stride-1, undilated,
 dense convolution with at least MIN_CHANNELS input and output channels whose output is known to be at least
 MIN_SIZE pixels high and wide becomes ptlite::conv2d_winograd, its weight stored already transformed (36, C, O).
+The output size is known from the capture's shape annotations or, where those are missing (TorchScript, .ptl
+files) but the method's input shapes are static, from a run on zeros (observe.py): both kernels are exact for any
+shape, so a shape that depends on the data can only make the choice slower, never wrong.
 
 `python benchmarks/bench_winograd.py` (one thread, NumPy + OpenBLAS, a 2-core x86 VM), im2col vs Winograd:
 64 channels at 56x56 3.8 vs 1.9 ms; 128 at 28x28 3.0 vs 1.6 ms; 256 at 14x14 3.7 vs 2.7 ms; 512 at 7x7 4.1 vs
@@ -15,6 +18,7 @@ from __future__ import annotations
 from ptlite.ir.graph import Graph, Node, Program
 
 from .base import ConstantPool, Pass, blocks, constant_value, weight_constant, weight_of
+from .observe import observed_shapes
 from .prepack import unpack_dense_conv2d_weight
 
 MIN_SIZE = 20  # output height and width (pixels) from which Winograd is used
@@ -26,30 +30,31 @@ class Winograd(Pass):
 
     def run(self, graph: Graph, program: Program) -> bool:
         changed = False
+        hints: dict[int, tuple[int, ...]] | None = None  # shapes from a run on zeros, made when first needed
         for block in list(blocks(graph)):
             pool = ConstantPool(block)
             rewritten: list[Node] = []
             for node in block.nodes:
-                new = self._rewrite(node, program, pool) if node.op == "ptlite::conv2d_prepacked" else None
+                new = None
+                if node.op == "ptlite::conv2d_prepacked" and _candidate(node, program):
+                    shape = node.outputs[0].shape
+                    if shape is None:
+                        hints = observed_shapes(graph, program) if hints is None else hints
+                        shape = hints.get(node.outputs[0].id)
+                    new = self._rewrite(node, program, pool, shape)
                 rewritten.extend(new or [node])
                 changed = changed or new is not None
             block.nodes = rewritten
             pool.flush()
         return changed
 
-    def _rewrite(self, node: Node, program: Program, pool: ConstantPool) -> list[Node] | None:
+    def _rewrite(self, node: Node, program: Program, pool: ConstantPool, shape) -> list[Node] | None:
         from ptlite.runtime.kernels.winograd import pack_winograd_weight
 
+        if shape is None or len(shape) != 4 or not all(isinstance(s, int) and s >= MIN_SIZE for s in shape[2:]):
+            return None
         weight = weight_of(program, node.inputs[1])
-        kernel, stride, padding, dilation, groups = (constant_value(v) for v in node.inputs[3:8])
-        if weight is None or weight.ndim != 2 or kernel != [3, 3] or stride != [1, 1] or dilation != [1, 1] \
-                or groups != 1:
-            return None
-        c, o = weight.shape[0] // 9, weight.shape[1]
-        shape = node.outputs[0].shape
-        if c < MIN_CHANNELS or o < MIN_CHANNELS or shape is None or len(shape) != 4 \
-                or not all(isinstance(s, int) and s >= MIN_SIZE for s in shape[2:]):
-            return None
+        padding = constant_value(node.inputs[5])
         dense = unpack_dense_conv2d_weight(weight, (3, 3))
         name = node.inputs[1].node.attrs["weight"]
         const = weight_constant(program, f"{name.removesuffix('.packed')}.winograd", pack_winograd_weight(dense),
@@ -57,4 +62,14 @@ class Winograd(Pass):
         inputs = [node.inputs[0], const.outputs[0], node.inputs[2], pool.get(list(padding), "List[int]"),
                   node.inputs[8], node.inputs[9]]
         return [const, Node("ptlite::conv2d_winograd", inputs, node.outputs, source=node.source)]
+
+
+def _candidate(node: Node, program: Program) -> bool:
+    """A prepacked 3x3, stride-1, undilated, dense convolution with enough channels (its size is checked after)."""
+    weight = weight_of(program, node.inputs[1])
+    kernel, stride, _, dilation, groups = (constant_value(v) for v in node.inputs[3:8])
+    if weight is None or weight.ndim != 2 or kernel != [3, 3] or stride != [1, 1] or dilation != [1, 1] \
+            or groups != 1:
+        return False
+    return weight.shape[0] // 9 >= MIN_CHANNELS and weight.shape[1] >= MIN_CHANNELS
 
