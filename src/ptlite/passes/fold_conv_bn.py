@@ -160,7 +160,13 @@ def _fold(graph: Graph, program: Program, producer: Node, bn: Node, where: dict)
         shift = shift + bias.astype(f64) * scale
     if beta is not None:
         shift = shift + beta.astype(f64)
-    new_weight = (weight.astype(f64) * scale.reshape(-1, *[1] * (weight.ndim - 1))).astype(weight.dtype)
+    per_row = scale.reshape(-1, *[1] * (weight.ndim - 1))
+    if weight.dtype == np.float32:
+        # one pass in float32 (the scale rounded once, then the product): within ~1e-7 of the float64 product, and
+        # it keeps a large model's folding at load (a .ptl file) to one pass over its weights instead of four
+        new_weight = weight * per_row.astype(np.float32)
+    else:
+        new_weight = (weight.astype(f64) * per_row).astype(weight.dtype)
     base = _base_name(producer.inputs[1])
     w_node = weight_constant(program, f"{base}.folded.weight", new_weight, producer.source)
     b_node = weight_constant(program, f"{base}.folded.bias", shift.astype(weight.dtype), producer.source)
