@@ -160,7 +160,7 @@ def test_blocklist_accepts_torch_mobile_optimizer_types(small_program):
 def test_unknown_blocklist_name_lists_the_valid_ones(small_program):
     valid = ", ".join(accepted_names())
     assert valid.startswith("REMOVE_DROPOUT, REMOVE_NOOPS, FOLD_CONSTANTS, CONV_BN_FUSION, INSERT_FOLD_PREPACK_OPS, "
-                            "WINOGRAD, FUSE_ACTIVATIONS, FUSE_ADD_RELU, DEAD_CODE, ")
+                            "WINOGRAD, FUSE_ACTIVATIONS, FUSE_POINTWISE_DEPTHWISE, FUSE_ADD_RELU, DEAD_CODE, ")
     with pytest.raises(ValueError, match="FUSE_EVERYTHING.*valid names: " + valid):
         ptlite.optimize_for_mobile(small_program, optimization_blocklist=["FUSE_EVERYTHING", "DEAD_CODE"])
 
@@ -290,3 +290,20 @@ def test_export_opnames_lists_the_prepacked_and_fused_operators(tmp_path):
     names = ptlite.export_opnames(path)
     assert {"ptlite::conv2d_prepacked", "ptlite::linear_prepacked", "aten::_add_relu.Tensor"} <= set(names), names
     assert not {"aten::conv2d", "aten::_convolution", "aten::linear", "aten::relu", "aten::relu_"} & set(names), names
+
+
+def test_inverted_residual_blocks_run_fused(tmp_path):
+    """MobileNetV2's expand (1x1) and depthwise convolutions, with their ReLU6s, become one fused operator per block
+    (the first block has no expansion); the program still gives eager PyTorch's result."""
+    model = zoo.mobilenet_v2()
+    x = zoo.sample_images(1, 96)
+    result = ptlite.optimize_for_mobile(ptlite.capture(model, (x,), method="export"))
+    ops = [n.op for n in result.forward.nodes]
+    assert ops.count("ptlite::conv2d_pointwise_depthwise") == 16, ops
+    assert "fuse_pointwise_depthwise" in result.metadata["passes"]
+    path = tmp_path / "mobilenet_v2.ptlite"
+    ptlite.save(result, path)
+    assert "ptlite::conv2d_pointwise_depthwise" in ptlite.export_opnames(path)
+    with torch.inference_mode():
+        expected = model(x).numpy()
+    assert_close(ptlite.load(path)(x.numpy()), expected, what="mobilenet_v2 with fused blocks", rtol=RTOL)

@@ -27,6 +27,7 @@ from .fold_constants import FoldConstants
 from .fold_conv_bn import FoldConvBatchNorm
 from .fuse_activations import FuseActivations
 from .fuse_add_relu import FuseAddRelu
+from .fuse_pointwise_depthwise import FusePointwiseDepthwise
 from .plan_memory import PlanMemory
 from .prepack import Prepack
 from .remove_dropout import RemoveDropout
@@ -34,7 +35,8 @@ from .remove_noops import RemoveNoops
 from .winograd import Winograd
 
 __all__ = ["PIPELINE", "NOTHING_TO_SKIP", "Pass", "PassResult", "DeadCode", "FoldConstants", "FoldConvBatchNorm",
-           "FuseActivations", "FuseAddRelu", "Prepack", "RemoveDropout", "RemoveNoops", "Winograd", "optimize",
+           "FuseActivations", "FuseAddRelu", "FusePointwiseDepthwise",
+           "Prepack", "RemoveDropout", "RemoveNoops", "Winograd", "optimize",
            "blocklist_names", "accepted_names", "copy_program"]
 
 # The default pipeline in order, keyed by the name a blocklist uses to skip the pass.
@@ -46,6 +48,7 @@ PIPELINE: dict[str, Pass] = {
     "INSERT_FOLD_PREPACK_OPS": Prepack(),
     "WINOGRAD": Winograd(),
     "FUSE_ACTIVATIONS": FuseActivations(),
+    "FUSE_POINTWISE_DEPTHWISE": FusePointwiseDepthwise(),
     "FUSE_ADD_RELU": FuseAddRelu(),
     "DEAD_CODE": DeadCode(),
     "MEMORY_PLAN": PlanMemory(),  # last: a plan holds only for the graph it was made for

@@ -129,6 +129,9 @@ FAMILY_OPERATORS: dict[str, str] = {
         aten::conv_transpose2d.input
         aten::convolution
     """,
+    "conv_block": """
+        ptlite::conv2d_pointwise_depthwise
+    """,
     "creation": """
         aten::_to_copy
         aten::arange

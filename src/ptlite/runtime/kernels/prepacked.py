@@ -17,7 +17,7 @@ they return it; C order for linear), they write their result there (through its 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
@@ -31,7 +31,7 @@ ACTIVATIONS = ("none", "relu", "clamp", "hardswish", "silu")
 
 # Elements per piece of work: below this a kernel runs on one thread, and bias + activation run over output
 # blocks of about this size while they are in cache.
-_BLOCK = 1 << 16
+BLOCK = 1 << 16
 
 
 def check_activation(activation: str, args: Sequence[float]) -> None:
@@ -54,12 +54,12 @@ def apply_activation(out: np.ndarray, activation: str, args: Sequence[float]) ->
     elif activation in ("hardswish", "silu"):
         # in cache-sized pieces, with one scratch buffer: a whole-output temporary would cost a pass over memory
         flat = out.reshape(-1) if out.flags.c_contiguous else None
-        if flat is None or flat.size <= _BLOCK:
+        if flat is None or flat.size <= BLOCK:
             _SMOOTH[activation](out, np.empty_like(out))
             return
-        scratch = np.empty(_BLOCK, dtype=out.dtype)
-        for a in range(0, flat.size, _BLOCK):
-            piece = flat[a:a + _BLOCK]
+        scratch = np.empty(BLOCK, dtype=out.dtype)
+        for a in range(0, flat.size, BLOCK):
+            piece = flat[a:a + BLOCK]
             _SMOOTH[activation](piece, scratch[:piece.size])
     else:
         check_activation(activation, args)
@@ -93,7 +93,7 @@ def finish_rows(out2: np.ndarray, bias: np.ndarray | None, activation: str, args
     if bias is None and activation == "none":
         return
     width = max(out2.shape[1], 1)
-    step = max(1, _BLOCK // width)
+    step = max(1, BLOCK // width)
     tiled = None if bias is None else np.tile(bias, min(step, out2.shape[0]))
 
     def rows(r0: int, r1: int) -> None:
@@ -106,14 +106,14 @@ def finish_rows(out2: np.ndarray, bias: np.ndarray | None, activation: str, args
     parallel_for(rows, out2.shape[0], step)
 
 
-def _nhwc_result(out: np.ndarray | None, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+def nhwc_result(out: np.ndarray | None, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
     """Where a convolution writes its NHWC result: `out` if it fits and is C-contiguous, else a new array."""
     if out is not None and fits_out(out, shape, dtype) and out.flags.c_contiguous:
         return out
     return np.empty(shape, dtype=dtype)
 
 
-def _out_size(size: int, k: int, stride: int, before: int, after: int, dilation: int) -> int:
+def conv_out_size(size: int, k: int, stride: int, before: int, after: int, dilation: int) -> int:
     out = (size + before + after - dilation * (k - 1) - 1) // stride + 1
     if out <= 0:
         raise ValueError(f"convolution output size {out} is not positive (input {size}, kernel {k}, stride "
@@ -242,30 +242,45 @@ def _conv_depthwise(xh, weight, bias, pads, kernel_hw, stride, dilation, out_hw,
 
 
 def _conv_depthwise_einsum(xh, weight, pads, kernel_hw, stride, dilation, out_hw, out4):
-    """Depthwise without bias, by one np.einsum over a padded copy of x: einsum sums products in one SIMD pass per
+    """Depthwise without bias, by one np.einsum over a padded copy of x (depthwise_sum)."""
+    depthwise_sum(_padded(xh, *pads), depthwise_taps(weight, kernel_hw, stride[1], out_hw[1]), kernel_hw, stride,
+                  dilation, out_hw, out4)
+
+
+def depthwise_taps(weight: np.ndarray, kernel_hw: Sequence[int], stride_w: int, wo: int) -> np.ndarray:
+    """A packed depthwise weight (kh*kw, C) as depthwise_sum reads it: without a horizontal stride tiled to the
+    output row width, (kh, kw, Wo*C); with one, (kh, kw, C)."""
+    kh, kw = kernel_hw
+    if stride_w == 1:
+        return np.tile(weight, (1, wo)).reshape(kh, kw, -1)
+    return weight.reshape(kh, kw, -1)
+
+
+def depthwise_sum(xp: np.ndarray, taps: np.ndarray, kernel_hw: Sequence[int], stride: Sequence[int],
+                  dilation: Sequence[int], out_hw: Sequence[int], out4: np.ndarray) -> np.ndarray:
+    """out4 (N, Ho, Wo, C) = the depthwise convolution of the zero-padded NHWC xp (rows and columns already
+    padded) by `taps` (depthwise_taps), without bias, by one np.einsum: einsum sums products in one SIMD pass per
     tap (out += a * b) where separate multiply and add ufuncs take two, ~1.5-2x faster on MobileNet's and
     EfficientNet's depthwise layers (measured). Without a horizontal stride each output row is Wo*C contiguous
-    values read from Wo*C contiguous input values per tap, and the taps (per-channel weights) are tiled to the
-    row width, broadcast over rows by zero strides; with one, the innermost loop runs over the C channels."""
-    n, _, _, c = xh.shape
+    values read from Wo*C contiguous input values per tap, and the taps are broadcast over rows by zero strides;
+    with one, the innermost loop runs over the C channels. out4 may be any view with those strides' shape."""
+    n, c = xp.shape[0], xp.shape[3]
     (kh, kw), (sh, sw), (dh, dw), (ho, wo) = kernel_hw, stride, dilation, out_hw
-    xp = _padded(xh, *pads)
     s_n, s_h, s_w, s_c = xp.strides
     if sw == 1:
         row = wo * c
-        taps = np.tile(weight, (1, wo)).reshape(kh, kw, row)
         t_i, t_j, t_k = taps.strides
         shape = (kh, kw, n, ho, row)
         view = as_strided(xp, shape=shape, strides=(s_h * dh, s_w * dw, s_n, s_h * sh, s_c), writeable=False)
         wview = as_strided(taps, shape=shape, strides=(t_i, t_j, 0, 0, t_k), writeable=False)
         np.einsum("ijnrk,ijnrk->nrk", view, wview, out=out4.reshape(n, ho, row))
-        return
-    taps = weight.reshape(kh, kw, c)
+        return out4
     t_i, t_j, t_c = taps.strides
     shape = (kh, kw, n, ho, wo, c)
     view = as_strided(xp, shape=shape, strides=(s_h * dh, s_w * dw, s_n, s_h * sh, s_w * sw, s_c), writeable=False)
     wview = as_strided(taps, shape=shape, strides=(t_i, t_j, 0, 0, 0, t_c), writeable=False)
     np.einsum("ijnrqc,ijnrqc->nrqc", view, wview, out=out4)
+    return out4
 
 
 def _conv_depthwise_taps(xh, weight, bias, pads, kernel_hw, stride, dilation, out_hw, out4, activation, args):
@@ -321,7 +336,7 @@ def _conv_depthwise_taps(xh, weight, bias, pads, kernel_hw, stride, dilation, ou
             np.add(block, tiled_bias, out=block)
         apply_activation(block, activation, args)
 
-    parallel_for(rows, ho, max(1, _BLOCK // max(row * n, 1)))
+    parallel_for(rows, ho, max(1, BLOCK // max(row * n, 1)))
 
 
 def conv2d_prepacked_nhwc(xh: np.ndarray, weight: np.ndarray, bias: np.ndarray | None, kernel_hw: Sequence[int],
@@ -349,11 +364,11 @@ def conv2d_prepacked_nhwc(xh: np.ndarray, weight: np.ndarray, bias: np.ndarray |
     if not ok:
         raise ValueError(f"conv2d_prepacked: input with {c} channels does not match the packed weight "
                          f"{tuple(weight.shape)} (kernel {kh}x{kw}, groups={groups})")
-    ho = _out_size(h, kh, sh, top, bottom, dh)
-    wo = _out_size(w, kw, sw, left, right, dw)
+    ho = conv_out_size(h, kh, sh, top, bottom, dh)
+    wo = conv_out_size(w, kw, sw, left, right, dw)
     dtype = np.result_type(xh.dtype, weight.dtype)
     xh = xh if xh.dtype == dtype else xh.astype(dtype)
-    out = _nhwc_result(out, (n, ho, wo, o), dtype)
+    out = nhwc_result(out, (n, ho, wo, o), dtype)
     bias = None if bias is None else np.asarray(bias, dtype=dtype)
     geometry = (pads, (kh, kw), (sh, sw), (dh, dw), (ho, wo))
     if depthwise:
@@ -376,22 +391,34 @@ def conv2d_prepacked(input, weight, bias, kernel_size, stride, padding, dilation
     """2-D convolution by a prepacked weight (layouts in the module docstring); padding is top, bottom, left,
     right. Takes (N, C, H, W) or (C, H, W) in any memory layout; returns channels-last: `out` when it is a
     channels-last array of the result's shape and dtype (written through its NHWC view)."""
+    dtype = np.result_type(input.dtype, weight.dtype)
+    groups = int(groups)
+
+    def compute(x: np.ndarray, target: np.ndarray | None) -> np.ndarray:
+        if groups == 1 and x.shape[1] <= _FEW_CHANNELS and tuple(kernel_size) != (1, 1) \
+                and weight.shape[0] == x.shape[1] * kernel_size[0] * kernel_size[1]:
+            return _conv_few_channels(x.astype(dtype, copy=False), weight, bias, kernel_size, stride, padding,
+                                      dilation, activation, activation_args, target)
+        return conv2d_prepacked_nhwc(to_nhwc(x, dtype), weight, bias, kernel_size, stride, padding, dilation, groups,
+                                     activation, activation_args, target)
+
+    return image_call(input, out, compute)
+
+
+def image_call(input: np.ndarray, out: np.ndarray | None,
+               compute: Callable[[np.ndarray, np.ndarray | None], np.ndarray]) -> np.ndarray:
+    """The shape and layout handling of a kernel taking images: compute(x, target) gets x as (N, C, H, W) in any
+    layout (a 3-D (C, H, W) input gets a batch of one) and, when `out` is a dense channels-last array of its rank,
+    out's NHWC view as target; it returns its C-contiguous NHWC result (target itself when it wrote there), which
+    becomes a channels-last (N, C, H, W) result (`out`, when written)."""
     unbatched = input.ndim == 3
     x = input[None] if unbatched else input
     if x.ndim != 4:
         raise ValueError(f"conv2d expects a 3-D or 4-D input, got shape {tuple(input.shape)}")
-    dtype = np.result_type(x.dtype, weight.dtype)
-    groups = int(groups)
     target = None
     if out is not None and out.ndim == x.ndim - unbatched:
         target = nhwc_view(out[None] if unbatched else out)  # None unless out is dense in N, H, W, C order
-    if groups == 1 and x.shape[1] <= _FEW_CHANNELS and tuple(kernel_size) != (1, 1) \
-            and weight.shape[0] == x.shape[1] * kernel_size[0] * kernel_size[1]:
-        y = _conv_few_channels(x.astype(dtype, copy=False), weight, bias, kernel_size, stride, padding, dilation,
-                               activation, activation_args, target)
-    else:
-        y = conv2d_prepacked_nhwc(to_nhwc(x, dtype), weight, bias, kernel_size, stride, padding, dilation, groups,
-                                  activation, activation_args, target)
+    y = compute(x, target)
     if target is not None and y is target:
         return out
     y = from_nhwc(y)
@@ -410,8 +437,8 @@ def _conv_few_channels(x, weight, bias, kernel_hw, stride, pads, dilation, activ
     n, c, h, w = x.shape
     (kh, kw), (sh, sw), (dh, dw) = kernel_hw, stride, dilation
     top, bottom, left, right = pads
-    ho = _out_size(h, kh, sh, top, bottom, dh)
-    wo = _out_size(w, kw, sw, left, right, dw)
+    ho = conv_out_size(h, kh, sh, top, bottom, dh)
+    wo = conv_out_size(w, kw, sw, left, right, dw)
     xp = np.zeros((n, c, h + top + bottom, w + left + right), dtype=weight.dtype)
     xp[:, :, top:top + h, left:left + w] = x
     s_n, s_c, s_h, s_w = xp.strides
@@ -420,7 +447,7 @@ def _conv_few_channels(x, weight, bias, kernel_hw, stride, pads, dilation, activ
     cols = np.empty(patches.shape, dtype=xp.dtype)
     np.copyto(cols, patches)
     o = weight.shape[1]
-    out = _nhwc_result(out, (n, ho, wo, o), np.result_type(x.dtype, weight.dtype))
+    out = nhwc_result(out, (n, ho, wo, o), np.result_type(x.dtype, weight.dtype))
     out2 = out.reshape(n * ho * wo, o)
     np.matmul(cols.reshape(kh * kw * c, n * ho * wo).T, weight, out=out2)
     finish_rows(out2, None if bias is None else np.asarray(bias, dtype=out.dtype), activation, args)

@@ -1,0 +1,82 @@
+"""ptlite::conv2d_pointwise_depthwise (a 1x1 convolution feeding a depthwise one, run in row bands) against
+PyTorch's two convolutions with their activations: strides, kernel sizes, dilation, asymmetric padding, batches,
+images split into many bands (the kernel's overlap rows reused), NCHW and channels-last inputs, out=, 3-D input."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from oracle import compare, op, randn, torch
+
+from ptlite.passes.prepack import pack_conv2d_weight
+from ptlite.runtime.kernels import conv_block
+from ptlite.runtime.kernels._layout import is_channels_last
+
+F = torch.nn.functional
+ACT = {"none": ([], lambda t: t), "relu": ([], F.relu), "clamp": ([0.0, 6.0], F.relu6),
+       "hardswish": ([], F.hardswish), "silu": ([], F.silu)}
+
+# (N, C, H, W), expanded channels E, kernel, stride, (top, bottom, left, right), dilation, pointwise and depthwise
+# activations
+CASES = [
+    ((1, 4, 16, 16), 12, 3, 1, (1, 1, 1, 1), 1, "clamp", "clamp"),      # MobileNetV2 block
+    ((2, 4, 15, 13), 12, 3, 2, (1, 1, 1, 1), 1, "clamp", "none"),       # stride 2, odd sizes, batch
+    ((1, 6, 17, 17), 18, 5, 2, (2, 2, 2, 2), 1, "silu", "silu"),        # EfficientNet 5x5 stride 2
+    ((1, 6, 12, 12), 18, 5, 1, (2, 2, 2, 2), 1, "hardswish", "hardswish"),  # MobileNetV3
+    ((1, 4, 14, 14), 8, 3, 1, (2, 2, 2, 2), 2, "relu", "relu"),         # dilated
+    ((1, 4, 11, 10), 8, 3, 2, (0, 1, 0, 1), 1, "none", "clamp"),        # TF-style asymmetric "same" padding
+    ((1, 4, 3, 3), 8, 5, 1, (2, 2, 2, 2), 1, "none", "none"),           # kernel larger than the image
+    ((1, 4, 7, 7), 8, 3, 3, (1, 1, 1, 1), 1, "relu", "none"),           # stride 3
+]
+
+
+def run(x, w1, b1, wd, bd, kernel, stride, pads, dilation, act1, act2, out=None):
+    e = w1.shape[0]
+    return op("ptlite::conv2d_pointwise_depthwise")(
+        x, pack_conv2d_weight(w1, 1), b1, act1, ACT[act1][0], pack_conv2d_weight(wd, e), bd, [kernel, kernel],
+        [stride, stride], list(pads), [dilation, dilation], act2, ACT[act2][0], out=out)
+
+
+def reference(x, w1, b1, wd, bd, stride, pads, dilation, act1, act2):
+    t = torch.from_numpy(np.ascontiguousarray(x))
+    y = ACT[act1][1](F.conv2d(t, torch.from_numpy(w1), None if b1 is None else torch.from_numpy(b1)))
+    top, bottom, left, right = pads
+    y = F.pad(y, (left, right, top, bottom))
+    y = F.conv2d(y, torch.from_numpy(wd), None if bd is None else torch.from_numpy(bd), stride, 0, dilation,
+                 groups=wd.shape[0])
+    return ACT[act2][1](y)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[f"block-{i}" for i in range(len(CASES))])
+@pytest.mark.parametrize("band_bytes", [1 << 20, 1], ids=["one-band", "band-per-row"])
+def test_matches_torch(case, band_bytes, rng, monkeypatch):
+    monkeypatch.setattr(conv_block, "BAND_BYTES", band_bytes)
+    shape, e, k, stride, pads, dilation, act1, act2 = case
+    x = randn(rng, *shape)
+    w1, b1 = randn(rng, e, shape[1], 1, 1) / 2, randn(rng, e)
+    wd, bd = randn(rng, e, 1, k, k) / 2, randn(rng, e)
+    ref = reference(x, w1, b1, wd, bd, stride, pads, dilation, act1, act2)
+    for layout, inp in (("NCHW", x), ("channels-last", np.ascontiguousarray(x.transpose(0, 2, 3, 1))
+                                      .transpose(0, 3, 1, 2))):
+        ours = run(inp, w1, b1, wd, bd, k, stride, pads, dilation, act1, act2)
+        compare(f"ptlite::conv2d_pointwise_depthwise {case} {layout} bands of {band_bytes} bytes", ours, ref)
+        assert ours.shape[2] * ours.shape[3] == 1 or is_channels_last(ours), f"{case}: not channels-last"
+
+
+def test_without_bias_into_out_and_unbatched(rng, monkeypatch):
+    monkeypatch.setattr(conv_block, "BAND_BYTES", 1)
+    x = randn(rng, 1, 4, 9, 9)
+    w1, wd = randn(rng, 8, 4, 1, 1), randn(rng, 8, 1, 3, 3)
+    ref = reference(x, w1, None, wd, None, 1, (1, 1, 1, 1), 1, "relu", "none")
+    out = np.empty((1, 9, 9, 8), np.float32).transpose(0, 3, 1, 2)  # channels-last
+    result = run(x, w1, None, wd, None, 3, 1, (1, 1, 1, 1), 1, "relu", "none", out=out)
+    assert result is out
+    compare("conv2d_pointwise_depthwise out=", out, ref)
+    compare("conv2d_pointwise_depthwise 3-D", run(x[0], w1, None, wd, None, 3, 1, (1, 1, 1, 1), 1, "relu", "none"),
+            ref[0])
+
+
+def test_mismatched_weights_are_refused(rng):
+    x = randn(rng, 1, 4, 6, 6)
+    with pytest.raises(ValueError, match="does not match the packed weights"):
+        run(x, randn(rng, 8, 5, 1, 1), None, randn(rng, 8, 1, 3, 3), None, 3, 1, (1, 1, 1, 1), 1, "none", "none")

@@ -1,0 +1,59 @@
+"""fuse_pointwise_depthwise runs a prepacked 1x1 convolution and the depthwise convolution that is its only user as
+one ptlite::conv2d_pointwise_depthwise, activations included, and leaves every other pair alone."""
+
+from __future__ import annotations
+
+import numpy as np
+from conftest import assert_close
+from irbuild import GraphBuilder, ops
+
+from ptlite.ir import verify
+from ptlite.passes.base import copy_program
+from ptlite.passes.dead_code import DeadCode
+from ptlite.passes.fuse_activations import FuseActivations
+from ptlite.passes.fuse_pointwise_depthwise import FusePointwiseDepthwise
+from ptlite.passes.prepack import Prepack
+from ptlite.runtime.module import Module
+
+
+def block_program(rng, c=4, e=12, kernel=3, stride=2, pw_kernel=1, pw_stride=1, groups=None, extra_user=False):
+    """x -> conv(c->e, pw_kernel) -> relu6 -> conv(e->e, depthwise kernel) -> hardswish [-> also + pointwise output]"""
+    b = GraphBuilder("x")
+    w1 = b.weight("pw.weight", rng.normal(0, 0.5, (e, c, pw_kernel, pw_kernel)).astype(np.float32))
+    b1 = b.weight("pw.bias", rng.normal(0, 0.5, e).astype(np.float32))
+    y = b.op("aten::conv2d", b.inputs[0], w1, b1, [pw_stride] * 2, [pw_kernel // 2] * 2, [1, 1], 1)
+    y = b.op("aten::hardtanh", y, 0.0, 6.0)
+    groups = e if groups is None else groups
+    wd = b.weight("dw.weight", rng.normal(0, 0.5, (e, e // groups, kernel, kernel)).astype(np.float32))
+    bd = b.weight("dw.bias", rng.normal(0, 0.5, e).astype(np.float32))
+    z = b.op("aten::conv2d", y, wd, bd, [stride] * 2, [kernel // 2] * 2, [1, 1], groups)
+    z = b.op("aten::hardswish", z)
+    if extra_user:
+        z = b.op("aten::add.Tensor", z, b.op("aten::max_pool2d", y, [stride] * 2, [stride] * 2, [0, 0], [1, 1],
+                                                False), 1)
+    program = b.ret(z)
+    Prepack()(program)
+    FuseActivations()(program)
+    DeadCode()(program)
+    return program
+
+
+def test_fused_with_both_activations(rng):
+    program = block_program(rng)
+    before = copy_program(program)
+    assert FusePointwiseDepthwise()(program).modified
+    DeadCode()(program)
+    verify(program)
+    assert ops(program) == ["ptlite::conv2d_pointwise_depthwise"], ops(program)
+    node = program.forward.nodes[-1]
+    assert node.inputs[3].node.attrs["value"] == "clamp" and node.inputs[11].node.attrs["value"] == "hardswish"
+    assert not FusePointwiseDepthwise()(program).modified
+    x = rng.normal(size=(2, 4, 11, 9)).astype(np.float32)
+    assert_close(Module(program)(x), Module(before)(x), what="fused pointwise + depthwise", rtol=1e-6)
+
+
+def test_left_alone(rng):
+    """Not a 1x1 stride-1 producer, a grouped (not depthwise) consumer, or the expanded tensor used elsewhere."""
+    for kwargs in ({"pw_kernel": 3}, {"pw_stride": 2}, {"groups": 3}, {"extra_user": True}):
+        program = block_program(rng, **kwargs)
+        assert not FusePointwiseDepthwise()(program).modified, kwargs
