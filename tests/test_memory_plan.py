@@ -1,8 +1,9 @@
 """The memory plan end to end on mobilenet_v2 and resnet18 (exported, optimize_for_mobile): consecutive calls on
 different photographs match eager PyTorch (a buffer clobbered too early would show), the arena is smaller than the
 intermediates it holds, calls the plan was not made for (another layout, another batch size, a second thread)
-run unplanned and still match, the input buffer round trip copies nothing, the plan survives save and load,
-optimizing again without MEMORY_PLAN drops it, and a file with a hostile plan is refused."""
+run unplanned and still match, programs without fixed shapes get a plan at their first call, the input buffer
+round trip copies nothing, the plan survives save and load, optimizing again without MEMORY_PLAN drops it, and a
+file with a hostile plan is refused."""
 
 from __future__ import annotations
 
@@ -93,15 +94,46 @@ def test_calls_the_plan_is_not_for_run_unplanned(case, images):
     assert not arena.buffer.any() and not compiled.arena.buffer.any(), f"{name}: an unplanned call used the arena"
 
 
-def test_dynamic_batch_is_not_planned_and_works(images):
+def test_dynamic_shapes_are_planned_at_the_first_call(images):
+    """A program without fixed input shapes (here scripted) has no plan in the file; its first call plans one for
+    that call's shapes (on a copy: the program is left as it was), later calls of those shapes run planned, other
+    shapes unplanned, all matching PyTorch."""
     model = zoo.mobilenet_v2()
     program = ptlite.optimize_for_mobile(ptlite.capture(model, (images[:1],), method="script"))
     module = ptlite.Module(program)
     assert module.memory_plan() is None and METADATA_KEY not in program.metadata
     with torch.inference_mode():
-        for n in (1, 2):
-            assert_close(module(images[:n].numpy()), model(images[:n]).numpy(), what=f"scripted, batch {n}",
-                         rtol=RTOL)
+        expected = {n: model(images[:n]).numpy() for n in (1, 2)}
+    for call, n in enumerate((1, 2, 1, 1)):
+        assert_close(module(images[:n].numpy()), expected[n], what=f"scripted, call {call + 1}, batch {n}", rtol=RTOL)
+        if call == 0:
+            plan = module.memory_plan()
+            assert plan is not None and plan.arena_bytes < plan.intermediate_bytes, plan
+            assert METADATA_KEY not in program.metadata, "planning at the first call changed the module's program"
+            arena_of(module).buffer[...] = 0
+        if call == 1:
+            assert not arena_of(module).buffer.any(), "a call of another batch size used the arena"
+    assert arena_of(module).buffer.any(), "calls of the planned shape did not use the arena"
+
+
+class Counter(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls = 0
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.calls += 1
+        return torch.relu(x) * self.calls
+
+
+def test_planning_at_the_first_call_leaves_module_state_alone(tmp_path):
+    """The run on zeros that plans the first call must not count as a call of a model that counts its calls."""
+    path = tmp_path / "counter.ptl"
+    torch.jit.script(Counter())._save_for_lite_interpreter(str(path))
+    module = ptlite.load(path)
+    x = np.ones((2, 3), np.float32)
+    assert module(x).tolist() == (x * 1).tolist() and module(x).tolist() == (x * 2).tolist()
+    assert module.memory_plan() is not None and module.state == {"calls": 2}, module.state
 
 
 def test_plan_survives_save_and_load(case, images, tmp_path, capsys):

@@ -347,12 +347,45 @@ def test_old_operator_version_divides_integers_with_truncation(tmp_path):
     """Files of operator version <= 3 (PyTorch < 1.9) meant truncation for integer `/`: the upgrader applies."""
     fresh = _save(IntDivision(), tmp_path / "div.ptl")
     old = _rewrite(fresh, tmp_path / "div_v3.ptl", {"version": b"3\n"})
+    assert read_ptl(old).metadata["operator_version"] == 3
     ints = (torch.tensor([7, -7, 9, 5]), torch.tensor([2, 2, 4, 3]))
     floats = (ints[0].float(), ints[1])
     for path in (fresh, old):
         for args in (ints, floats):
             compare(path, args, what=f"{path.name} {args[0].dtype}")
     assert ptlite.load(old)(*_numpy(ints))[0].tolist() == [3, -3, 2, 1]
+
+
+class OldSignatures(nn.Module):
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        return (torch.nn.functional.gelu(x), torch.linspace(0.0, 1.0, 17) + x.sum(),
+                torch.logspace(0.0, 2.0, 23) + x.sum())
+
+
+def test_old_operator_versions_gelu_linspace_logspace(tmp_path):
+    """Files of operator version <= 9 call gelu without `approximate` (the default fills in); <= 7 and <= 8 may pass
+    linspace / logspace a None `steps`, meaning 100. Made from a current file: the version record lowered (results
+    equal the lite interpreter's) and the steps constants replaced by None, as an old file would hold them (torch
+    2.14's lite interpreter fails on that file, so the old meaning, 100 points, is checked against torch's eager
+    linspace / logspace)."""
+    fresh = _save(OldSignatures(), tmp_path / "signatures.ptl")
+    x = torch.randn(3, 4)
+    assert read_ptl(fresh).metadata["operator_version"] == 10
+    gelu_v9 = _rewrite(fresh, tmp_path / "signatures_v9.ptl", {".data/version": b"9\n"})
+    assert read_ptl(gelu_v9).metadata["operator_version"] == 9
+    compare(gelu_v9, (x,), what="operator version 9")
+
+    def none_steps(code):
+        rows = _code_table(code, "OldSignatures.forward", "constants")
+        assert 17 in rows and 23 in rows, rows
+        rows[:] = [None if value in (17, 23) else value for value in rows]
+
+    old = _edit_bytecode(_rewrite(fresh, tmp_path / "signatures_v7.ptl", {".data/version": b"7\n"}),
+                         tmp_path / "signatures_v7_none.ptl", none_steps)
+    expected = (torch.nn.functional.gelu(x), torch.linspace(0.0, 1.0, 100) + x.sum(),
+                torch.logspace(0.0, 2.0, 100) + x.sum())
+    for how, module in (("", ptlite.load(old)), (" (optimize=False)", ptlite.load(old, optimize=False))):
+        assert_same(module(x.numpy()), expected, f"operator version 7, steps None{how}")
 
 
 def test_file_recognised_by_content_not_name(files, tmp_path):

@@ -800,6 +800,9 @@ def cmd_ops(args: argparse.Namespace) -> int:
     return 0
 
 
+_NO_PLAN = "no memory plan in the file (if every input is a tensor, the first call makes one for its shapes)"
+
+
 def _operator_counts(program: ptlite.Program) -> collections.Counter:
     counts: collections.Counter = collections.Counter()
     for graph in program.methods.values():
@@ -834,7 +837,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
 
     for graph in program.methods.values():
         plan = summary(program, graph.name)
-        print(f"memory:     {graph.name}: {plan.describe() if plan else 'no memory plan (new arrays every call)'}")
+        print(f"memory:     {graph.name}: {plan.describe() if plan else _NO_PLAN}")
     from .runtime.interpreter import missing_operators
 
     missing = missing_operators(program)

@@ -84,6 +84,19 @@ def test_linspace(start: Any, end: Any, steps: int) -> None:
     check("aten::linspace.Scalar_Tensor", start, e, steps, None, None, None, None)
 
 
+@pytest.mark.parametrize("start,end,steps,base", [(0, 2, 5, 10.0), (-2.5, 3.0, 100, 10.0), (3, -3, 7, 2.0),
+                                                  (0, 1, 1, 10.0), (1, 2, 0, 10.0), (-1.5, 1.5, 9, 0.5)])
+def test_logspace(start: Any, end: Any, steps: int, base: float) -> None:
+    check("aten::logspace", start, end, steps, base, None, None, None, None)
+    check("aten::logspace", start, end, steps, base, F64, None, None, None)
+    if base == 2.0:
+        check("aten::logspace", start, end, steps, base, I64, None, None, None)
+    s, e = np.asarray(start, np.float32), np.asarray(end, np.float32)
+    check("aten::logspace.Tensor_Tensor", s, e, steps, base, None, None, None, None)
+    check("aten::logspace.Tensor_Scalar", s, end, steps, base, None, None, None, None)
+    check("aten::logspace.Scalar_Tensor", start, e, steps, base, None, None, None, None)
+
+
 def test_eye() -> None:
     for n in (0, 1, 4):
         check("aten::eye", n, None, None, None, None)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -52,14 +54,25 @@ def _check_scalar(spec: ValueSpec, value: Any, method: str) -> Any:
 
 
 class Method:
-    """One callable method of a loaded program."""
+    """One callable method of a loaded program.
+
+    A method without a memory plan in the file (input shapes not fixed at capture, a .ptl file, a program not
+    optimized) whose inputs are all tensors gets one at its first call, for that call's shapes and dtypes: the
+    program is copied with those input shapes, run once on zeros and planned like the MEMORY_PLAN pass does (see
+    ptlite.passes.plan_memory), so later calls with the same shapes allocate nothing for their intermediates; calls
+    with other shapes run unplanned, as before. The first call costs about one more run."""
 
     def __init__(self, graph: Graph, program: Program, state: dict[str, Any] | None = None) -> None:
         self.name = graph.name
         self.input_specs: list[ValueSpec] = list(graph.input_specs)
         self.output_specs: list[ValueSpec] = list(graph.output_specs)
+        self.program = program  # what the compiled graph runs: the module's program, or a copy planned at first call
+        self._state = state
         self._compiled = CompiledGraph(graph, program, state=state)
         self._single_output = len(graph.outputs) == 1
+        self._plan_at_first_call = self._compiled.arena is None and bool(graph.inputs) \
+            and all(spec.type == "Tensor" for spec in self.input_specs)
+        self._planning = threading.Lock()
 
     def signature(self) -> str:
         return f"{self.name}(" + ", ".join(s.describe() for s in self.input_specs) + ")"
@@ -92,8 +105,37 @@ class Method:
         return checked
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        outputs = self._compiled(*self.check_args(args, kwargs))
+        checked = self.check_args(args, kwargs)
+        if self._plan_at_first_call:
+            self._plan_for(checked)
+        outputs = self._compiled(*checked)
         return outputs[0] if self._single_output else tuple(outputs)
+
+    def _plan_for(self, args: list[Any]) -> None:
+        """Make a memory plan for these arguments' shapes (once; a call racing this one runs unplanned)."""
+        if not self._planning.acquire(blocking=False):
+            return
+        try:
+            if not self._plan_at_first_call:
+                return
+            self._plan_at_first_call = False
+            if not all(isinstance(a, np.ndarray) and a.flags.c_contiguous for a in args):
+                return
+            from ptlite.passes.base import copy_program
+            from ptlite.passes.plan_memory import plan_method
+
+            program = copy_program(self.program)
+            graph = program.methods[self.name]
+            graph.input_specs = [replace(spec, dtype=a.dtype.name, shape=tuple(a.shape))
+                                 for spec, a in zip(graph.input_specs, args)]
+            plan = plan_method(graph, program)
+            if plan is None:
+                return
+            program.metadata.setdefault(memory_plan.METADATA_KEY, {})[self.name] = plan
+            self._compiled = CompiledGraph(graph, program, state=self._state)
+            self.program = program
+        finally:
+            self._planning.release()
 
     def input_index(self, name_or_index: str | int) -> int:
         """The position of an input given by name or position."""
@@ -179,9 +221,9 @@ class Module:
 
     def memory_plan(self, method: str = "forward") -> MemoryPlanSummary | None:
         """What the method's memory plan does (arena size, planned and intermediate bytes, values), or None when it
-        has no plan (dynamic input shapes, an optimization that skipped MEMORY_PLAN, a program not optimized)."""
-        self._method(method)
-        return memory_plan.summary(self.program, method)
+        has no plan: none in the file (input shapes not fixed, an optimization that skipped MEMORY_PLAN, a program
+        not optimized) and none made at its first call yet (see Method)."""
+        return memory_plan.summary(self._method(method).program, method)
 
     def __repr__(self) -> str:
         return f"<ptlite.Module methods={self.method_names}>"

@@ -158,6 +158,10 @@ FAMILY_OPERATORS: dict[str, str] = {
         aten::linspace.Scalar_Tensor
         aten::linspace.Tensor_Scalar
         aten::linspace.Tensor_Tensor
+        aten::logspace
+        aten::logspace.Scalar_Tensor
+        aten::logspace.Tensor_Scalar
+        aten::logspace.Tensor_Tensor
         aten::new_empty
         aten::new_full
         aten::new_ones

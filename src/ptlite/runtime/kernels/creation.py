@@ -1,4 +1,4 @@
-"""Tensor creation and conversion kernels: zeros/full/arange/linspace/eye, *_like, new_*, to/_to_copy, fill.
+"""Tensor creation and conversion kernels: zeros/full/arange/linspace/logspace/eye, *_like, new_*, to/_to_copy, fill.
 
 Layout, device, pin_memory, memory_format, non_blocking and requires_grad arguments are accepted and ignored.
 `empty` tensors are zero-filled so that results never depend on leftover memory.
@@ -140,6 +140,29 @@ def linspace(start: Any, end: Any, steps: int, dtype: int | None = None, layout:
     out[:half] = start + step * i[:half]
     out[half:] = end - step * (work.type(steps - 1) - i[half:])
     return out.astype(dt, copy=False)
+
+
+@kernel(f"aten::logspace(Scalar start, Scalar end, int steps, float base=10.0, {_FACTORY}) -> Tensor",
+        f"aten::logspace.Tensor_Tensor(Tensor start, Tensor end, int steps, float base=10.0, {_FACTORY}) -> Tensor",
+        f"aten::logspace.Tensor_Scalar(Tensor start, Scalar end, int steps, float base=10.0, {_FACTORY}) -> Tensor",
+        f"aten::logspace.Scalar_Tensor(Scalar start, Tensor end, int steps, float base=10.0, {_FACTORY}) -> Tensor")
+def logspace(start: Any, end: Any, steps: int, base: float = 10.0, dtype: int | None = None, layout: Any = None,
+             device: Any = None, pin_memory: Any = None) -> np.ndarray:
+    """base ** (the exponents linspace would give), the powers taken in float64 as torch's CPU kernel does."""
+    dt = _dtype(dtype, _F32)
+    if steps < 0:
+        raise ValueError("logspace: number of steps must be non-negative")
+    start, end = _number(start), _number(end)
+    if dt.kind != "f":
+        start, end = int(start), int(end)
+    exponents = np.full(steps, float(start)) if steps <= 1 else np.empty(steps)
+    if steps > 1:
+        step = (float(end) - float(start)) / (steps - 1)
+        i = np.arange(steps, dtype=np.float64)
+        half = steps // 2
+        exponents[:half] = float(start) + step * i[:half]
+        exponents[half:] = float(end) - step * (steps - 1 - i[half:])
+    return np.power(float(base), exponents).astype(dt)
 
 
 @kernel(f"aten::eye(SymInt n, {_FACTORY}) -> Tensor")
