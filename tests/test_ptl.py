@@ -388,6 +388,39 @@ def test_old_operator_versions_gelu_linspace_logspace(tmp_path):
         assert_same(module(x.numpy()), expected, f"operator version 7, steps None{how}")
 
 
+class RunTimeTypes(nn.Module):
+    """isinstance() whose answer depends on the value passed: an Optional tensor, a Union of scalars and tensor."""
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor | None = None,
+                z: int | float | torch.Tensor = 1) -> torch.Tensor:
+        out = x
+        if isinstance(y, torch.Tensor):
+            out = out + y
+        if isinstance(z, int):
+            out = out * 2
+        elif isinstance(z, float):
+            out = out * 3
+        else:
+            out = out + z
+        return out
+
+
+def test_isinstance_decided_at_run_time(tmp_path):
+    """Equal to the lite interpreter's results where it runs; it crashes (torch 2.14) when the Union argument is
+    an int or a float, so those calls are checked against the scripted module."""
+    path = _save(RunTimeTypes(), tmp_path / "types.ptl")
+    x, y = torch.randn(2, 3), torch.randn(2, 3)
+    assert "ptlite::isinstance" in read_ptl(path).operator_names()
+    compare_calls(path, [("forward", (x,)), ("forward", (x, y)), ("forward", (x, None)), ("forward", (x, y, y))],
+                  what="run-time isinstance")
+    scripted = torch.jit.script(RunTimeTypes())
+    for how, module in (("", ptlite.load(path)), (" (optimize=False)", ptlite.load(path, optimize=False))):
+        for args in ((x, y, 5), (x, None, 0.5), (x, y, -2)):
+            expected = scripted(*args)
+            actual = module(*(a.numpy() if isinstance(a, torch.Tensor) else a for a in args))
+            assert_close(actual, expected.numpy(), what=f"run-time isinstance{how}, z={args[2]!r}", rtol=1e-6)
+
+
 def test_file_recognised_by_content_not_name(files, tmp_path):
     renamed = tmp_path / "model.bin"
     shutil.copy(files["scripted"], renamed)

@@ -274,3 +274,25 @@ def test_math_domain_gives_nan_not_error():
     assert math.isnan(op("aten::sqrt.float")(-1.0))
     assert op("aten::log.float")(0.0) == -math.inf
     assert math.isnan(op("aten::log.float")(-1.0))
+
+
+def test_isinstance_at_run_time() -> None:
+    """ptlite::isinstance: TorchScript types checked against run-time values (what .ptl files' isinstance() on
+    Optional / Union / Any values becomes)."""
+    import numpy as np
+
+    from ptlite.ir.registry import get
+
+    isinstance_ = get("ptlite::isinstance").impl
+    t = np.zeros(2, np.float32)
+    cases = [(t, ["Tensor"], True), (None, ["Tensor"], False), (None, ["NoneType"], True), (3, ["int"], True),
+             (True, ["int"], False), (True, ["bool"], True), (np.int64(3), ["int"], True), (2.5, ["int"], False),
+             (2.5, ["float", "int"], True), (2.5, ["number"], True), ("a", ["str"], True),
+             ([1, 2], ["List[int]"], True), ([1, 2.5], ["List[int]"], False), ([], ["List[Tensor]"], True),
+             ((1, t), ["Tuple[int, Tensor]"], True), ((1,), ["Tuple[int, Tensor]"], False),
+             ({"a": [t]}, ["Dict[str, List[Tensor]]"], True), ({"a": 1}, ["Dict[str,Tensor]"], False),
+             (None, ["Optional[int]"], True), (t, ["Union[int, Optional[Tensor]]"], True), (t, ["Any"], True)]
+    for value, types, expected in cases:
+        assert isinstance_(value, types) is expected, (value, types)
+    with pytest.raises(ValueError, match="cannot check it at run time"):
+        isinstance_(t, ["__torch__.Point"])

@@ -268,9 +268,8 @@ class Instructions:
             frame.stack.append(Const(True))
         elif all(a is False for a in answers):
             frame.stack.append(Const(False))
-        else:
-            self.fail(frame, pc, f"isinstance() of a value of type {actual} against {', '.join(types)}: the answer "
-                                 "is only known at run time", unsupported=True)
+        else:  # an Optional, Union or Any value: asked at run time
+            frame.stack.extend(self.emit(frame, pc, "ptlite::isinstance", [value, self.const(types)], ["bool"]))
 
     def op_RAISE_EXCEPTION(self, frame: Frame, pc: int, x: int, n: int) -> None:
         cls = self.pop(frame, pc)

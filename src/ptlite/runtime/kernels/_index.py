@@ -690,6 +690,9 @@ FAMILY_OPERATORS: dict[str, str] = {
         aten::rnn_tanh.input
         aten::rnn_tanh_cell
     """,
+    "script_types": """
+        ptlite::isinstance
+    """,
     "shape": """
         aten::broadcast_tensors
         aten::broadcast_to

@@ -1,0 +1,69 @@
+"""Run-time type checks of TorchScript values: isinstance() that a .ptl file's translation could not decide (an
+Optional, Union or Any value), as ptlite::isinstance. Values map to Python ones as in prim.py."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ptlite.ir.registry import kernel
+
+
+@kernel("ptlite::isinstance(Any value, str[] types) -> bool")
+def isinstance_(value: Any, types: list[str]) -> bool:
+    """Whether a run-time value has one of the TorchScript types (isinstance() on an Optional, Union or Any value,
+    whose answer a .ptl file's translation could not decide)."""
+    return any(_has_type(value, t.replace(" ", "")) for t in types)
+
+
+def _has_type(value: Any, type_: str) -> bool:
+    head, args = _type_args(type_)
+    if head == "Any":
+        return True
+    if head == "Tensor":
+        return isinstance(value, np.ndarray)
+    if head == "bool":
+        return isinstance(value, (bool, np.bool_))
+    if head == "int":
+        return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+    if head == "float":
+        return isinstance(value, (float, np.floating))
+    if head in ("number", "Scalar"):
+        return _has_type(value, "int") or _has_type(value, "float")
+    if head == "str":
+        return isinstance(value, str)
+    if head in ("NoneType", "None"):
+        return value is None
+    if head == "Optional" and len(args) == 1:
+        return value is None or _has_type(value, args[0])
+    if head == "Union":
+        return any(_has_type(value, a) for a in args)
+    if head == "List" and len(args) == 1:
+        return isinstance(value, list) and all(_has_type(v, args[0]) for v in value)
+    if head == "Tuple":
+        args = [a for a in args if a != "()"]
+        return isinstance(value, tuple) and len(value) == len(args) and all(map(_has_type, value, args))
+    if head == "Dict" and len(args) == 2:
+        return isinstance(value, dict) and all(_has_type(k, args[0]) and _has_type(v, args[1])
+                                               for k, v in value.items())
+    raise ValueError(f"isinstance() against the type {type_}: ptlite cannot check it at run time")
+
+
+def _type_args(type_: str) -> tuple[str, list[str]]:
+    """'Dict[str,List[int]]' -> ('Dict', ['str', 'List[int]'])."""
+    if not type_.endswith("]") or "[" not in type_:
+        return type_, []
+    head, inner = type_[:type_.index("[")], type_[type_.index("[") + 1:-1]
+    args, depth, start = [], 0, 0
+    for i, ch in enumerate(inner):
+        if ch == "[":
+            depth += 1
+        elif ch == "]":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            args.append(inner[start:i])
+            start = i + 1
+    if inner[start:]:
+        args.append(inner[start:])
+    return head, args
