@@ -8,6 +8,8 @@ from typing import Any
 
 import numpy as np
 
+from ptlite.runtime.kernels.script_types import type_arguments
+
 from .unpickler import Device, ScriptObject
 
 _TOKEN = re.compile(r"\s*([A-Za-z_][\w.]*|\[|\]|,|\(|\))")
@@ -85,22 +87,8 @@ def parse_type(text: str, named_tuples: dict[str, str] | None = None) -> str:
 
 def split_args(type_: str, head: str) -> list[str] | None:
     """The parameters of `head[...]` ('Tuple', 'List', 'Dict', 'Optional'), or None if type_ is not one."""
-    if not (type_.startswith(head + "[") and type_.endswith("]")):
-        return None
-    inner = type_[len(head) + 1:-1]
-    parts, depth, start = [], 0, 0
-    for i, ch in enumerate(inner):
-        if ch == "[":
-            depth += 1
-        elif ch == "]":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            parts.append(inner[start:i].strip())
-            start = i + 1
-    tail = inner[start:].strip()
-    if tail:
-        parts.append(tail)
-    return parts
+    name, args = type_arguments(type_)
+    return args if name == head and type_.endswith("]") else None
 
 
 def tuple_elements(type_: str) -> list[str] | None:

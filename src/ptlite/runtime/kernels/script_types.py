@@ -18,7 +18,7 @@ def isinstance_(value: Any, types: list[str]) -> bool:
 
 
 def _has_type(value: Any, type_: str) -> bool:
-    head, args = _type_args(type_)
+    head, args = type_arguments(type_)
     if head == "Any":
         return True
     if head == "Tensor":
@@ -50,8 +50,9 @@ def _has_type(value: Any, type_: str) -> bool:
     raise ValueError(f"isinstance() against the type {type_}: ptlite cannot check it at run time")
 
 
-def _type_args(type_: str) -> tuple[str, list[str]]:
-    """'Dict[str,List[int]]' -> ('Dict', ['str', 'List[int]'])."""
+def type_arguments(type_: str) -> tuple[str, list[str]]:
+    """A TorchScript type string's head and parameters: 'Dict[str, List[int]]' -> ('Dict', ['str', 'List[int]']);
+    'int' -> ('int', [])."""
     if not type_.endswith("]") or "[" not in type_:
         return type_, []
     head, inner = type_[:type_.index("[")], type_[type_.index("[") + 1:-1]
@@ -62,8 +63,8 @@ def _type_args(type_: str) -> tuple[str, list[str]]:
         elif ch == "]":
             depth -= 1
         elif ch == "," and depth == 0:
-            args.append(inner[start:i])
+            args.append(inner[start:i].strip())
             start = i + 1
-    if inner[start:]:
-        args.append(inner[start:])
+    if inner[start:].strip():
+        args.append(inner[start:].strip())
     return head, args
