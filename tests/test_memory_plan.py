@@ -126,14 +126,15 @@ class Counter(torch.nn.Module):
         return torch.relu(x) * self.calls
 
 
-def test_planning_at_the_first_call_leaves_module_state_alone(tmp_path):
-    """The run on zeros that plans the first call must not count as a call of a model that counts its calls."""
+def test_a_model_counting_its_calls_counts_right(tmp_path):
+    """No run on zeros (a plan) may count as a call of a model that counts its calls: methods keeping state are
+    not planned."""
     path = tmp_path / "counter.ptl"
     torch.jit.script(Counter())._save_for_lite_interpreter(str(path))
     module = ptlite.load(path)
     x = np.ones((2, 3), np.float32)
     assert module(x).tolist() == (x * 1).tolist() and module(x).tolist() == (x * 2).tolist()
-    assert module.memory_plan() is not None and module.state == {"calls": 2}, module.state
+    assert module.memory_plan() is None and module.state == {"calls": 2}, module.state
 
 
 def test_plan_survives_save_and_load(case, images, tmp_path, capsys):
@@ -192,3 +193,41 @@ def test_profile_counts_each_node_once(case, images):
     prof = profile(module, (images[:1].numpy(),), runs=1, warmup=0)
     operators = [n for n in program.forward.walk() if n.op not in ("prim::Constant", "prim::If", "prim::Loop")]
     assert len(prof.nodes) == len(operators), f"{name}: {len(prof.nodes)} profiled nodes, {len(operators)} operators"
+
+
+class HiddenState(torch.nn.Module):
+    """Keeps a tuple of tensors across calls without returning it (an RNN-style hidden state)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.h = (torch.zeros(2, 3), torch.zeros(2, 3))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out = torch.relu(x) + self.h[0] * self.h[1]
+        self.h = (torch.tanh(x * 2.0), x + 1.0)
+        return out
+
+
+def test_methods_keeping_state_are_not_planned(tmp_path):
+    """Arrays a method keeps in its Module's state outlive the call: planned into the arena, the next call would
+    overwrite them. Such methods stay unplanned, at the first call as in MEMORY_PLAN."""
+    from torch.jit.mobile import _load_for_lite_interpreter
+
+    path = tmp_path / "hidden.ptl"
+    torch.jit.script(HiddenState())._save_for_lite_interpreter(str(path))
+    lite, module = _load_for_lite_interpreter(str(path)), ptlite.load(path)
+    for call in range(3):
+        x = torch.randn(2, 3, generator=torch.Generator().manual_seed(call))
+        assert_close(module(x.numpy()), lite(x).numpy(), what=f"hidden state, call {call + 1}", rtol=1e-6)
+    assert module.memory_plan() is None
+
+
+def test_blocking_memory_plan_also_blocks_the_first_call_plan(images, tmp_path):
+    model = zoo.mobilenet_v2()
+    program = ptlite.optimize_for_mobile(ptlite.capture(model, (images[:1],), method="script"),
+                                         optimization_blocklist=["MEMORY_PLAN"])
+    path = tmp_path / "unplanned.ptlite"
+    ptlite.save(program, path)
+    for module in (ptlite.Module(program), ptlite.load(path)):
+        module(images[:1].numpy())
+        assert module.memory_plan() is None

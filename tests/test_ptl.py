@@ -734,3 +734,18 @@ def test_load_optimizes_legacy_files_only(tmp_path):
         what = f"ptlite.load({file.name}, optimize={optimize})"
         assert ("ptlite::conv2d_prepacked" in ops and "aten::batch_norm" not in ops) == optimized, f"{what}: {ops}"
         assert_close(module(x.numpy()), expected, what=what, rtol=1e-5)
+
+
+def test_a_ptl_that_cannot_be_optimized_still_loads(files, monkeypatch):
+    """Optimizing at load is an extra: if it fails, ptlite.load warns and runs the program as translated; asked
+    for explicitly (optimize=True), the failure is raised."""
+    def broken(program, *args, **kwargs):
+        raise RuntimeError("a pass failed")
+
+    monkeypatch.setattr(ptlite, "optimize_for_mobile", broken)
+    with pytest.warns(UserWarning, match="optimize_for_mobile failed .*a pass failed.*as translated"):
+        module = ptlite.load(files["scripted"])
+    assert "passes" not in module.program.metadata
+    compare_calls(files["scripted"], _scripted_calls(seed=2)[:2], what="unoptimized fallback")
+    with pytest.raises(RuntimeError, match="a pass failed"):
+        ptlite.load(files["scripted"], optimize=True)

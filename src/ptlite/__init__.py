@@ -112,11 +112,20 @@ def load(path: str | os.PathLike, optimize: bool | None = None) -> Module:
         Mobile file, whose bytecode is never optimized (PyTorch's own optimizer fails on current wheels), so that it
         runs at least as fast as on the lite interpreter; this costs ~50-250 ms more at load (docs/legacy-ptl.md:
         `ptlite convert model.ptl` pays it once instead). A .ptlite file runs as written: `ptlite convert` has
-        optimized it unless told not to. True: optimize any file; False: never.
+        optimized it unless told not to (if optimizing a .ptl program fails, a warning says why and it runs as
+        translated). True: optimize any file (errors raise); False: never.
     """
     program, legacy = _read(path)
-    if optimize or (optimize is None and legacy):
+    if optimize:
         program = optimize_for_mobile(program)
+    elif optimize is None and legacy:
+        try:
+            program = optimize_for_mobile(program)
+        except Exception as exc:  # the file still runs, as translated; say why it is not optimized
+            import warnings
+
+            warnings.warn(f"{os.fspath(path)}: optimize_for_mobile failed ({type(exc).__name__}: {exc}); running the "
+                          "program as translated (ptlite.load(path, optimize=False) skips the attempt)", stacklevel=2)
     return Module(program)
 
 

@@ -296,3 +296,14 @@ def test_isinstance_at_run_time() -> None:
         assert isinstance_(value, types) is expected, (value, types)
     with pytest.raises(ValueError, match="cannot check it at run time"):
         isinstance_(t, ["__torch__.Point"])
+
+
+def test_isinstance_types_checkable_at_translation() -> None:
+    from ptlite.runtime.kernels.script_types import check_type
+
+    for ok in ("Tensor", "Optional[List[Tensor]]", "Union[int, float, Tensor]", "Dict[str, Tuple[int, float]]",
+               "Tuple[()]", "NoneType"):
+        check_type(ok)
+    for bad in ("__torch__.Point", "Optional[Device]", "List[int, int]", "complex"):
+        with pytest.raises(ValueError, match="cannot check it at run time"):
+            check_type(bad)

@@ -16,18 +16,29 @@ from ptlite.passes.prepack import Prepack
 from ptlite.runtime.module import Module
 
 
-def block_program(rng, c=4, e=12, kernel=3, stride=2, pw_kernel=1, pw_stride=1, groups=None, extra_user=False):
+def block_program(rng, c=4, e=12, kernel=3, stride=2, pw_kernel=1, pw_stride=1, groups=None, extra_user=False,
+                  write_input=False, branch=False):
     """x -> conv(c->e, pw_kernel) -> relu6 -> conv(e->e, depthwise kernel) -> hardswish [-> also + pointwise output]"""
     b = GraphBuilder("x")
     w1 = b.weight("pw.weight", rng.normal(0, 0.5, (e, c, pw_kernel, pw_kernel)).astype(np.float32))
     b1 = b.weight("pw.bias", rng.normal(0, 0.5, e).astype(np.float32))
     y = b.op("aten::conv2d", b.inputs[0], w1, b1, [pw_stride] * 2, [pw_kernel // 2] * 2, [1, 1], 1)
     y = b.op("aten::hardtanh", y, 0.0, 6.0)
+    if write_input:
+        b.op("aten::add_.Tensor", b.inputs[0], 1.0, 1)
     groups = e if groups is None else groups
     wd = b.weight("dw.weight", rng.normal(0, 0.5, (e, e // groups, kernel, kernel)).astype(np.float32))
     bd = b.weight("dw.bias", rng.normal(0, 0.5, e).astype(np.float32))
-    z = b.op("aten::conv2d", y, wd, bd, [stride] * 2, [kernel // 2] * 2, [1, 1], groups)
-    z = b.op("aten::hardswish", z)
+    if branch:
+        with b.block() as then:
+            z = b.op("aten::conv2d", y, wd, bd, [stride] * 2, [kernel // 2] * 2, [1, 1], groups)
+            then.outputs.append(b.op("aten::hardswish", z))
+        with b.block() as other:
+            other.outputs.append(b.op("aten::relu", b.inputs[0]))
+        z = b.op("prim::If", b.op("aten::is_floating_point", b.inputs[0], type="bool"), blocks=[then, other])
+    else:
+        z = b.op("aten::conv2d", y, wd, bd, [stride] * 2, [kernel // 2] * 2, [1, 1], groups)
+        z = b.op("aten::hardswish", z)
     if extra_user:
         z = b.op("aten::add.Tensor", z, b.op("aten::max_pool2d", y, [stride] * 2, [stride] * 2, [0, 0], [1, 1],
                                                 False), 1)
@@ -57,3 +68,19 @@ def test_left_alone(rng):
     for kwargs in ({"pw_kernel": 3}, {"pw_stride": 2}, {"groups": 3}, {"extra_user": True}):
         program = block_program(rng, **kwargs)
         assert not FusePointwiseDepthwise()(program).modified, kwargs
+
+
+def test_not_fused_when_the_input_is_written_in_between(rng):
+    """The fused node reads x where the depthwise convolution stood: an in-place write to x in between (anywhere
+    in the method, in fact) keeps them apart."""
+    program = block_program(rng, write_input=True)
+    assert "aten::add_.Tensor" in ops(program)
+    assert not FusePointwiseDepthwise()(program).modified, ops(program)
+
+
+def test_not_fused_across_blocks(rng):
+    """A depthwise convolution inside a branch is not fused with the pointwise one outside it (the fused node would
+    compute the pointwise part inside the branch, once per iteration in a loop)."""
+    program = block_program(rng, branch=True)
+    assert "prim::If" in ops(program)
+    assert not FusePointwiseDepthwise()(program).modified

@@ -7,7 +7,9 @@ that keep the expanded tensor between them in cache (FUSE_POINTWISE_DEPTHWISE; r
                                           act2, args2)
 
 when the depthwise convolution is the pointwise one's only user (the expanded tensor is then needed nowhere
-else). Runs after FUSE_ACTIVATIONS, so that both activations are already part of the convolutions.
+else), both are in the same block, and nothing in the method writes in place to x or to memory it may share (the
+fused node reads x where the depthwise convolution stood). Runs after FUSE_ACTIVATIONS, so that both activations
+are already part of the convolutions.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 from ptlite.ir.graph import Graph, Node, Program
 
 from .base import Pass, blocks, constant_value, uses, weight_of
+from .mutation import Mutations
 
 CONV = "ptlite::conv2d_prepacked"
 FUSED = "ptlite::conv2d_pointwise_depthwise"
@@ -25,15 +28,24 @@ class FusePointwiseDepthwise(Pass):
 
     def run(self, graph: Graph, program: Program) -> bool:
         users = uses(graph)
+        mutations: Mutations | None = None  # made when first needed
         changed = False
         for block in list(blocks(graph)):
             rewritten: list[Node] = []
             fused_away: set[int] = set()
+            in_block = {id(n) for n in block.nodes}
             for node in block.nodes:
                 producer = node.inputs[0].node if node.op == CONV and node.inputs else None
-                if producer is None or producer.op != CONV or not _depthwise(node, program) \
-                        or not _pointwise(producer, program) or users.get(producer.outputs[0].id) != [node] \
+                if producer is None or producer.op != CONV or id(producer) not in in_block \
+                        or not _depthwise(node, program) or not _pointwise(producer, program) \
+                        or users.get(producer.outputs[0].id) != [node] \
                         or _channels(producer, program) != _channels(node, program):
+                    rewritten.append(node)
+                    continue
+                # the fused node reads the pointwise input where the depthwise stood: nothing may write it (or
+                # memory it shares) in between, which any write in the method might do
+                mutations = Mutations(graph) if mutations is None else mutations
+                if mutations.alias_class([producer.inputs[0]]).mutated:
                     rewritten.append(node)
                     continue
                 pw, dw = producer.inputs, node.inputs

@@ -11,7 +11,8 @@ lowest ALIGN-aligned offset of one arena where it overlaps no placed value with 
 The plan (ptlite.ir.memory_plan) annotates the program without changing what it computes, so the pass reports
 `modified=False` (nothing needs to run again because of it, and metadata["passes"] does not list it;
 metadata["memory_plan"] records what it did). It must be the last pass: it recomputes the plan from scratch each
-time it runs, and `optimize` drops any earlier plan first. A method whose zero run raises is left unplanned.
+time it runs, and `optimize` drops any earlier plan first. A method whose zero run raises is left unplanned, and so is
+a method that keeps values in its Module's state (ptlite::module_state), which outlive the call.
 """
 
 from __future__ import annotations
@@ -247,11 +248,18 @@ def place(buffers: list[Buffer]) -> int:
     return align(max((b.offset + b.nbytes for b in placed), default=0))
 
 
+def _keeps_state(graph: Graph) -> bool:
+    """Whether the method stores values in its Module's state (ptlite::module_state): a tensor kept there, or in a
+    list or tuple kept there, outlives the call, which liveness within one call cannot see; such methods (a .ptl
+    file's attributes set while running) stay unplanned."""
+    return any(node.op == "ptlite::module_state" for node in graph.walk())
+
+
 def plan_method(graph: Graph, program: Program) -> dict[str, Any] | None:
     """Plan one method: place its buffers and store their entries on the nodes; returns the method's plan for the
     metadata, or None (nothing stored) when the method cannot be planned or has nothing to plan."""
     specs = plannable_specs(graph)
-    if specs is None:
+    if specs is None or _keeps_state(graph):
         return None
     try:
         rec = record(graph, program, specs)

@@ -60,7 +60,9 @@ class Method:
     optimized) whose inputs are all tensors gets one at its first call, for that call's shapes and dtypes: the
     program is copied with those input shapes, run once on zeros and planned like the MEMORY_PLAN pass does (see
     ptlite.passes.plan_memory), so later calls with the same shapes allocate nothing for their intermediates; calls
-    with other shapes run unplanned, as before. The first call costs about one more run."""
+    with other shapes run unplanned, as before. The first call costs about one more run. Not planned: programs
+    optimized with MEMORY_PLAN blocked, methods with loops (a run on zeros might not end) and methods keeping
+    values in the Module's state; a plan that cannot be made leaves the method unplanned."""
 
     def __init__(self, graph: Graph, program: Program, state: dict[str, Any] | None = None) -> None:
         self.name = graph.name
@@ -71,7 +73,9 @@ class Method:
         self._compiled = CompiledGraph(graph, program, state=state)
         self._single_output = len(graph.outputs) == 1
         self._plan_at_first_call = self._compiled.arena is None and bool(graph.inputs) \
-            and all(spec.type == "Tensor" for spec in self.input_specs)
+            and all(spec.type == "Tensor" for spec in self.input_specs) \
+            and not program.metadata.get(memory_plan.NO_MEMORY_PLAN) \
+            and not any(node.op == "prim::Loop" for node in graph.walk())
         self._planning = threading.Lock()
 
     def signature(self) -> str:
@@ -106,10 +110,15 @@ class Method:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         checked = self.check_args(args, kwargs)
-        if self._plan_at_first_call:
-            self._plan_for(checked)
+        self.prepare(checked)
         outputs = self._compiled(*checked)
         return outputs[0] if self._single_output else tuple(outputs)
+
+    def prepare(self, args: list[Any]) -> None:
+        """What the first call does before running: plan memory for these (checked) arguments' shapes, if the
+        method is planned at its first call and has not been yet."""
+        if self._plan_at_first_call:
+            self._plan_for(args)
 
     def _plan_for(self, args: list[Any]) -> None:
         """Make a memory plan for these arguments' shapes (once; a call racing this one runs unplanned)."""
@@ -128,12 +137,15 @@ class Method:
             graph = program.methods[self.name]
             graph.input_specs = [replace(spec, dtype=a.dtype.name, shape=tuple(a.shape))
                                  for spec, a in zip(graph.input_specs, args)]
-            plan = plan_method(graph, program)
-            if plan is None:
+            try:
+                plan = plan_method(graph, program)
+                if plan is None:
+                    return
+                program.metadata.setdefault(memory_plan.METADATA_KEY, {})[self.name] = plan
+                compiled = CompiledGraph(graph, program, state=self._state)
+            except Exception:  # no plan rather than a failed call: the call itself runs as it would have
                 return
-            program.metadata.setdefault(memory_plan.METADATA_KEY, {})[self.name] = plan
-            self._compiled = CompiledGraph(graph, program, state=self._state)
-            self.program = program
+            self._compiled, self.program = compiled, program
         finally:
             self._planning.release()
 

@@ -86,7 +86,10 @@ def profile(module: Module, args: Sequence[Any], runs: int = 10, warmup: int = 1
         raise ValueError(f"runs must be at least 1, got {runs}")
     if method not in module.program.methods:
         raise ValueError(f"the program has no method '{method}'")
-    program = module._method(method).program  # with the memory plan its first call made, if it made one
+    target = module._method(method)
+    checked = target.check_args(tuple(args), {})
+    target.prepare(checked)  # the memory plan a first call would make, so that the planned steps are timed
+    program = target.program
     graph = program.methods[method]
     records: list[NodeTime] = []
 
@@ -103,7 +106,6 @@ def profile(module: Module, args: Sequence[Any], runs: int = 10, warmup: int = 1
         return timed
 
     compiled = CompiledGraph(graph, program, instrument)
-    checked = module._method(method).check_args(tuple(args), {})
     for _ in range(warmup):
         compiled(*checked)
     for r in records:

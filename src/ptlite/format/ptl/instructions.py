@@ -11,6 +11,7 @@ import numpy as np
 from ptlite.errors import UnsupportedOperatorError
 from ptlite.ir import registry
 from ptlite.ir.graph import Block, Node, Value
+from ptlite.runtime.kernels.script_types import check_type
 
 from . import upgraders
 from .bytecode import Operator
@@ -269,6 +270,11 @@ class Instructions:
         elif all(a is False for a in answers):
             frame.stack.append(Const(False))
         else:  # an Optional, Union or Any value: asked at run time
+            try:
+                for t in types:
+                    check_type(t)
+            except ValueError as exc:
+                self.fail(frame, pc, f"isinstance() of a value of type {actual}: {exc}", unsupported=True)
             frame.stack.extend(self.emit(frame, pc, "ptlite::isinstance", [value, self.const(types)], ["bool"]))
 
     def op_RAISE_EXCEPTION(self, frame: Frame, pc: int, x: int, n: int) -> None:

@@ -263,7 +263,10 @@ def depthwise_sum(xp: np.ndarray, taps: np.ndarray, kernel_hw: Sequence[int], st
     tap (out += a * b) where separate multiply and add ufuncs take two, ~1.5-2x faster on MobileNet's and
     EfficientNet's depthwise layers (measured). Without a horizontal stride each output row is Wo*C contiguous
     values read from Wo*C contiguous input values per tap, and the taps are broadcast over rows by zero strides;
-    with one, the innermost loop runs over the C channels. out4 may be any view with those strides' shape."""
+    with one, the innermost loop runs over the C channels. xp and out4 must be C-contiguous (the strided views
+    assume it)."""
+    if not (xp.flags.c_contiguous and out4.flags.c_contiguous):
+        raise ValueError("depthwise_sum needs C-contiguous input and output arrays")
     n, c = xp.shape[0], xp.shape[3]
     (kh, kw), (sh, sw), (dh, dw), (ho, wo) = kernel_hw, stride, dilation, out_hw
     s_n, s_h, s_w, s_c = xp.strides

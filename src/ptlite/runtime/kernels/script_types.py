@@ -50,6 +50,24 @@ def _has_type(value: Any, type_: str) -> bool:
     raise ValueError(f"isinstance() against the type {type_}: ptlite cannot check it at run time")
 
 
+_SIMPLE = frozenset({"Any", "Tensor", "bool", "int", "float", "number", "Scalar", "str", "NoneType", "None"})
+_PARAMETERS = {"Optional": 1, "List": 1, "Dict": 2}
+
+
+def check_type(type_: str) -> None:
+    """Raise ValueError unless ptlite::isinstance can check values against this type (classes, devices, complex
+    numbers and the like it cannot)."""
+    head, args = type_arguments(type_.replace(" ", ""))
+    if head in _SIMPLE and not args:
+        return
+    if head in ("Union", "Tuple") or _PARAMETERS.get(head) == len(args):
+        for a in args:
+            if a != "()":
+                check_type(a)
+        return
+    raise ValueError(f"isinstance() against the type {type_}: ptlite cannot check it at run time")
+
+
 def type_arguments(type_: str) -> tuple[str, list[str]]:
     """A TorchScript type string's head and parameters: 'Dict[str, List[int]]' -> ('Dict', ['str', 'List[int]']);
     'int' -> ('int', [])."""
