@@ -231,3 +231,26 @@ def test_blocking_memory_plan_also_blocks_the_first_call_plan(images, tmp_path):
     for module in (ptlite.Module(program), ptlite.load(path)):
         module(images[:1].numpy())
         assert module.memory_plan() is None
+
+
+def test_first_call_specializes_shapes_winograd_included(tmp_path):
+    """A .ptl file has no shapes at load, so optimizing it there cannot choose Winograd; the first call, knowing
+    them, does (unless the blocklist said WINOGRAD), then plans memory; results stay the model's."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 16, 3, padding=1), torch.nn.ReLU(),
+                                torch.nn.Conv2d(16, 16, 3, padding=1), torch.nn.ReLU()).eval()
+    path = tmp_path / "cnn.ptl"
+    torch.jit.script(model)._save_for_lite_interpreter(str(path))
+    x = torch.randn(1, 3, 24, 24)
+    with torch.inference_mode():
+        expected = model(x).numpy()
+    module = ptlite.load(path)
+    assert "ptlite::conv2d_winograd" not in module.program.operator_names()
+    for call in range(2):
+        assert_close(module(x.numpy()), expected, what=f"cnn.ptl call {call + 1}", rtol=2e-5)
+    specialized = module._method("forward").program
+    assert "ptlite::conv2d_winograd" in specialized.operator_names() and module.memory_plan() is not None
+    blocked = ptlite.Module(ptlite.optimize_for_mobile(ptlite.load_program(path), optimization_blocklist=["WINOGRAD"]))
+    assert_close(blocked(x.numpy()), expected, what="cnn.ptl, WINOGRAD blocked", rtol=1e-5)
+    assert "ptlite::conv2d_winograd" not in blocked._method("forward").program.operator_names()
+    assert blocked.memory_plan() is not None

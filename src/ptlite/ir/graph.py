@@ -125,6 +125,11 @@ class Graph(Block):
         self.output_specs: list[ValueSpec] = []
 
 
+# Program.metadata key: the optimizations `optimize_for_mobile` was told to skip (their PIPELINE names), which
+# the shape specialization at a method's first call (runtime/module.py) skips too.
+BLOCKLIST_KEY = "optimization_blocklist"
+
+
 @dataclass
 class Program:
     """A captured model: named methods over shared weights, plus metadata; what a .ptlite file stores."""

@@ -26,8 +26,6 @@ from .graph import Graph, Node, Program
 
 OUT_ATTR = "out"
 METADATA_KEY = "memory_plan"
-# metadata key set when MEMORY_PLAN was blocked: the methods are not planned at their first call either
-NO_MEMORY_PLAN = "no_memory_plan"
 ALIGN = 64
 MAX_RANK = 64
 _ITEMSIZE = {name: np.dtype(name).itemsize for name in SUPPORTED_NUMPY}

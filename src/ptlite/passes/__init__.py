@@ -17,8 +17,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from ptlite.ir.graph import Program
-from ptlite.ir.memory_plan import NO_MEMORY_PLAN, drop_memory_plan
+from ptlite.ir.graph import BLOCKLIST_KEY, Program
+from ptlite.ir.memory_plan import drop_memory_plan
 from ptlite.ir.verifier import verify
 
 from .base import Pass, PassResult, copy_program
@@ -105,8 +105,5 @@ def optimize(program: Program, blocklist: Iterable[Any] | str = ()) -> Program:
             break
     verify(result)
     result.metadata["passes"] = [*result.metadata.get("passes", []), *applied]
-    if "MEMORY_PLAN" in skipped:  # and no plan at the first call either (runtime/module.py)
-        result.metadata[NO_MEMORY_PLAN] = True
-    else:
-        result.metadata.pop(NO_MEMORY_PLAN, None)
+    result.metadata[BLOCKLIST_KEY] = sorted(skipped & PIPELINE.keys())  # also skipped at first calls (Method)
     return result

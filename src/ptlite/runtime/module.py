@@ -10,7 +10,7 @@ import numpy as np
 
 from ptlite.errors import InputError
 from ptlite.ir import memory_plan
-from ptlite.ir.graph import Graph, Program, ValueSpec
+from ptlite.ir.graph import BLOCKLIST_KEY, Graph, Program, ValueSpec
 from ptlite.ir.memory_plan import MemoryPlanSummary
 
 from .interpreter import CompiledGraph, check_operators
@@ -57,12 +57,14 @@ class Method:
     """One callable method of a loaded program.
 
     A method without a memory plan in the file (input shapes not fixed at capture, a .ptl file, a program not
-    optimized) whose inputs are all tensors gets one at its first call, for that call's shapes and dtypes: the
-    program is copied with those input shapes, run once on zeros and planned like the MEMORY_PLAN pass does (see
-    ptlite.passes.plan_memory), so later calls with the same shapes allocate nothing for their intermediates; calls
-    with other shapes run unplanned, as before. The first call costs about one more run. Not planned: programs
-    optimized with MEMORY_PLAN blocked, methods with loops (a run on zeros might not end) and methods keeping
-    values in the Module's state; a plan that cannot be made leaves the method unplanned."""
+    optimized) whose inputs are all tensors is specialized at its first call for that call's shapes and dtypes:
+    the program is copied with those input shapes; if it was optimized, the shape-dependent passes that could not
+    run without shapes run now (WINOGRAD, which picks Winograd for large 3x3 convolutions from a run on zeros);
+    then it is planned like the MEMORY_PLAN pass does (ptlite.passes.plan_memory), so later calls with the same
+    shapes allocate nothing for their intermediates. Calls with other shapes run the program as loaded. The first
+    call costs one or two more runs. Skipped: what the optimization's blocklist named; methods with loops (a run
+    on zeros might not end) and methods keeping values in the Module's state are not planned; a specialization
+    that fails leaves the method as loaded."""
 
     def __init__(self, graph: Graph, program: Program, state: dict[str, Any] | None = None) -> None:
         self.name = graph.name
@@ -74,7 +76,7 @@ class Method:
         self._single_output = len(graph.outputs) == 1
         self._plan_at_first_call = self._compiled.arena is None and bool(graph.inputs) \
             and all(spec.type == "Tensor" for spec in self.input_specs) \
-            and not program.metadata.get(memory_plan.NO_MEMORY_PLAN) \
+            and "MEMORY_PLAN" not in program.metadata.get(BLOCKLIST_KEY, ()) \
             and not any(node.op == "prim::Loop" for node in graph.walk())
         self._planning = threading.Lock()
 
@@ -138,6 +140,12 @@ class Method:
             graph.input_specs = [replace(spec, dtype=a.dtype.name, shape=tuple(a.shape))
                                  for spec, a in zip(graph.input_specs, args)]
             try:
+                if "passes" in program.metadata and "WINOGRAD" not in program.metadata.get(BLOCKLIST_KEY, ()):
+                    from ptlite.passes.dead_code import DeadCode
+                    from ptlite.passes.winograd import Winograd
+
+                    if Winograd().run(graph, program):
+                        DeadCode().run(graph, program)
                 plan = plan_method(graph, program)
                 if plan is None:
                     return
