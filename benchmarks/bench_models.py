@@ -470,8 +470,9 @@ def describe(args: argparse.Namespace, info: dict, load_before: float, load_afte
         "- *lite interpreter*: `torch.jit.script` of the zoo model (`(trace)`: `torch.jit.trace`, where scripting "
         "fails), saved with `_save_for_lite_interpreter` (without `torch.utils.mobile_optimizer`), run from "
         "`torch.jit.mobile._load_for_lite_interpreter` under `torch.inference_mode()`, `torch.set_num_threads(2)`.",
-        "- *ptlite .ptl*: that same .ptl file loaded by `ptlite.load` (translated and optimized at load, "
-        "docs/legacy-ptl.md), in a process that never imports torch.",
+        "- *ptlite .ptl*: that same .ptl file loaded by `ptlite.load` (translated and optimized at load, then "
+        "specialized for the input's shapes by the first warm-up call; docs/legacy-ptl.md), in a process that never "
+        "imports torch.",
         "- *ONNX Runtime*: `torch.onnx.export(..., dynamo=False)` (`(dynamo=True)`: the dynamo exporter, where "
         "that fails), run by an `InferenceSession` with the default `SessionOptions` except "
         "`intra_op_num_threads=2`, on the `CPUExecutionProvider`; its process does not import torch.",
