@@ -419,6 +419,8 @@ def test_isinstance_decided_at_run_time(tmp_path):
             expected = scripted(*args)
             actual = module(*(a.numpy() if isinstance(a, torch.Tensor) else a for a in args))
             assert_close(actual, expected.numpy(), what=f"run-time isinstance{how}, z={args[2]!r}", rtol=1e-6)
+    with pytest.raises(ptlite.InputError, match=r"input 'y' must be Optional\[Tensor\], got str"):
+        ptlite.load(path)(x.numpy(), "y")
 
 
 def test_file_recognised_by_content_not_name(files, tmp_path):

@@ -44,6 +44,23 @@ def _shape_text(shape: tuple) -> str:
     return "(" + ", ".join("?" if d is None else str(d) for d in shape) + ")"
 
 
+def _check_union(spec: ValueSpec, value: Any, method: str) -> Any:
+    """An Optional or Union input: the value must have one of the types (arrays from other libraries become NumPy
+    arrays); types ptlite cannot check pass unchecked."""
+    from .kernels.script_types import check_type, isinstance_
+
+    try:
+        check_type(spec.type)
+    except ValueError:
+        return value
+    if value is not None and not isinstance(value, (np.ndarray, np.generic, int, float, str, list, tuple, dict)) \
+            and hasattr(value, "__array__"):
+        value = np.asarray(value)
+    if not isinstance_(value, [spec.type]):
+        raise InputError(f"{method}: input '{spec.name}' must be {spec.type}, got {type(value).__name__}")
+    return value
+
+
 def _check_scalar(spec: ValueSpec, value: Any, method: str) -> Any:
     kinds = _SCALAR_TYPES.get(spec.type)
     if kinds is not None and not isinstance(value, kinds):
@@ -106,6 +123,8 @@ class Method:
                 checked.append(_check_tensor(spec, value, self.name))
             elif spec.type in _SCALAR_TYPES:
                 checked.append(_check_scalar(spec, value, self.name))
+            elif spec.type.startswith(("Optional[", "Union[")):
+                checked.append(_check_union(spec, value, self.name))
             else:
                 checked.append(value)
         return checked
