@@ -10,10 +10,11 @@ Both are ptlite's kernels on a channels-last input, without bias or activation; 
 from __future__ import annotations
 
 import argparse
-import time
+from functools import partial
 
 import numpy as np
 
+from ptlite.bench import time_calls
 from ptlite.runtime.kernels.prepacked import _conv_depthwise_einsum, _conv_depthwise_taps
 
 # (image side, channels, kernel, stride): MobileNetV2's and EfficientNet-B0's depthwise layers
@@ -22,13 +23,7 @@ LAYERS = [(112, 32, 3, 1), (112, 96, 3, 2), (56, 144, 3, 1), (56, 144, 5, 2), (2
 
 
 def median_ms(runs: int, fn, *args) -> float:
-    fn(*args)
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        fn(*args)
-        times.append(time.perf_counter() - start)
-    return 1e3 * float(np.median(times))
+    return float(np.median(time_calls(partial(fn, *args), 1, runs)))
 
 
 def main() -> None:

@@ -9,11 +9,11 @@ is max |result - float64 reference| / max |reference|. The thresholds in ptlite/
 from __future__ import annotations
 
 import argparse
-import time
 
 import numpy as np
 
 import ptlite
+from ptlite.bench import time_calls
 from ptlite.passes.prepack import pack_conv2d_weight
 from ptlite.runtime.kernels.prepacked import conv2d_prepacked_nhwc
 from ptlite.runtime.kernels.winograd import conv2d_winograd_nhwc, pack_winograd_weight
@@ -22,13 +22,7 @@ LAYERS = [(64, 56), (128, 28), (256, 14), (512, 7)]  # (channels in = out, image
 
 
 def median_ms(fn, runs: int) -> float:
-    fn()
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return 1e3 * float(np.median(times))
+    return float(np.median(time_calls(fn, 1, runs)))
 
 
 def reference(x: np.ndarray, w: np.ndarray) -> np.ndarray:

@@ -155,14 +155,9 @@ def _train(data: Digits, epochs: int) -> tuple[Any, float, float]:
 
 def median_ms(fn: Callable[[], Any], runs: int, warmup: int = 5) -> float:
     """Median wall time of `fn()` in milliseconds over `runs` calls, after `warmup` untimed calls."""
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times) * 1e3
+    from .bench import time_calls
+
+    return statistics.median(time_calls(fn, warmup, runs))
 
 
 def accuracy(logits: np.ndarray, labels: np.ndarray) -> float:
