@@ -1,0 +1,90 @@
+"""The working tree's ptlite against an earlier revision's, side by side in one process: the revision's
+src/ptlite is extracted (git archive) under the package name ptlite_rev, both load the same .ptlite files and run
+the same input in alternating calls, so that the VM's drift (10-50 % between processes on the 2-core VMs) hits
+both alike. Use it to measure a kernel change; figures in the docs and commit messages that say "in-process A/B
+against the previous revision" come from it.
+
+    python benchmarks/bench_revision.py HEAD~1 mobilenet_v2 resnet18 [--runs 40]
+
+Models are ptlite.zoo names, captured with torch.export and optimized by the working tree's ptlite (so both
+revisions run the same file; a change to the passes is not what this measures); needs torch. Prints each
+revision's median latency, the median of the per-pair ratios (above 1: the working tree is faster) and the largest
+difference between their outputs. Unset OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE on machines that set them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import io
+import re
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+import ptlite
+from ptlite import zoo
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def import_revision(rev: str, into: Path):
+    """Import src/ptlite as of `rev` as the package ptlite_rev (its absolute imports renamed)."""
+    archive = subprocess.run(["git", "archive", rev, "src/ptlite"], cwd=ROOT, check=True, capture_output=True).stdout
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(into, filter="data")
+    package = into / "ptlite_rev"
+    (into / "src" / "ptlite").rename(package)
+    pattern = re.compile(r"\bptlite\.")
+    for path in package.rglob("*.py"):
+        text = path.read_text()
+        text = pattern.sub("ptlite_rev.", text)
+        text = re.sub(r"^import ptlite$", "import ptlite_rev as ptlite", text, flags=re.M)
+        text = re.sub(r"^(\s*)from ptlite import ", r"\1from ptlite_rev import ", text, flags=re.M)
+        path.write_text(text)
+    sys.path.insert(0, str(into))
+    return importlib.import_module("ptlite_rev")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("revision", help="the git revision to compare with (e.g. HEAD, HEAD~1, a commit)")
+    parser.add_argument("models", nargs="+", help=f"ptlite.zoo models: {', '.join(zoo.VISION)}")
+    parser.add_argument("--runs", type=int, default=40)
+    parser.add_argument("--warmup", type=int, default=5)
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory() as tmp:
+        old = import_revision(args.revision, Path(tmp))
+        print(f"working tree vs {args.revision}, {args.runs} alternating calls each, batch 1:")
+        for name in args.models:
+            inputs = zoo.example_inputs(name)
+            program = ptlite.optimize_for_mobile(ptlite.capture(getattr(zoo, name)(), inputs, method="export"))
+            path = Path(tmp) / f"{name}.ptlite"
+            ptlite.save(program, path)
+            new_module, old_module = ptlite.load(path), old.load(path)
+            arrays = [t.numpy() for t in inputs]
+            diff = float(np.max(np.abs(np.asarray(new_module(*arrays)) - np.asarray(old_module(*arrays)))))
+            for _ in range(args.warmup):
+                new_module(*arrays)
+                old_module(*arrays)
+            t_new, t_old = [], []
+            for _ in range(args.runs):
+                start = time.perf_counter()
+                new_module(*arrays)
+                t_new.append(time.perf_counter() - start)
+                start = time.perf_counter()
+                old_module(*arrays)
+                t_old.append(time.perf_counter() - start)
+            ratio = float(np.median(np.array(t_old) / np.array(t_new)))
+            print(f"  {name:<30} working tree {1e3 * np.median(t_new):7.2f} ms   {args.revision} "
+                  f"{1e3 * np.median(t_old):7.2f} ms   old/new {ratio:.3f}   max |diff| {diff:.3g}")
+
+
+if __name__ == "__main__":
+    main()
