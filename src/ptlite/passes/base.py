@@ -73,20 +73,28 @@ def uses(graph: Graph) -> dict[int, list[Use]]:
 
 # ------------------------------------------------------------------------------------------------ editing
 
-def replace_all_uses(graph: Graph, old: Value, new: Value) -> int:
+def replace_all_uses(graph: Graph, old: Value, new: Value, users: dict[int, list[Use]] | None = None) -> int:
     """Make every use of `old` (node inputs and block outputs, nested blocks included) use `new`; returns how many
-    uses were changed. `new` must be defined where `old` is used (in the same or an enclosing scope, earlier)."""
+    uses were changed. `new` must be defined where `old` is used (in the same or an enclosing scope, earlier).
+
+    With `users` (a `uses` map of the graph, kept current by the caller's edits), only old's listed uses are
+    visited instead of the whole graph, and the uses moved are added to new's list (old's list is left as it
+    was: a pass replacing many values would otherwise walk the graph once per value)."""
+    if users is None:
+        sites: Iterable[Use] = (u for block in blocks(graph) for u in (*block.nodes, block))
+    else:
+        sites = {id(u): u for u in users.get(old.id, ())}.values()
     count = 0
-    for block in blocks(graph):
-        for node in block.nodes:
-            for i, v in enumerate(node.inputs):
-                if v is old:
-                    node.inputs[i] = new
-                    count += 1
-        for i, v in enumerate(block.outputs):
+    moved: list[Use] = []
+    for use in sites:
+        values = use.inputs if isinstance(use, Node) else use.outputs
+        for i, v in enumerate(values):
             if v is old:
-                block.outputs[i] = new
+                values[i] = new
                 count += 1
+                moved.append(use)
+    if users is not None and moved:
+        users.setdefault(new.id, []).extend(moved)
     return count
 
 

@@ -82,7 +82,7 @@ class FoldConvBatchNorm(Pass):
                 producer = bn.inputs[0].node
                 if producer is None or not _foldable(producer, bn, users, program, input_ranks):
                     continue
-                _fold(graph, program, producer, bn, where)
+                _fold(graph, program, producer, bn, where, users)
                 users[producer.outputs[0].id] = users.pop(bn.outputs[0].id, [])
                 changed = True
         return changed
@@ -146,7 +146,8 @@ def _rank(v: Value, input_ranks: dict[int, int]) -> int | None:
     return None
 
 
-def _fold(graph: Graph, program: Program, producer: Node, bn: Node, where: dict) -> None:
+def _fold(graph: Graph, program: Program, producer: Node, bn: Node, where: dict,
+          users: dict[int, list[Use]]) -> None:
     weight = weight_of(program, producer.inputs[1])
     bias = _vector(program, producer.inputs[2])
     gamma, beta, mean, var = (_vector(program, v) for v in bn.inputs[1:5])
@@ -174,7 +175,7 @@ def _fold(graph: Graph, program: Program, producer: Node, bn: Node, where: dict)
     at = next(i for i, n in enumerate(block.nodes) if n is producer)
     block.nodes[at:at] = [w_node, b_node]
     producer.inputs[1], producer.inputs[2] = w_node.outputs[0], b_node.outputs[0]
-    replace_all_uses(graph, bn.outputs[0], producer.outputs[0])
+    replace_all_uses(graph, bn.outputs[0], producer.outputs[0], users)
     bn_block = where[id(bn)]
     bn_block.nodes = [n for n in bn_block.nodes if n is not bn]
 

@@ -67,7 +67,7 @@ class FuseActivations(Pass):
                 activation, args = fused
                 pool = pools.setdefault(id(where[id(producer)]), ConstantPool(where[id(producer)]))
                 producer.inputs[-2], producer.inputs[-1] = pool.get(activation, "str"), pool.get(args, "List[float]")
-                replace_all_uses(graph, node.outputs[0], producer.outputs[0])
+                replace_all_uses(graph, node.outputs[0], producer.outputs[0], users)
                 block.nodes = [n for n in block.nodes if n is not node]
                 changed = True
         for pool in pools.values():

@@ -26,7 +26,7 @@ class RemoveDropout(Pass):
                     continue
                 if any(v.id in users for v in node.outputs[1:]):
                     continue
-                replace_all_uses(graph, node.outputs[0], node.inputs[0])
+                replace_all_uses(graph, node.outputs[0], node.inputs[0], users)
                 block.nodes.remove(node)
                 changed = True
         return changed

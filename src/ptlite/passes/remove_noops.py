@@ -20,7 +20,7 @@ from typing import Any
 from ptlite.ir.dtypes import SCALAR_TYPES
 from ptlite.ir.graph import Graph, Node, Program
 
-from .base import NOT_CONSTANT, Pass, blocks, constant_value, replace_all_uses
+from .base import NOT_CONSTANT, Pass, blocks, constant_value, replace_all_uses, uses
 from .facts import TensorFacts
 from .mutation import Mutations
 
@@ -33,6 +33,7 @@ class RemoveNoops(Pass):
     def run(self, graph: Graph, program: Program) -> bool:
         facts = TensorFacts(graph)
         mutations: Mutations | None = None
+        users = uses(graph)
         changed = False
         for block in list(blocks(graph)):
             for node in list(block.nodes):
@@ -44,7 +45,7 @@ class RemoveNoops(Pass):
                     mutations = mutations or Mutations(graph)
                     if not _copy_is_invisible(node, mutations):
                         continue
-                replace_all_uses(graph, node.outputs[0], node.inputs[0])
+                replace_all_uses(graph, node.outputs[0], node.inputs[0], users)
                 block.nodes.remove(node)
                 mutations = None  # uses moved
                 changed = True
