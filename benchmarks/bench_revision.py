@@ -37,14 +37,17 @@ def import_revision(rev: str, into: Path):
     """Import src/ptlite as of `rev` as the package ptlite_rev (its absolute imports renamed)."""
     archive = subprocess.run(["git", "archive", rev, "src/ptlite"], cwd=ROOT, check=True, capture_output=True).stdout
     with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-        tar.extractall(into, filter="data")
+        try:
+            tar.extractall(into, filter="data")
+        except TypeError:  # Python before 3.10.12 / 3.11.4: no extraction filters (the archive is our own)
+            tar.extractall(into)
     package = into / "ptlite_rev"
     (into / "src" / "ptlite").rename(package)
     pattern = re.compile(r"\bptlite\.")
     for path in package.rglob("*.py"):
         text = path.read_text()
         text = pattern.sub("ptlite_rev.", text)
-        text = re.sub(r"^import ptlite$", "import ptlite_rev as ptlite", text, flags=re.M)
+        text = re.sub(r"^(\s*)import ptlite\s*$", r"\1import ptlite_rev as ptlite", text, flags=re.M)
         text = re.sub(r"^(\s*)from ptlite import ", r"\1from ptlite_rev import ", text, flags=re.M)
         path.write_text(text)
     sys.path.insert(0, str(into))
@@ -73,14 +76,14 @@ def main() -> None:
             for _ in range(args.warmup):
                 new_module(*arrays)
                 old_module(*arrays)
-            t_new, t_old = [], []
-            for _ in range(args.runs):
-                start = time.perf_counter()
-                new_module(*arrays)
-                t_new.append(time.perf_counter() - start)
-                start = time.perf_counter()
-                old_module(*arrays)
-                t_old.append(time.perf_counter() - start)
+            times: dict[str, list[float]] = {"new": [], "old": []}
+            for run in range(args.runs):  # alternating which goes first, against any bias of the order
+                for key in ("new", "old") if run % 2 == 0 else ("old", "new"):
+                    module = new_module if key == "new" else old_module
+                    start = time.perf_counter()
+                    module(*arrays)
+                    times[key].append(time.perf_counter() - start)
+            t_new, t_old = times["new"], times["old"]
             ratio = float(np.median(np.array(t_old) / np.array(t_new)))
             print(f"  {name:<30} working tree {1e3 * np.median(t_new):7.2f} ms   {args.revision} "
                   f"{1e3 * np.median(t_old):7.2f} ms   old/new {ratio:.3f}   max |diff| {diff:.3g}")

@@ -53,3 +53,17 @@ def test_winograd_rejects_mismatched_weight(rng):
         op("ptlite::conv2d_winograd")(randn(rng, 1, 4, 8, 8), np.zeros((36, 5, 4), np.float32), None, [1, 1, 1, 1])
     with pytest.raises(ValueError, match="needs a 3x3 kernel"):
         pack_winograd_weight(np.zeros((4, 4, 5, 5), np.float32))
+
+
+def test_winograd_float16_is_transformed_in_float32(rng):
+    # The transforms scale values by up to ~100 (input) and ~360 (output): done in float16 they cost 1.3e-2 here.
+    # In float32 what is left is the transformed weight's own float16 rounding, amplified by the output transform
+    # (~4e-3), which is why the WINOGRAD pass leaves float16 convolutions to im2col.
+    x = randn(rng, 1, 32, 28, 28)
+    w = (rng.standard_normal((32, 32, 3, 3)) * np.sqrt(2 / 288)).astype(np.float32)
+    x16, w16 = x.astype(np.float16), w.astype(np.float16)
+    ref = reference(x16.astype(np.float32), w16.astype(np.float32), None, 1).numpy()
+    ours = op("ptlite::conv2d_winograd")(x16, pack_winograd_weight(w16), None, [1, 1, 1, 1])
+    assert ours.dtype == np.float16
+    error = float(np.abs(ours.astype(np.float64) - ref).max() / np.abs(ref).max())
+    assert error < 6e-3, f"float16 Winograd error {error:.2e} relative to the largest output (float16 eps 9.8e-4)"

@@ -57,6 +57,20 @@ def test_replace_all_uses_reaches_nested_blocks_and_outputs():
     verify(program)
 
 
+def test_replace_all_uses_with_a_uses_map_visits_only_those_uses_and_keeps_the_map():
+    b, x, y, out, then, other, program = _if_program()
+    users = uses(program.forward)
+    before = len(users.get(x.id, []))
+    moved = list(users[y.id])
+    assert replace_all_uses(program.forward, y, x, users) == 4
+    assert then.nodes[-1].inputs[:2] == [x, x] and other.outputs == [x] and program.forward.outputs[1] is x
+    assert len(users[x.id]) == before + 4 and all(any(u is m for u in users[x.id]) for m in moved)
+    # a later replacement of x reaches the uses moved to it (including those added by the first one)
+    z = program.forward.inputs[1]  # any other value will do for the bookkeeping
+    assert replace_all_uses(program.forward, x, z, users) == before + 4 and y.node.inputs[0] is z
+    assert then.nodes[-1].inputs[:2] == [z, z] and other.outputs == [z] and program.forward.outputs[1] is z
+
+
 def test_constants_and_weights():
     b = GraphBuilder("x")
     none, flag = b.const(None), b.const(False)

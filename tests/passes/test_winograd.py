@@ -16,10 +16,10 @@ from ptlite.runtime.module import Module
 
 
 def conv_program(rng, c=16, o=16, size=MIN_SIZE, stride=1, dilation=1, groups=1, kernel=3, known_shape=True,
-                 input_shape=None):
+                 input_shape=None, dtype=np.float32):
     b = GraphBuilder("x", shapes={"x": input_shape} if input_shape else None)
     w = b.weight("conv.weight", (rng.normal(0, 1, (o, c // groups, kernel, kernel)) / (3 * np.sqrt(c)))
-                 .astype(np.float32))
+                 .astype(dtype))
     out = (size - 1) // stride + 1
     y = b.op("aten::conv2d", b.inputs[0], w, None, [stride] * 2, [dilation] * 2, [dilation] * 2, groups,
              shape=(1, o, out, out) if known_shape else None)
@@ -43,7 +43,7 @@ def test_rewritten_where_it_wins(rng):
 
 def test_left_alone(rng):
     for kwargs in ({"stride": 2}, {"dilation": 2}, {"groups": 16}, {"c": 8}, {"o": 8}, {"size": MIN_SIZE - 1},
-                   {"kernel": 5}, {"known_shape": False}):
+                   {"kernel": 5}, {"known_shape": False}, {"dtype": np.float16}):
         program = conv_program(rng, **kwargs)
         assert not Winograd()(program).modified, kwargs
 

@@ -1,6 +1,7 @@
 """Use Winograd F(4x4, 3x3) for the convolutions where it wins (WINOGRAD): a prepacked 3x3, stride-1, undilated,
-dense convolution with at least MIN_CHANNELS input and output channels whose output is known to be at least
-MIN_SIZE pixels high and wide becomes ptlite::conv2d_winograd, its weight stored already transformed (36, C, O).
+dense float32 (or float64) convolution with at least MIN_CHANNELS input and output channels whose output is known
+to be at least MIN_SIZE pixels high and wide becomes ptlite::conv2d_winograd, its weight stored already
+transformed (36, C, O).
 The output size is known from the capture's shape annotations or, where those are missing (TorchScript, .ptl
 files) but the method's input shapes are static, from a run on zeros (observe.py): both kernels are exact for any
 shape, so a shape that depends on the data can only make the choice slower, never wrong.
@@ -14,6 +15,8 @@ and the weights small (at 14x14 the gain is 1.4x for a 4x larger weight: not tak
 """
 
 from __future__ import annotations
+
+import numpy as np
 
 from ptlite.ir.graph import Graph, Node, Program
 
@@ -70,6 +73,8 @@ def _candidate(node: Node, program: Program) -> bool:
     kernel, stride, _, dilation, groups = (constant_value(v) for v in node.inputs[3:8])
     if weight is None or weight.ndim != 2 or kernel != [3, 3] or stride != [1, 1] or dilation != [1, 1] \
             or groups != 1:
+        return False
+    if weight.dtype not in (np.float32, np.float64):  # float16: its transformed weight alone errs by ~4e-3
         return False
     return weight.shape[0] // 9 >= MIN_CHANNELS and weight.shape[1] >= MIN_CHANNELS
 

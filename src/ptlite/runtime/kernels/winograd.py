@@ -78,9 +78,10 @@ def conv2d_winograd_nhwc(xh: np.ndarray, u: np.ndarray, bias: np.ndarray | None,
     d = as_strided(xp, shape=(6, 6, n, th, tw, c), strides=(s_h, s_w, s_n, TILE * s_h, TILE * s_w, s_c),
                    writeable=False)
     d = np.ascontiguousarray(d).reshape(36, tiles * c)
-    v = np.matmul(BT2.astype(dtype, copy=False), d)  # Bt d B of every tile
+    work = np.promote_types(dtype, np.float32)  # float16 is transformed in float32: the transforms scale by ~100
+    v = np.matmul(BT2.astype(work, copy=False), d)  # Bt d B of every tile
     m = np.matmul(v.reshape(36, tiles, c), u).reshape(36, tiles * o)
-    y = np.matmul(AT2.astype(dtype, copy=False), m)  # At M A -> (4 * 4, tiles * O)
+    y = np.matmul(AT2.astype(work, copy=False), m)  # At M A -> (4 * 4, tiles * O)
     y = y.reshape(TILE, TILE, n, th, tw, o).transpose(2, 3, 0, 4, 1, 5)  # (n, th, TILE, tw, TILE, O)
     fits = fits_out(out, (n, ho, wo, o), dtype) and out.flags.c_contiguous
     result = out if fits else np.empty((n, ho, wo, o), dtype=dtype)
