@@ -1,7 +1,7 @@
 """The operator table: for each operator, its schema and the kernel that runs it.
 
-Capture, passes, `export_opnames`, the loader's missing-operator check and the interpreter all read this one
-table. Kernels register themselves with the `kernel` decorator in the family modules of `ptlite.runtime.kernels`.
+Capture, passes, the loader's missing-operator check and the interpreter all read this one table. Kernels
+register themselves with the `kernel` decorator in the family modules of `ptlite.runtime.kernels`.
 Families are imported lazily: looking up an operator imports the one family that a generated index
 (`ptlite/runtime/kernels/_index.py`: operator key -> family) names for it, so that loading a program imports only
 the kernels it uses; listing the table (`all_ops`, `overloads`) imports every family. The index is only a hint:
