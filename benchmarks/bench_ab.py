@@ -1,5 +1,6 @@
 """One optimization on or off, side by side in one process: a zoo model captured once, optimized twice (B with
---blocklist), both run on the same input in alternating calls, so that the VM's drift hits both alike.
+--blocklist), both run on the same input in alternating calls (alternating which goes first), so that the VM's
+drift hits both alike.
 
     python benchmarks/bench_ab.py mobilenet_v2 --blocklist FUSE_POINTWISE_DEPTHWISE [--runs 40] [--method export]
     python benchmarks/bench_ab.py mobilenet_v2 --blocklist MEMORY_PLAN --method script   # plan at first call or not
@@ -12,12 +13,12 @@ in the command on machines that set them.
 from __future__ import annotations
 
 import argparse
-import time
 
 import numpy as np
 
 import ptlite
 from ptlite import zoo
+from ptlite.bench import time_pair
 
 
 def main() -> None:
@@ -36,21 +37,11 @@ def main() -> None:
     b = ptlite.Module(ptlite.optimize_for_mobile(program, optimization_blocklist=args.blocklist))
     arrays = [t.numpy() for t in inputs]
     diff = float(np.max(np.abs(np.asarray(a(*arrays)) - np.asarray(b(*arrays)))))
-    for _ in range(args.warmup):
-        a(*arrays)
-        b(*arrays)
-    ta, tb = [], []
-    for _ in range(args.runs):
-        start = time.perf_counter()
-        a(*arrays)
-        ta.append(time.perf_counter() - start)
-        start = time.perf_counter()
-        b(*arrays)
-        tb.append(time.perf_counter() - start)
+    ta, tb = time_pair(lambda: a(*arrays), lambda: b(*arrays), args.warmup, args.runs)
     ratio = float(np.median(np.array(tb) / np.array(ta)))
     print(f"{args.model} ({args.method}), {args.runs} alternating calls each:")
-    print(f"  A all optimizations          {1e3 * np.median(ta):8.2f} ms")
-    print(f"  B without {', '.join(args.blocklist):<18} {1e3 * np.median(tb):8.2f} ms")
+    print(f"  A all optimizations          {np.median(ta):8.2f} ms")
+    print(f"  B without {', '.join(args.blocklist):<18} {np.median(tb):8.2f} ms")
     print(f"  median B/A {ratio:.3f}; max |A - B| = {diff:.3g}")
 
 

@@ -12,12 +12,11 @@ the command on machines that set them.
 from __future__ import annotations
 
 import argparse
-import time
 
 import numpy as np
 
 import ptlite
-from ptlite.bench import random_inputs
+from ptlite.bench import random_inputs, time_pair
 
 
 def main() -> None:
@@ -34,20 +33,11 @@ def main() -> None:
     shapes = [tuple(int(s) for s in text.split(",")) for text in args.input_shape]
     inputs = random_inputs(a.input_specs, shapes)
     diff = float(np.max(np.abs(np.asarray(a(*inputs)) - np.asarray(b(*inputs)))))
-    for _ in range(args.warmup):
-        a(*inputs)
-        b(*inputs)
-    times: dict[str, list[float]] = {"a": [], "b": []}
-    for run in range(args.runs):
-        for key in ("a", "b") if run % 2 == 0 else ("b", "a"):
-            module = a if key == "a" else b
-            start = time.perf_counter()
-            module(*inputs)
-            times[key].append(time.perf_counter() - start)
-    ratio = float(np.median(np.array(times["b"]) / np.array(times["a"])))
+    ta, tb = time_pair(lambda: a(*inputs), lambda: b(*inputs), args.warmup, args.runs)
+    ratio = float(np.median(np.array(tb) / np.array(ta)))
     print(f"{args.runs} alternating calls each:")
-    print(f"  A {args.a:<40} {1e3 * np.median(times['a']):8.2f} ms")
-    print(f"  B {args.b:<40} {1e3 * np.median(times['b']):8.2f} ms")
+    print(f"  A {args.a:<40} {np.median(ta):8.2f} ms")
+    print(f"  B {args.b:<40} {np.median(tb):8.2f} ms")
     print(f"  median B/A {ratio:.3f}; max |A - B| = {diff:.3g}")
 
 

@@ -22,13 +22,14 @@ import subprocess
 import sys
 import tarfile
 import tempfile
-import time
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 
 import ptlite
 from ptlite import zoo
+from ptlite.bench import time_pair
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -73,20 +74,11 @@ def main() -> None:
             new_module, old_module = ptlite.load(path), old.load(path)
             arrays = [t.numpy() for t in inputs]
             diff = float(np.max(np.abs(np.asarray(new_module(*arrays)) - np.asarray(old_module(*arrays)))))
-            for _ in range(args.warmup):
-                new_module(*arrays)
-                old_module(*arrays)
-            times: dict[str, list[float]] = {"new": [], "old": []}
-            for run in range(args.runs):  # alternating which goes first, against any bias of the order
-                for key in ("new", "old") if run % 2 == 0 else ("old", "new"):
-                    module = new_module if key == "new" else old_module
-                    start = time.perf_counter()
-                    module(*arrays)
-                    times[key].append(time.perf_counter() - start)
-            t_new, t_old = times["new"], times["old"]
+            t_new, t_old = time_pair(partial(new_module, *arrays), partial(old_module, *arrays), args.warmup,
+                                     args.runs)
             ratio = float(np.median(np.array(t_old) / np.array(t_new)))
-            print(f"  {name:<30} working tree {1e3 * np.median(t_new):7.2f} ms   {args.revision} "
-                  f"{1e3 * np.median(t_old):7.2f} ms   old/new {ratio:.3f}   max |diff| {diff:.3g}")
+            print(f"  {name:<30} working tree {np.median(t_new):7.2f} ms   {args.revision} "
+                  f"{np.median(t_old):7.2f} ms   old/new {ratio:.3f}   max |diff| {diff:.3g}")
 
 
 if __name__ == "__main__":

@@ -305,3 +305,10 @@ def test_compare_names_a_missing_package(files, capsys, tmp_path, monkeypatch, p
     if package == "onnxruntime":
         assert "ratio" in runtimes["pytorch"], runtimes["pytorch"]
     assert "latency:" in out and figures["latency_ms"]["median"] > 0  # ptlite's own figures are still there
+
+
+def test_time_pair_alternates_which_runs_first():
+    order: list[str] = []
+    ta, tb = bench.time_pair(lambda: order.append("a"), lambda: order.append("b"), warmup=1, runs=4)
+    assert len(ta) == len(tb) == 4 and all(t >= 0 for t in ta + tb)
+    assert order == ["a", "b", "a", "b", "b", "a", "a", "b", "b", "a"]  # warm-up, then a first on even runs

@@ -98,6 +98,24 @@ def time_calls(fn: Callable[[], Any], warmup: int, runs: int) -> list[float]:
     return times
 
 
+def time_pair(a: Callable[[], Any], b: Callable[[], Any], warmup: int,
+              runs: int) -> tuple[list[float], list[float]]:
+    """Milliseconds of `runs` calls each of a and b, alternating (and alternating which goes first), after
+    `warmup` untimed calls of each: side by side in one process, so that a drifting machine slows both alike."""
+    for _ in range(warmup):
+        a()
+        b()
+    times: tuple[list[float], list[float]] = ([], [])
+    clock = time.perf_counter
+    for run in range(runs):
+        for i in ((0, 1) if run % 2 == 0 else (1, 0)):
+            fn = a if i == 0 else b
+            start = clock()
+            fn()
+            times[i].append((clock() - start) * 1e3)
+    return times
+
+
 def latency_stats(times_ms: Sequence[float]) -> dict[str, float]:
     """min, median, p90 and mean of a list of timings."""
     t = np.asarray(times_ms, dtype=np.float64)
