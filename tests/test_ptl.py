@@ -421,6 +421,13 @@ def test_isinstance_decided_at_run_time(tmp_path):
             assert_close(actual, expected.numpy(), what=f"run-time isinstance{how}, z={args[2]!r}", rtol=1e-6)
     with pytest.raises(ptlite.InputError, match=r"input 'y' must be Optional\[Tensor\], got str"):
         ptlite.load(path)(x.numpy(), "y")
+    # the file's Union argument is checked like TorchScript checks it: a bool is not an int
+    assert [s.type for s in ptlite.load(path).input_specs][2] == "Union[Tensor, float, int]"  # as torch sorts it
+    for bad in (True, "2", [1]):
+        with pytest.raises(ptlite.InputError, match=r"input 'z' must be Union\[Tensor, float, int\], got "):
+            ptlite.load(path)(x.numpy(), None, bad)
+        with pytest.raises(RuntimeError):
+            scripted(x, None, bad)
 
 
 def test_file_recognised_by_content_not_name(files, tmp_path):

@@ -24,6 +24,7 @@ import numpy as np
 
 from ptlite.errors import FormatError, UnsupportedOperatorError
 from ptlite.ir.graph import Block, Graph, Node, Program, Value, ValueSpec
+from ptlite.runtime.kernels.script_types import type_arguments
 
 from .bytecode import Argument, Function
 from .instructions import Instructions
@@ -80,7 +81,7 @@ class Translator(Instructions):
         result = self.call(fn, [Static(self.root), *inputs])
         graph.outputs = [self.materialize(result, fn, len(fn.instructions) - 1)]
         graph.nodes = self.hoisted + graph.nodes
-        graph.input_specs = [_spec(a, v.type) for a, v in zip(arguments[1:], inputs)]
+        graph.input_specs = [_spec(a, parse_type(a.type, named, keep_unions=True)) for a in arguments[1:]]
         returns = fn.returns or []
         out_type = parse_type(returns[0].type, named) if len(returns) == 1 else graph.outputs[0].type
         graph.output_specs = [ValueSpec(name="output", type=out_type)]
@@ -396,7 +397,9 @@ def _spec(arg: Any, type_: str) -> ValueSpec:
     """A method input's spec. The file cannot tell 'no default' from 'default None': PyTorch passes None for
     any argument left out; here None is the default of optional arguments only, others are required."""
     spec = ValueSpec(name=arg.name, type=type_)
-    if arg.default is not None or type_.startswith("Optional[") or type_ in ("NoneType", "Any"):
+    optional = type_.startswith("Optional[") or type_ in ("NoneType", "Any") \
+        or (type_.startswith("Union[") and "NoneType" in type_arguments(type_)[1])
+    if arg.default is not None or optional:
         spec.default, spec.has_default = arg.default, True
     return spec
 

@@ -18,8 +18,9 @@ _TYPE_VARIABLES = frozenset({"t", "t1", "t2", "tVal", "K", "V", "T"})
 
 
 class _Parser:
-    def __init__(self, text: str, named_tuples: dict[str, str]) -> None:
+    def __init__(self, text: str, named_tuples: dict[str, str], keep_unions: bool = False) -> None:
         self.tokens = _TOKEN.findall(text)
+        self.keep_unions = keep_unions
         if "".join(self.tokens) != re.sub(r"\s+", "", text):
             raise ValueError(f"unexpected characters in type {text!r}")
         self.pos = 0
@@ -49,7 +50,7 @@ class _Parser:
             self.take(",")
             args.append(self.type(depth + 1))
         self.take("]")
-        if name == "Union":
+        if name == "Union" and not self.keep_unions:
             return "Any"
         return f"{name}[{', '.join(args)}]"
 
@@ -74,11 +75,12 @@ class _Parser:
         return rendered
 
 
-def parse_type(text: str, named_tuples: dict[str, str] | None = None) -> str:
+def parse_type(text: str, named_tuples: dict[str, str] | None = None, keep_unions: bool = False) -> str:
     """A .ptl type annotation in ptlite's spelling ('Dict[str,int]' -> 'Dict[str, int]'); named tuples become
-    tuples; text that does not parse becomes 'Any'."""
+    tuples; text that does not parse becomes 'Any'. Unions become 'Any' (the translation types them by the values
+    they hold) unless keep_unions (a method input's spec, checked when the method is called)."""
     try:
-        parser = _Parser(text, named_tuples if named_tuples is not None else {})
+        parser = _Parser(text, named_tuples if named_tuples is not None else {}, keep_unions)
         result = parser.type()
         return result if parser.pos == len(parser.tokens) else "Any"
     except ValueError:
