@@ -78,3 +78,20 @@ def test_observed_shapes():
     b = GraphBuilder("x", shapes={"x": (2, 3)})
     program = b.ret(b.op("aten::reshape", b.inputs[0], [4, 4]))  # fails on zeros of that shape
     assert observed_shapes(program.forward, program) == {}
+
+
+def test_run_on_zeros_made_once_per_graph_across_rounds(rng, monkeypatch):
+    """A candidate left alone (here: too small) is still a candidate in the pipeline's next round; the shapes seen
+    in the first round's run on zeros answer it, without running the method again."""
+    import ptlite.passes.winograd as pass_module
+
+    calls = []
+    real = pass_module.observed_shapes
+    monkeypatch.setattr(pass_module, "observed_shapes", lambda g, p: calls.append(1) or real(g, p))
+    program = conv_program(rng, known_shape=False, size=MIN_SIZE - 1, input_shape=(1, 16, MIN_SIZE - 1, MIN_SIZE - 1))
+    winograd = Winograd()
+    for _ in range(3):
+        assert not winograd(program).modified
+    assert len(calls) == 1
+    # a new graph (a copy, as every optimize_for_mobile call and first-call specialization makes) is observed anew
+    assert not winograd(copy_program(program)).modified and len(calls) == 2

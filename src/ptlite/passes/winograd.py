@@ -16,6 +16,8 @@ and the weights small (at 14x14 the gain is 1.4x for a 4x larger weight: not tak
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from ptlite.ir.graph import Graph, Node, Program
@@ -31,9 +33,14 @@ MIN_CHANNELS = 16
 class Winograd(Pass):
     name = "winograd"
 
+    def __init__(self) -> None:
+        # Shapes seen in a graph's run on zeros, kept for the pipeline's later rounds (which would otherwise run the
+        # method again for the candidates left too small); redone once per round if a candidate is missing.
+        self._observed: weakref.WeakKeyDictionary[Graph, dict[int, tuple[int, ...]]] = weakref.WeakKeyDictionary()
+
     def run(self, graph: Graph, program: Program) -> bool:
         changed = False
-        hints: dict[int, tuple[int, ...]] | None = None  # shapes from a run on zeros, made when first needed
+        refreshed = False
         for block in list(blocks(graph)):
             pool = ConstantPool(block)
             rewritten: list[Node] = []
@@ -42,8 +49,11 @@ class Winograd(Pass):
                 if node.op == "ptlite::conv2d_prepacked" and _candidate(node, program):
                     shape = node.outputs[0].shape
                     if shape is None:
-                        hints = observed_shapes(graph, program) if hints is None else hints
-                        shape = hints.get(node.outputs[0].id)
+                        hints = self._observed.get(graph)
+                        if not refreshed and (hints is None or node.outputs[0].id not in hints):
+                            hints = self._observed[graph] = observed_shapes(graph, program)
+                            refreshed = True
+                        shape = None if hints is None else hints.get(node.outputs[0].id)
                     new = self._rewrite(node, program, pool, shape)
                 rewritten.extend(new or [node])
                 changed = changed or new is not None
