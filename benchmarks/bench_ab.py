@@ -14,11 +14,9 @@ from __future__ import annotations
 
 import argparse
 
-import numpy as np
-
 import ptlite
 from ptlite import zoo
-from ptlite.bench import time_pair
+from ptlite.bench import side_by_side
 
 
 def main() -> None:
@@ -35,14 +33,11 @@ def main() -> None:
     program = ptlite.capture(model, inputs, method=args.method)
     a = ptlite.Module(ptlite.optimize_for_mobile(program))
     b = ptlite.Module(ptlite.optimize_for_mobile(program, optimization_blocklist=args.blocklist))
-    arrays = [t.numpy() for t in inputs]
-    diff = float(np.max(np.abs(np.asarray(a(*arrays)) - np.asarray(b(*arrays)))))
-    ta, tb = time_pair(lambda: a(*arrays), lambda: b(*arrays), args.warmup, args.runs)
-    ratio = float(np.median(np.array(tb) / np.array(ta)))
+    t = side_by_side(a, b, [t.numpy() for t in inputs], args.warmup, args.runs)
     print(f"{args.model} ({args.method}), {args.runs} alternating calls each:")
-    print(f"  A all optimizations          {np.median(ta):8.2f} ms")
-    print(f"  B without {', '.join(args.blocklist):<18} {np.median(tb):8.2f} ms")
-    print(f"  median B/A {ratio:.3f}; max |A - B| = {diff:.3g}")
+    print(f"  A all optimizations          {t.a_ms:8.2f} ms")
+    print(f"  B without {', '.join(args.blocklist):<18} {t.b_ms:8.2f} ms")
+    print(f"  median B/A {t.ratio:.3f}; max |A - B| = {t.max_diff:.3g}")
 
 
 if __name__ == "__main__":

@@ -13,10 +13,8 @@ from __future__ import annotations
 
 import argparse
 
-import numpy as np
-
 import ptlite
-from ptlite.bench import random_inputs, time_pair
+from ptlite.bench import random_inputs, side_by_side
 
 
 def main() -> None:
@@ -31,14 +29,11 @@ def main() -> None:
 
     a, b = ptlite.load(args.a), ptlite.load(args.b)
     shapes = [tuple(int(s) for s in text.split(",")) for text in args.input_shape]
-    inputs = random_inputs(a.input_specs, shapes)
-    diff = float(np.max(np.abs(np.asarray(a(*inputs)) - np.asarray(b(*inputs)))))
-    ta, tb = time_pair(lambda: a(*inputs), lambda: b(*inputs), args.warmup, args.runs)
-    ratio = float(np.median(np.array(tb) / np.array(ta)))
+    t = side_by_side(a, b, random_inputs(a.input_specs, shapes), args.warmup, args.runs)
     print(f"{args.runs} alternating calls each:")
-    print(f"  A {args.a:<40} {np.median(ta):8.2f} ms")
-    print(f"  B {args.b:<40} {np.median(tb):8.2f} ms")
-    print(f"  median B/A {ratio:.3f}; max |A - B| = {diff:.3g}")
+    print(f"  A {args.a:<40} {t.a_ms:8.2f} ms")
+    print(f"  B {args.b:<40} {t.b_ms:8.2f} ms")
+    print(f"  median B/A {t.ratio:.3f}; max |A - B| = {t.max_diff:.3g}")
 
 
 if __name__ == "__main__":

@@ -22,14 +22,11 @@ import subprocess
 import sys
 import tarfile
 import tempfile
-from functools import partial
 from pathlib import Path
-
-import numpy as np
 
 import ptlite
 from ptlite import zoo
-from ptlite.bench import time_pair
+from ptlite.bench import side_by_side
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -72,13 +69,9 @@ def main() -> None:
             path = Path(tmp) / f"{name}.ptlite"
             ptlite.save(program, path)
             new_module, old_module = ptlite.load(path), old.load(path)
-            arrays = [t.numpy() for t in inputs]
-            diff = float(np.max(np.abs(np.asarray(new_module(*arrays)) - np.asarray(old_module(*arrays)))))
-            t_new, t_old = time_pair(partial(new_module, *arrays), partial(old_module, *arrays), args.warmup,
-                                     args.runs)
-            ratio = float(np.median(np.array(t_old) / np.array(t_new)))
-            print(f"  {name:<30} working tree {np.median(t_new):7.2f} ms   {args.revision} "
-                  f"{np.median(t_old):7.2f} ms   old/new {ratio:.3f}   max |diff| {diff:.3g}")
+            t = side_by_side(new_module, old_module, [t.numpy() for t in inputs], args.warmup, args.runs)
+            print(f"  {name:<30} working tree {t.a_ms:7.2f} ms   {args.revision} "
+                  f"{t.b_ms:7.2f} ms   old/new {t.ratio:.3f}   max |diff| {t.max_diff:.3g}")
 
 
 if __name__ == "__main__":

@@ -312,3 +312,9 @@ def test_time_pair_alternates_which_runs_first():
     ta, tb = bench.time_pair(lambda: order.append("a"), lambda: order.append("b"), warmup=1, runs=4)
     assert len(ta) == len(tb) == 4 and all(t >= 0 for t in ta + tb)
     assert order == ["a", "b", "a", "b", "b", "a", "a", "b", "b", "a"]  # warm-up, then a first on even runs
+
+
+def test_side_by_side_compares_results_and_times():
+    x = np.arange(4.0)
+    t = bench.side_by_side(lambda v: v * 2, lambda v: v * 2 + 0.5, [x], warmup=0, runs=3)
+    assert t.max_diff == 0.5 and t.a_ms >= 0 and t.b_ms >= 0 and t.ratio > 0

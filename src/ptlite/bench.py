@@ -116,6 +116,25 @@ def time_pair(a: Callable[[], Any], b: Callable[[], Any], warmup: int,
     return times
 
 
+@dataclass
+class PairTiming:
+    """Two callables on the same inputs, side by side (`side_by_side`)."""
+
+    a_ms: float  # median latency of a
+    b_ms: float  # median latency of b
+    ratio: float  # median of the per-pair ratios b / a (above 1: a is faster)
+    max_diff: float  # largest absolute difference between their (array) results
+
+
+def side_by_side(a: Callable[..., Any], b: Callable[..., Any], inputs: Sequence[Any], warmup: int,
+                 runs: int) -> PairTiming:
+    """Run a(*inputs) and b(*inputs) in alternating calls (time_pair) and compare their results."""
+    diff = float(np.max(np.abs(np.asarray(a(*inputs)) - np.asarray(b(*inputs)))))
+    ta, tb = time_pair(lambda: a(*inputs), lambda: b(*inputs), warmup, runs)
+    return PairTiming(float(np.median(ta)), float(np.median(tb)), float(np.median(np.array(tb) / np.array(ta))),
+                      diff)
+
+
 def latency_stats(times_ms: Sequence[float]) -> dict[str, float]:
     """min, median, p90 and mean of a list of timings."""
     t = np.asarray(times_ms, dtype=np.float64)
