@@ -7,17 +7,18 @@ that keep the expanded tensor between them in cache (FUSE_POINTWISE_DEPTHWISE; r
                                           act2, args2)
 
 when the depthwise convolution is the pointwise one's only user (the expanded tensor is then needed nowhere
-else), both are in the same block, and nothing in the method writes in place to x or to memory it may share (the
-fused node reads x where the depthwise convolution stood). Runs after FUSE_ACTIVATIONS, so that both activations
-are already part of the convolutions.
+else), both are in the same block, and no node between them (nor one inside such a node's blocks) writes in place
+to x or to memory it may share: the fused node reads x where the depthwise convolution stood. A write before the
+pair or after it changes nothing (EfficientNet's residual `+=` writes the next block's input before it is read).
+Runs after FUSE_ACTIVATIONS, so that both activations are already part of the convolutions.
 """
 
 from __future__ import annotations
 
-from ptlite.ir.graph import Graph, Node, Program
+from ptlite.ir.graph import Graph, Node, Program, Value
 
 from .base import Pass, blocks, constant_value, uses, weight_of
-from .mutation import Mutations
+from .mutation import Mutations, written_positions
 
 CONV = "ptlite::conv2d_prepacked"
 FUSED = "ptlite::conv2d_pointwise_depthwise"
@@ -33,19 +34,21 @@ class FusePointwiseDepthwise(Pass):
         for block in list(blocks(graph)):
             rewritten: list[Node] = []
             fused_away: set[int] = set()
-            in_block = {id(n) for n in block.nodes}
+            position = {id(n): i for i, n in enumerate(block.nodes)}
             for node in block.nodes:
                 producer = node.inputs[0].node if node.op == CONV and node.inputs else None
-                if producer is None or producer.op != CONV or id(producer) not in in_block \
+                if producer is None or producer.op != CONV or id(producer) not in position \
                         or not _depthwise(node, program) or not _pointwise(producer, program) \
                         or users.get(producer.outputs[0].id) != [node] \
                         or _channels(producer, program) != _channels(node, program):
                     rewritten.append(node)
                     continue
                 # the fused node reads the pointwise input where the depthwise stood: nothing may write it (or
-                # memory it shares) in between, which any write in the method might do
+                # memory it shares) in between
                 mutations = Mutations(graph) if mutations is None else mutations
-                if mutations.alias_class([producer.inputs[0]]).mutated:
+                aliases = mutations.alias_class([producer.inputs[0]])
+                between = block.nodes[position[id(producer)] + 1:position[id(node)]]
+                if aliases.mutated and _writes(between, aliases.values):
                     rewritten.append(node)
                     continue
                 pw, dw = producer.inputs, node.inputs
@@ -56,6 +59,18 @@ class FusePointwiseDepthwise(Pass):
                 changed = True
             block.nodes = [n for n in rewritten if id(n) not in fused_away]
         return changed
+
+
+def _writes(nodes: list[Node], values: list[Value]) -> bool:
+    """Whether one of `nodes` (or a node in their blocks) writes in place to one of `values`."""
+    ids = {v.id for v in values}
+    stack = list(nodes)
+    while stack:
+        n = stack.pop()
+        if any(n.inputs[i].id in ids for i in written_positions(n)):
+            return True
+        stack.extend(inner for b in n.blocks for inner in b.nodes)
+    return False
 
 
 def _channels(node: Node, program: Program) -> int:
