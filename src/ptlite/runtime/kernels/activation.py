@@ -11,6 +11,7 @@ from ptlite.ir.registry import kernel
 
 from ._layout import fits_out, flat_pair
 from ._parallel import elementwise
+from ._ufunc import clip
 
 # ---------------------------------------------------------------- helpers
 
@@ -70,9 +71,9 @@ def _unary(fn):
 
 
 def _relu(x, out):
-    """max(x, 0) with NaN kept; for floats np.clip with both bounds is NumPy's fastest path."""
+    """max(x, 0) with NaN kept; for floats clip with both bounds is NumPy's fastest path."""
     if x.dtype.kind == "f":
-        return np.clip(x, x.dtype.type(0), x.dtype.type(np.inf), out=out)
+        return clip(x, x.dtype.type(0), x.dtype.type(np.inf), out=out)
     return np.maximum(x, x.dtype.type(0), out=out)
 
 

@@ -9,6 +9,7 @@ import numpy as np
 
 from ptlite.ir.registry import kernel
 
+from ._ufunc import clip
 from .elementwise import add, add_
 
 
@@ -30,7 +31,7 @@ def add_relu_(self: np.ndarray, other: Any, alpha: Any = 1) -> np.ndarray:
 
 
 def _relu_in_place(x: np.ndarray) -> None:
-    if x.dtype.kind == "f":  # np.clip: NumPy's maximum with a scalar is several times slower
-        np.clip(x, x.dtype.type(0), x.dtype.type(np.inf), out=x)
+    if x.dtype.kind == "f":  # clip: NumPy's maximum with a scalar is several times slower
+        clip(x, x.dtype.type(0), x.dtype.type(np.inf), out=x)
     else:
         np.maximum(x, 0, out=x)

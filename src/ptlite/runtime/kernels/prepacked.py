@@ -26,6 +26,7 @@ from ptlite.ir.registry import kernel
 
 from ._layout import fits_out, from_nhwc, nhwc_view, to_nhwc
 from ._parallel import parallel_for
+from ._ufunc import clip
 
 ACTIVATIONS = ("none", "relu", "clamp", "hardswish", "silu")
 
@@ -45,12 +46,12 @@ def apply_activation(out: np.ndarray, activation: str, args: Sequence[float]) ->
     """Apply a fused activation to `out` in place (a block of a kernel's output, still in cache)."""
     if activation == "none":
         return
-    # np.clip, also for one-sided bounds: NumPy's maximum/minimum with a scalar are several times slower.
+    # clip, also for one-sided bounds: NumPy's maximum/minimum with a scalar are several times slower.
     if activation == "relu":
-        np.clip(out, out.dtype.type(0), out.dtype.type(np.inf), out=out)
+        clip(out, out.dtype.type(0), out.dtype.type(np.inf), out=out)
     elif activation == "clamp":
         lo, hi = args
-        np.clip(out, out.dtype.type(lo), out.dtype.type(hi), out=out)
+        clip(out, out.dtype.type(lo), out.dtype.type(hi), out=out)
     elif activation in ("hardswish", "silu"):
         # in cache-sized pieces, with one scratch buffer: a whole-output temporary would cost a pass over memory
         flat = out.reshape(-1) if out.flags.c_contiguous else None
@@ -68,7 +69,7 @@ def apply_activation(out: np.ndarray, activation: str, args: Sequence[float]) ->
 def _hardswish(x: np.ndarray, t: np.ndarray) -> None:
     """x = x * relu6(x + 3) / 6 in place; t: scratch of x's shape."""
     np.add(x, x.dtype.type(3), out=t)
-    np.clip(t, x.dtype.type(0), x.dtype.type(6), out=t)
+    clip(t, x.dtype.type(0), x.dtype.type(6), out=t)
     np.multiply(x, t, out=x)
     np.multiply(x, x.dtype.type(1 / 6), out=x)
 
