@@ -80,3 +80,31 @@ def test_mismatched_weights_are_refused(rng):
     x = randn(rng, 1, 4, 6, 6)
     with pytest.raises(ValueError, match="does not match the packed weights"):
         run(x, randn(rng, 8, 5, 1, 1), None, randn(rng, 8, 1, 3, 3), None, 3, 1, (1, 1, 1, 1), 1, "none", "none")
+
+
+@pytest.mark.parametrize("bounds", [(0.0, 6.0), (-1.5, 2.0), (-np.inf, 1.0), (0.5, np.inf), (-np.inf, np.inf)],
+                         ids=["relu6", "clamp", "max-only", "min-only", "unbounded"])
+@pytest.mark.parametrize("geometry", [((1, 4, 13, 11), 3, 1, (1, 1, 1, 1), 1), ((2, 4, 9, 12), 5, 2, (2, 2, 2, 2), 1),
+                                      ((1, 4, 2, 1), 3, 2, (1, 1, 1, 1), 1), ((1, 4, 10, 10), 3, 1, (0, 2, 2, 0), 2)],
+                         ids=["3x3", "5x5-stride-2-batch", "tiny-image", "dilated-asymmetric"])
+def test_pointwise_clamp_with_its_bias_taken_out(bounds, geometry, rng, monkeypatch):
+    """After a relu/clamp the band holds clip(g, lo - b, hi - b) and the depthwise bias rows put b's share back,
+    border rows included: one-sided and two-sided bounds, large biases (|b| ~ 20, where the shift's rounding
+    shows most), bands of one row, and the cached bias rows not reused for other weights of the same shape."""
+    monkeypatch.setattr(conv_block, "BAND_BYTES", 1)
+    shape, k, stride, pads, dilation = geometry
+    lo, hi = bounds
+    e = 8
+    x = randn(rng, *shape)
+    for scale in (1.0, 20.0, 20.0):  # the third round: new arrays, same shapes, different values
+        w1, b1 = randn(rng, e, shape[1], 1, 1) / 2, randn(rng, e) * scale
+        wd, bd = randn(rng, e, 1, k, k) / 2, randn(rng, e)
+        t = torch.from_numpy(x)
+        y = torch.clamp(F.conv2d(t, torch.from_numpy(w1), torch.from_numpy(b1)), lo, hi)
+        top, bottom, left, right = pads
+        ref = F.conv2d(F.pad(y, (left, right, top, bottom)), torch.from_numpy(wd), torch.from_numpy(bd), stride, 0,
+                       dilation, groups=e)
+        ours = op("ptlite::conv2d_pointwise_depthwise")(
+            x, pack_conv2d_weight(w1, 1), b1, "clamp", [lo, hi], pack_conv2d_weight(wd, e), bd, [k, k],
+            [stride, stride], list(pads), [dilation, dilation], "none", [])
+        compare(f"conv2d_pointwise_depthwise clamp{bounds} {geometry} |b|~{scale}", ours, ref.numpy())
