@@ -9,9 +9,9 @@ import numpy as np
 from ptlite.ir.dtypes import to_numpy
 from ptlite.ir.registry import kernel
 
+from ._fastnp import clip
 from ._layout import fits_out, flat_pair
 from ._parallel import elementwise
-from ._ufunc import clip
 
 # ---------------------------------------------------------------- helpers
 

@@ -27,6 +27,7 @@ import numpy as np
 
 from ptlite.ir.registry import kernel
 
+from ._fastnp import tile_row
 from ._layout import to_nhwc
 from .prepacked import (
     BLOCK,
@@ -81,7 +82,7 @@ def pointwise_depthwise_nhwc(xh: np.ndarray, pw_weight: np.ndarray, pw_bias: np.
     product = np.empty((rows_for(band) * w, e), dtype=dtype)
     bounds = _shifted_bounds(pw_bias, pw_activation, pw_args, dtype, w)
     if bounds is None:
-        pw_tiled = None if pw_bias is None else np.tile(np.asarray(pw_bias, dtype=dtype), w)
+        pw_tiled = None if pw_bias is None else tile_row(np.asarray(pw_bias, dtype=dtype), w)
         dw_rows, dw_runs = _plain_bias_rows(dw_bias, dtype, wo, ho)
     else:
         pw_tiled = None
@@ -137,8 +138,8 @@ def _shifted_bounds(pw_bias: np.ndarray | None, activation: str, args: Sequence[
     if np.isnan(lo) or np.isnan(hi) or lo > hi:
         return None  # torch's clamp semantics for these are left to the plain path
     b = np.asarray(pw_bias, dtype=dtype)
-    low = None if lo == -np.inf else np.tile(dtype.type(lo) - b, w)
-    high = None if hi == np.inf else np.tile(dtype.type(hi) - b, w)
+    low = None if lo == -np.inf else tile_row(dtype.type(lo) - b, w)
+    high = None if hi == np.inf else tile_row(dtype.type(hi) - b, w)
     return low, high
 
 
@@ -163,7 +164,7 @@ _Runs = list[tuple[int, int, int]]  # output rows [start, stop) that add bias ro
 def _plain_bias_rows(dw_bias: np.ndarray | None, dtype: np.dtype, wo: int, ho: int) -> tuple[np.ndarray, _Runs]:
     if dw_bias is None:
         return np.empty((0, 0), dtype=dtype), []
-    return np.tile(np.asarray(dw_bias, dtype=dtype), wo)[None], [(0, ho, 0)]
+    return tile_row(np.asarray(dw_bias, dtype=dtype), wo)[None], [(0, ho, 0)]
 
 
 # (pw_bias, dw_weight, dw_bias, geometry, dtype) -> bias rows and runs; the arrays are kept (compared by identity),

@@ -9,7 +9,7 @@ import numpy as np
 
 from ptlite.ir.registry import kernel
 
-from ._ufunc import clip
+from ._fastnp import clip
 from .elementwise import add, add_
 
 

@@ -24,9 +24,9 @@ from numpy.lib.stride_tricks import as_strided
 
 from ptlite.ir.registry import kernel
 
+from ._fastnp import clip, strided_view, tile_cols, tile_row
 from ._layout import fits_out, from_nhwc, nhwc_view, to_nhwc
 from ._parallel import parallel_for
-from ._ufunc import clip
 
 ACTIVATIONS = ("none", "relu", "clamp", "hardswish", "silu")
 
@@ -77,10 +77,9 @@ def _hardswish(x: np.ndarray, t: np.ndarray) -> None:
 def _silu(x: np.ndarray, t: np.ndarray) -> None:
     """x = x / (1 + exp(-x)) in place (exp overflow for very negative x gives the right limit, -0)."""
     np.negative(x, out=t)
-    with np.errstate(over="ignore"):
+    with np.errstate(over="ignore", invalid="ignore"):
         np.exp(t, out=t)
-    np.add(t, x.dtype.type(1), out=t)
-    with np.errstate(invalid="ignore"):
+        np.add(t, x.dtype.type(1), out=t)
         np.divide(x, t, out=x)
 
 
@@ -95,7 +94,7 @@ def finish_rows(out2: np.ndarray, bias: np.ndarray | None, activation: str, args
         return
     width = max(out2.shape[1], 1)
     step = max(1, BLOCK // width)
-    tiled = None if bias is None else np.tile(bias, min(step, out2.shape[0]))
+    tiled = None if bias is None else tile_row(bias, min(step, out2.shape[0]))
 
     def rows(r0: int, r1: int) -> None:
         for a in range(r0, r1, step):
@@ -140,8 +139,8 @@ def _patches(xp: np.ndarray, kernel_hw, stride, dilation, out_hw) -> np.ndarray:
     """A read-only (N, Ho, Wo, kh, kw, C) view of padded NHWC x: the input patch of every output pixel."""
     s_n, s_h, s_w, s_c = xp.strides
     (kh, kw), (sh, sw), (dh, dw), (ho, wo) = kernel_hw, stride, dilation, out_hw
-    return as_strided(xp, shape=(xp.shape[0], ho, wo, kh, kw, xp.shape[3]),
-                      strides=(s_n, s_h * sh, s_w * sw, s_h * dh, s_w * dw, s_c), writeable=False)
+    return strided_view(xp, (xp.shape[0], ho, wo, kh, kw, xp.shape[3]),
+                        (s_n, s_h * sh, s_w * sw, s_h * dh, s_w * dw, s_c))
 
 
 def _conv_gemm(xh, weight, pads, kernel_hw, stride, dilation, out_hw, out2):
@@ -253,7 +252,7 @@ def depthwise_taps(weight: np.ndarray, kernel_hw: Sequence[int], stride_w: int, 
     output row width, (kh, kw, Wo*C); with one, (kh, kw, C)."""
     kh, kw = kernel_hw
     if stride_w == 1:
-        return np.tile(weight, (1, wo)).reshape(kh, kw, -1)
+        return tile_cols(weight, wo).reshape(kh, kw, -1)
     return weight.reshape(kh, kw, -1)
 
 
@@ -275,14 +274,14 @@ def depthwise_sum(xp: np.ndarray, taps: np.ndarray, kernel_hw: Sequence[int], st
         row = wo * c
         t_i, t_j, t_k = taps.strides
         shape = (kh, kw, n, ho, row)
-        view = as_strided(xp, shape=shape, strides=(s_h * dh, s_w * dw, s_n, s_h * sh, s_c), writeable=False)
-        wview = as_strided(taps, shape=shape, strides=(t_i, t_j, 0, 0, t_k), writeable=False)
+        view = strided_view(xp, shape, (s_h * dh, s_w * dw, s_n, s_h * sh, s_c))
+        wview = strided_view(taps, shape, (t_i, t_j, 0, 0, t_k))
         np.einsum("ijnrk,ijnrk->nrk", view, wview, out=out4.reshape(n, ho, row))
         return out4
     t_i, t_j, t_c = taps.strides
     shape = (kh, kw, n, ho, wo, c)
-    view = as_strided(xp, shape=shape, strides=(s_h * dh, s_w * dw, s_n, s_h * sh, s_w * sw, s_c), writeable=False)
-    wview = as_strided(taps, shape=shape, strides=(t_i, t_j, 0, 0, 0, t_c), writeable=False)
+    view = strided_view(xp, shape, (s_h * dh, s_w * dw, s_n, s_h * sh, s_w * sw, s_c))
+    wview = strided_view(taps, shape, (t_i, t_j, 0, 0, 0, t_c))
     np.einsum("ijnrqc,ijnrqc->nrqc", view, wview, out=out4)
     return out4
 
@@ -296,7 +295,7 @@ def _conv_depthwise_taps(xh, weight, bias, pads, kernel_hw, stride, dilation, ou
     (kh, kw), (sh, sw), (dh, dw), (ho, wo) = kernel_hw, stride, dilation, out_hw
     top, _, left, _ = pads
     planes = [xh] if sw == 1 else [np.ascontiguousarray(xh[:, :, b::sw]) for b in range(sw)]
-    tiled = np.tile(weight, (1, wo))  # (kh*kw, Wo*C)
+    tiled = tile_cols(weight, wo)  # (kh*kw, Wo*C)
     taps = []  # (tap index, plane, first input row, output rows [r0, r1), output cols [q0, q1), plane col shift)
     for i in range(kh):
         y_off = i * dh - top  # input row = sh * r + y_off
@@ -312,7 +311,7 @@ def _conv_depthwise_taps(xh, weight, bias, pads, kernel_hw, stride, dilation, ou
     full = [t for t in taps if (t[3], t[4], t[5], t[6]) == (0, ho, 0, wo)]
     taps.sort(key=lambda t: t not in full[:1])  # a tap covering every output pixel initialises the sums
     row = wo * c
-    tiled_bias = None if bias is None else np.tile(bias, wo)
+    tiled_bias = None if bias is None else tile_row(bias, wo)
     acc3 = out4.reshape(n, ho, row)
 
     def rows(a: int, b: int) -> None:
@@ -446,8 +445,7 @@ def _conv_few_channels(x, weight, bias, kernel_hw, stride, pads, dilation, activ
     xp = np.zeros((n, c, h + top + bottom, w + left + right), dtype=weight.dtype)
     xp[:, :, top:top + h, left:left + w] = x
     s_n, s_c, s_h, s_w = xp.strides
-    patches = as_strided(xp, shape=(kh, kw, c, n, ho, wo),
-                         strides=(s_h * dh, s_w * dw, s_c, s_n, s_h * sh, s_w * sw), writeable=False)
+    patches = strided_view(xp, (kh, kw, c, n, ho, wo), (s_h * dh, s_w * dw, s_c, s_n, s_h * sh, s_w * sw))
     cols = np.empty(patches.shape, dtype=xp.dtype)
     np.copyto(cols, patches)
     o = weight.shape[1]

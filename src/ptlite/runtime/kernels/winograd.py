@@ -13,10 +13,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from numpy.lib.stride_tricks import as_strided
 
 from ptlite.ir.registry import kernel
 
+from ._fastnp import strided_view
 from ._layout import fits_out, from_nhwc, nhwc_view, to_nhwc
 from .prepacked import check_activation, finish_rows
 
@@ -75,8 +75,7 @@ def conv2d_winograd_nhwc(xh: np.ndarray, u: np.ndarray, bias: np.ndarray | None,
     rows, cols = min(h, TILE * th + 2 - top), min(w, TILE * tw + 2 - left)
     xp[:, top:top + rows, left:left + cols] = xh[:, :rows, :cols]
     s_n, s_h, s_w, s_c = xp.strides
-    d = as_strided(xp, shape=(6, 6, n, th, tw, c), strides=(s_h, s_w, s_n, TILE * s_h, TILE * s_w, s_c),
-                   writeable=False)
+    d = strided_view(xp, (6, 6, n, th, tw, c), (s_h, s_w, s_n, TILE * s_h, TILE * s_w, s_c))
     d = np.ascontiguousarray(d).reshape(36, tiles * c)
     work = np.promote_types(dtype, np.float32)  # float16 is transformed in float32: the transforms scale by ~100
     v = np.matmul(BT2.astype(work, copy=False), d)  # Bt d B of every tile
