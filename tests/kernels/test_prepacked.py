@@ -155,3 +155,40 @@ def test_atrous_convolution_on_a_small_map_runs_per_tap(rng, monkeypatch):
     assert calls == [1], "DeepLab's ASPP case: only the centre tap reaches the image, one GEMM"
     prepacked_conv(randn(rng, 1, 16, 14, 14), w, None, 1, 1, 1, 1)
     assert calls == [1], "an ordinary 3x3 convolution keeps im2col"
+
+
+@pytest.mark.parametrize("activation,args,torch_fn", ACTIVATIONS, ids=[a[0] + str(a[1]) for a in ACTIVATIONS])
+def test_pointwise_fast_path_matches_torch(activation, args, torch_fn, rng):
+    """1x1 convolutions of channels-last images and of 1x1-pixel maps (squeeze-and-excitation) take a shorter path:
+    small and large outputs, a pixel map with odd strides, out= channels-last (written and returned) and C-order
+    (not a layout the kernel writes: a new array), float16."""
+    def channels_last(a):
+        return np.ascontiguousarray(a.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
+
+    w, b = randn(rng, 24, 40, 1, 1), randn(rng, 24)
+    inputs = {"channels-last 9x9": channels_last(randn(rng, 2, 40, 9, 9)),
+              "channels-last 64x48 (blocks)": channels_last(randn(rng, 1, 40, 64, 48)),
+              "1x1 map": randn(rng, 3, 40, 1, 1),
+              "1x1 map, strided": randn(rng, 3, 80, 1, 2)[:, ::2, :, :1]}
+    for what, x in inputs.items():
+        ref = torch_fn(torch_conv(x, w, b, 1, 0, 1, 1))
+        ours = prepacked_conv(x, w, b, 1, 0, 1, 1, activation, args)
+        compare(f"ptlite::conv2d_prepacked 1x1 + {activation}{args}, {what}", ours, ref)
+        compare(f"ptlite::conv2d_prepacked 1x1 without bias, {what}",
+                prepacked_conv(x, w, None, 1, 0, 1, 1), torch_conv(x, w, None, 1, 0, 1, 1))
+    x = inputs["channels-last 9x9"]
+    ref = torch_fn(torch_conv(x, w, b, 1, 0, 1, 1))
+    packed = pack_conv2d_weight(w, 1)
+    call = op("ptlite::conv2d_prepacked")
+    out = np.empty((2, 9, 9, 24), np.float32).transpose(0, 3, 1, 2)
+    assert call(x, packed, b, [1, 1], [1, 1], [0] * 4, [1, 1], 1, activation, list(args), out=out) is out
+    compare(f"ptlite::conv2d_prepacked 1x1 + {activation} into out=", out, ref)
+    c_order = np.empty((2, 24, 9, 9), np.float32)
+    compare(f"ptlite::conv2d_prepacked 1x1 + {activation} with a C-order out=",
+            call(x, packed, b, [1, 1], [1, 1], [0] * 4, [1, 1], 1, activation, list(args), out=c_order), ref)
+    half = call(x.astype(np.float16), packed.astype(np.float16), b.astype(np.float16), [1, 1], [1, 1], [0] * 4,
+                [1, 1], 1, activation, list(args))
+    assert half.dtype == np.float16
+    compare(f"ptlite::conv2d_prepacked 1x1 + {activation} float16", half.astype(np.float32), ref, tol=2e-2)
+    with pytest.raises(ValueError, match="does not match the packed weight"):
+        call(channels_last(randn(rng, 1, 39, 4, 4)), packed, b, [1, 1], [1, 1], [0] * 4, [1, 1], 1)
