@@ -160,7 +160,8 @@ def test_blocklist_accepts_torch_mobile_optimizer_types(small_program):
 def test_unknown_blocklist_name_lists_the_valid_ones(small_program):
     valid = ", ".join(accepted_names())
     assert valid.startswith("REMOVE_DROPOUT, REMOVE_NOOPS, FOLD_CONSTANTS, CONV_BN_FUSION, INSERT_FOLD_PREPACK_OPS, "
-                            "WINOGRAD, FUSE_ACTIVATIONS, FUSE_POINTWISE_DEPTHWISE, FUSE_ADD_RELU, DEAD_CODE, ")
+                            "WINOGRAD, FUSE_ACTIVATIONS, FUSE_POINTWISE_DEPTHWISE, FUSE_SQUEEZE_EXCITE, FUSE_ADD_RELU, "
+                            "DEAD_CODE, ")
     with pytest.raises(ValueError, match="FUSE_EVERYTHING.*valid names: " + valid):
         ptlite.optimize_for_mobile(small_program, optimization_blocklist=["FUSE_EVERYTHING", "DEAD_CODE"])
 
@@ -307,3 +308,25 @@ def test_inverted_residual_blocks_run_fused(tmp_path):
     with torch.inference_mode():
         expected = model(x).numpy()
     assert_close(ptlite.load(path)(x.numpy()), expected, what="mobilenet_v2 with fused blocks", rtol=RTOL)
+
+
+@pytest.mark.parametrize("name", ["efficientnet_b0", "mobilenet_v3_large"])
+def test_squeeze_excitation_blocks_run_fused(name, tmp_path):
+    """Every squeeze-and-excitation block (pool, two 1x1 convolutions, sigmoid or hardsigmoid gate, multiply)
+    becomes one ptlite::squeeze_excite, in programs captured by torch.export and by TorchScript; the program still
+    gives eager PyTorch's result."""
+    model = getattr(zoo, name)()
+    x = zoo.sample_images(1, 96)
+    with torch.inference_mode():
+        expected = model(x).numpy()
+    blocks = sum(type(m).__name__ == "SqueezeExcitation" for m in model.modules())
+    for method in ("export", "script"):
+        result = ptlite.optimize_for_mobile(ptlite.capture(model, (x,), method=method))
+        ops = [n.op for n in result.forward.walk()]
+        assert ops.count("ptlite::squeeze_excite") == blocks, (name, method, ops)
+        assert not {"aten::sigmoid", "aten::hardsigmoid", "aten::mul.Tensor"} & set(ops), (name, method, ops)
+        path = tmp_path / f"{name}_{method}.ptlite"
+        ptlite.save(result, path)
+        assert "ptlite::squeeze_excite" in ptlite.export_opnames(path)
+        assert_close(ptlite.load(path)(x.numpy()), expected, what=f"{name} ({method}) with fused SE blocks",
+                     rtol=RTOL)

@@ -48,6 +48,11 @@ CASES = [
     ("ptlite::conv2d_pointwise_depthwise", (IMAGE, pack_conv2d_weight(randn(16, 8, 1, 1), 1), randn(16), "clamp",
                                             [0.0, 6.0], pack_conv2d_weight(randn(16, 1, 3, 3), 16), randn(16), [3, 3],
                                             [2, 2], [1, 1, 1, 1], [1, 1], "hardswish", [])),
+    ("ptlite::conv2d_prepacked", conv_args(IMAGE, 12, 1, 1, 0, 1)),            # pointwise (one product)
+    ("ptlite::squeeze_excite", (IMAGE, pack_conv2d_weight(randn(2, 8, 1, 1), 1), randn(2), "silu", [],
+                                pack_conv2d_weight(randn(8, 2, 1, 1), 1), randn(8), "none", [], "sigmoid")),
+    ("ptlite::squeeze_excite", (BIG, pack_conv2d_weight(randn(8, 32, 1, 1), 1), randn(8), "relu", [],
+                                pack_conv2d_weight(randn(32, 8, 1, 1), 1), None, "none", [], "hardsigmoid")),
     ("aten::_add_relu.Tensor", (IMAGE, randn(2, 8, 10, 10), 2)),
     ("aten::_add_relu.Tensor", (BIG, randn(1, 32, 1, 1), 1)),
     ("aten::add.Tensor", (IMAGE, randn(8, 1, 1), 1)),

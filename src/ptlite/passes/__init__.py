@@ -28,6 +28,7 @@ from .fold_conv_bn import FoldConvBatchNorm
 from .fuse_activations import FuseActivations
 from .fuse_add_relu import FuseAddRelu
 from .fuse_pointwise_depthwise import FusePointwiseDepthwise
+from .fuse_squeeze_excite import FuseSqueezeExcite
 from .plan_memory import PlanMemory
 from .prepack import Prepack
 from .remove_dropout import RemoveDropout
@@ -35,7 +36,7 @@ from .remove_noops import RemoveNoops
 from .winograd import Winograd
 
 __all__ = ["PIPELINE", "NOTHING_TO_SKIP", "Pass", "PassResult", "DeadCode", "FoldConstants", "FoldConvBatchNorm",
-           "FuseActivations", "FuseAddRelu", "FusePointwiseDepthwise",
+           "FuseActivations", "FuseAddRelu", "FusePointwiseDepthwise", "FuseSqueezeExcite",
            "Prepack", "RemoveDropout", "RemoveNoops", "Winograd", "optimize",
            "blocklist_names", "accepted_names", "copy_program"]
 
@@ -49,6 +50,7 @@ PIPELINE: dict[str, Pass] = {
     "WINOGRAD": Winograd(),
     "FUSE_ACTIVATIONS": FuseActivations(),
     "FUSE_POINTWISE_DEPTHWISE": FusePointwiseDepthwise(),
+    "FUSE_SQUEEZE_EXCITE": FuseSqueezeExcite(),
     "FUSE_ADD_RELU": FuseAddRelu(),
     "DEAD_CODE": DeadCode(),
     "MEMORY_PLAN": PlanMemory(),  # last: a plan holds only for the graph it was made for

@@ -15,10 +15,10 @@ Runs after FUSE_ACTIVATIONS, so that both activations are already part of the co
 
 from __future__ import annotations
 
-from ptlite.ir.graph import Graph, Node, Program, Value
+from ptlite.ir.graph import Graph, Node, Program
 
 from .base import Pass, blocks, constant_value, uses, weight_of
-from .mutation import Mutations, written_positions
+from .mutation import Mutations, writes_any
 
 CONV = "ptlite::conv2d_prepacked"
 FUSED = "ptlite::conv2d_pointwise_depthwise"
@@ -48,7 +48,7 @@ class FusePointwiseDepthwise(Pass):
                 mutations = Mutations(graph) if mutations is None else mutations
                 aliases = mutations.alias_class([producer.inputs[0]])
                 between = block.nodes[position[id(producer)] + 1:position[id(node)]]
-                if aliases.mutated and _writes(between, aliases.values):
+                if aliases.mutated and writes_any(between, aliases.values):
                     rewritten.append(node)
                     continue
                 pw, dw = producer.inputs, node.inputs
@@ -59,18 +59,6 @@ class FusePointwiseDepthwise(Pass):
                 changed = True
             block.nodes = [n for n in rewritten if id(n) not in fused_away]
         return changed
-
-
-def _writes(nodes: list[Node], values: list[Value]) -> bool:
-    """Whether one of `nodes` (or a node in their blocks) writes in place to one of `values`."""
-    ids = {v.id for v in values}
-    stack = list(nodes)
-    while stack:
-        n = stack.pop()
-        if any(n.inputs[i].id in ids for i in written_positions(n)):
-            return True
-        stack.extend(inner for b in n.blocks for inner in b.nodes)
-    return False
 
 
 def _channels(node: Node, program: Program) -> int:

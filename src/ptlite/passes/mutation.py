@@ -163,6 +163,19 @@ def _aliased_positions(node: Node) -> list[int]:
     return sorted({*(annotated or everything), *positions})
 
 
+def writes_any(nodes: Iterable[Node], values: Iterable[Value]) -> bool:
+    """Whether one of `nodes` (or a node in their blocks) writes in place to one of `values` (what a fusion that
+    moves a read past those nodes must rule out)."""
+    ids = {v.id for v in values}
+    stack = list(nodes)
+    while stack:
+        n = stack.pop()
+        if any(n.inputs[i].id in ids for i in written_positions(n)):
+            return True
+        stack.extend(inner for b in n.blocks for inner in b.nodes)
+    return False
+
+
 def written_positions(node: Node) -> list[int]:
     """Positions of the arguments the node writes to in place (`(a!)`; every one of an unknown operator)."""
     if node.op in ("prim::Constant", "prim::If", "prim::Loop"):

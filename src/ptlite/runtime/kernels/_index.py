@@ -732,6 +732,9 @@ FAMILY_OPERATORS: dict[str, str] = {
         aten::unsafe_split.Tensor
         aten::vstack
     """,
+    "squeeze_excite": """
+        ptlite::squeeze_excite
+    """,
     "state": """
         ptlite::get_attr
         ptlite::module_state
