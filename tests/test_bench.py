@@ -318,3 +318,11 @@ def test_side_by_side_compares_results_and_times():
     x = np.arange(4.0)
     t = bench.side_by_side(lambda v: v * 2, lambda v: v * 2 + 0.5, [x], warmup=0, runs=3)
     assert t.max_diff == 0.5 and t.a_ms >= 0 and t.b_ms >= 0 and t.ratio > 0
+
+
+def test_side_by_side_compares_structured_results():
+    """A segmentation model returns a dict of arrays: compared leaf by leaf (the largest difference over all)."""
+    x = np.arange(4.0)
+    t = bench.side_by_side(lambda v: {"out": v, "aux": (v, v * 2)}, lambda v: {"out": v + 0.25, "aux": (v, v * 2 - 1)},
+                           [x], warmup=0, runs=2)
+    assert t.max_diff == 1.0

@@ -128,11 +128,22 @@ class PairTiming:
 
 def side_by_side(a: Callable[..., Any], b: Callable[..., Any], inputs: Sequence[Any], warmup: int,
                  runs: int) -> PairTiming:
-    """Run a(*inputs) and b(*inputs) in alternating calls (time_pair) and compare their results."""
-    diff = float(np.max(np.abs(np.asarray(a(*inputs)) - np.asarray(b(*inputs)))))
+    """Run a(*inputs) and b(*inputs) in alternating calls (time_pair) and compare their results (arrays, or the
+    same structure of tuples, lists and dicts of arrays, as a segmentation model returns)."""
+    diff = max((float(np.max(np.abs(np.asarray(x) - np.asarray(y)), initial=0.0))
+                for x, y in zip(_leaves(a(*inputs)), _leaves(b(*inputs)), strict=True)), default=0.0)
     ta, tb = time_pair(lambda: a(*inputs), lambda: b(*inputs), warmup, runs)
     return PairTiming(float(np.median(ta)), float(np.median(tb)), float(np.median(np.array(tb) / np.array(ta))),
                       diff)
+
+
+def _leaves(value: Any) -> list[Any]:
+    """The arrays of a result, depth first (dict values in key order)."""
+    if isinstance(value, dict):
+        return [leaf for key in sorted(value) for leaf in _leaves(value[key])]
+    if isinstance(value, (tuple, list)):
+        return [leaf for item in value for leaf in _leaves(item)]
+    return [value]
 
 
 def latency_stats(times_ms: Sequence[float]) -> dict[str, float]:
