@@ -22,7 +22,6 @@ epsilon times |b| times the taps' sum.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -46,20 +45,25 @@ from .prepacked import (
 BAND_BYTES = 1 << 20
 
 
-@dataclass(frozen=True)
 class _Plan:
     """What a call of pointwise_depthwise_nhwc derives from its weights, geometry and input shape alone: computed
-    once and kept (the derived rows and taps cost ~50-90 us a call to remake, ~5 % of MobileNetV2's run)."""
+    once and kept (the derived rows and taps cost ~50-90 us a call to remake, ~5 % of MobileNetV2's run). A plain
+    class: a dataclass would cost ~2 ms at import, which loading a program pays."""
 
-    weights: tuple  # (pw_weight, pw_bias, dw_weight, dw_bias): kept, compared by identity
-    dtype: np.dtype
-    out_hw: tuple[int, int]
-    band: int  # output rows per band
-    bounds: tuple[np.ndarray | None, np.ndarray | None] | None  # shifted clamp bounds (see the module doc)
-    pw_tiled: np.ndarray | None  # the pointwise bias tiled to a row (when not shifted)
-    dw_rows: np.ndarray  # depthwise bias rows
-    dw_runs: list[tuple[int, int, int]]  # output rows [start, stop) that add dw_rows[row]
-    taps: np.ndarray  # depthwise_taps
+    __slots__ = ("weights", "dtype", "out_hw", "band", "bounds", "pw_tiled", "dw_rows", "dw_runs", "taps")
+
+    def __init__(self, weights: tuple, dtype: np.dtype, out_hw: tuple[int, int], band: int,
+                 bounds: tuple[np.ndarray | None, np.ndarray | None] | None, pw_tiled: np.ndarray | None,
+                 dw_rows: np.ndarray, dw_runs: list[tuple[int, int, int]], taps: np.ndarray) -> None:
+        self.weights = weights  # (pw_weight, pw_bias, dw_weight, dw_bias): kept, compared by identity
+        self.dtype = dtype
+        self.out_hw = out_hw
+        self.band = band  # output rows per band
+        self.bounds = bounds  # shifted clamp bounds (see the module doc)
+        self.pw_tiled = pw_tiled  # the pointwise bias tiled to a row (when not shifted)
+        self.dw_rows = dw_rows  # depthwise bias rows
+        self.dw_runs = dw_runs  # output rows [start, stop) that add dw_rows[row]
+        self.taps = taps  # depthwise_taps
 
 
 # key (ids of the weights, shapes, geometry, activations) -> plan; the plan keeps the weights so that an entry is
