@@ -108,3 +108,21 @@ def test_pointwise_clamp_with_its_bias_taken_out(bounds, geometry, rng, monkeypa
             x, pack_conv2d_weight(w1, 1), b1, "clamp", [lo, hi], pack_conv2d_weight(wd, e), bd, [k, k],
             [stride, stride], list(pads), [dilation, dilation], "none", [])
         compare(f"conv2d_pointwise_depthwise clamp{bounds} {geometry} |b|~{scale}", ours, ref.numpy())
+
+
+def test_plans_go_with_their_weights(rng):
+    """A call's plan is kept per depthwise weight and dropped when that weight is collected (a discarded Module's
+    plans do not keep its weights, or a memory-mapped file, alive); a strided depthwise weight's taps are copies."""
+    import gc
+
+    x = randn(rng, 1, 4, 10, 10)
+    for stride in (1, 2):
+        wd = pack_conv2d_weight(randn(rng, 8, 1, 3, 3), 8)
+        key = id(wd)
+        op("ptlite::conv2d_pointwise_depthwise")(x, pack_conv2d_weight(randn(rng, 8, 4, 1, 1), 1), randn(rng, 8),
+                                                 "clamp", [0.0, 6.0], wd, randn(rng, 8), [3, 3], [stride, stride],
+                                                 [1, 1, 1, 1], [1, 1], "none", [])
+        assert key in conv_block._PLANS and conv_block._PLANS[key][0]() is wd
+        del wd
+        gc.collect()
+        assert key not in conv_block._PLANS, f"stride {stride}: the plan outlived its weight"

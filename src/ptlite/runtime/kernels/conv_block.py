@@ -21,6 +21,7 @@ epsilon times |b| times the taps' sum.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
 
 import numpy as np
@@ -55,7 +56,7 @@ class _Plan:
     def __init__(self, weights: tuple, dtype: np.dtype, out_hw: tuple[int, int], band: int,
                  bounds: tuple[np.ndarray | None, np.ndarray | None] | None, pw_tiled: np.ndarray | None,
                  dw_rows: np.ndarray, dw_runs: list[tuple[int, int, int]], taps: np.ndarray) -> None:
-        self.weights = weights  # (pw_weight, pw_bias, dw_weight, dw_bias): kept, compared by identity
+        self.weights = weights  # (pw_weight, pw_bias, dw_bias): kept, compared by identity (not dw_weight)
         self.dtype = dtype
         self.out_hw = out_hw
         self.band = band  # output rows per band
@@ -66,10 +67,25 @@ class _Plan:
         self.taps = taps  # depthwise_taps
 
 
-# key (ids of the weights, shapes, geometry, activations) -> plan; the plan keeps the weights so that an entry is
-# never taken for new arrays at a reused address. Bounded: cleared when full.
-_PLANS: dict[tuple, _Plan] = {}
-_PLANS_MAX = 256
+# Plans per depthwise weight: id(dw_weight) -> (a weak reference to it, {rest of the key: plan}). The entry goes
+# when that weight is collected (a discarded Module's plans, and the weights they hold, do not stay), and is never
+# taken for another array at a reused address. A plan holds the other weights, compared by identity, and nothing
+# that is a view of dw_weight (that would keep it alive).
+_PLANS: dict[int, tuple[weakref.ref, dict[tuple, _Plan]]] = {}
+_PLANS_PER_WEIGHT = 64  # shapes and arguments kept per weight: beyond that the weight's plans are cleared
+
+
+def _forget(key: int) -> None:
+    _PLANS.pop(key, None)
+
+
+def _plans_of(dw_weight: np.ndarray) -> dict[tuple, _Plan]:
+    key = id(dw_weight)
+    entry = _PLANS.get(key)
+    if entry is None or entry[0]() is not dw_weight:
+        entry = (weakref.ref(dw_weight, lambda _ref, key=key: _forget(key)), {})
+        _PLANS[key] = entry
+    return entry[1]
 
 
 def pointwise_depthwise_nhwc(xh: np.ndarray, pw_weight: np.ndarray, pw_bias: np.ndarray | None,
@@ -80,16 +96,16 @@ def pointwise_depthwise_nhwc(xh: np.ndarray, pw_weight: np.ndarray, pw_bias: np.
     """depthwise(act(pointwise(xh))) of C-contiguous NHWC xh, as C-contiguous NHWC (`out` when it fits).
     pw_weight (C, E) and dw_weight (kh*kw, E) are prepacked; pads: top, bottom, left, right."""
     weights = (pw_weight, pw_bias, dw_weight, dw_bias)
-    key = (id(pw_weight), id(pw_bias), id(dw_weight), id(dw_bias), xh.shape, xh.dtype.str, pw_activation,
-           tuple(pw_args), activation, tuple(args), tuple(kernel_hw), tuple(stride), tuple(pads), tuple(dilation),
-           BAND_BYTES)
-    plan = _PLANS.get(key)
-    if plan is None or any(a is not b for a, b in zip(plan.weights, weights)):
+    key = (id(pw_weight), id(pw_bias), id(dw_bias), xh.shape, xh.dtype.str, pw_activation, tuple(pw_args),
+           activation, tuple(args), tuple(kernel_hw), tuple(stride), tuple(pads), tuple(dilation), BAND_BYTES)
+    plans = _plans_of(dw_weight)
+    plan = plans.get(key)
+    if plan is None or any(a is not b for a, b in zip(plan.weights, (pw_weight, pw_bias, dw_bias))):
         plan = _make_plan(xh.shape, xh.dtype, weights, pw_activation, pw_args, kernel_hw, stride, pads, dilation,
                           activation, args)
-        if len(_PLANS) >= _PLANS_MAX:
-            _PLANS.clear()
-        _PLANS[key] = plan
+        if len(plans) >= _PLANS_PER_WEIGHT:
+            plans.clear()
+        plans[key] = plan
     n, h, w, c = xh.shape
     e = pw_weight.shape[1]
     kh = kernel_hw[0]
@@ -180,7 +196,9 @@ def _make_plan(shape: tuple[int, ...], in_dtype: np.dtype, weights: tuple, pw_ac
         dw_rows, dw_runs = _shifted_bias_rows(pw_bias, dw_weight, dw_bias, kernel_hw, stride, pads, dilation,
                                               (h, w), (ho, wo), dtype)
     taps = depthwise_taps(dw_weight.astype(dtype, copy=False), kernel_hw, sw, wo)
-    return _Plan(weights, dtype, (ho, wo), band, bounds, pw_tiled, dw_rows, dw_runs, taps)
+    if np.may_share_memory(taps, dw_weight):  # a view (strided depthwise) would keep the weight alive
+        taps = taps.copy()
+    return _Plan((pw_weight, pw_bias, dw_bias), dtype, (ho, wo), band, bounds, pw_tiled, dw_rows, dw_runs, taps)
 
 
 def _shifted_bounds(pw_bias: np.ndarray | None, activation: str, args: Sequence[float], dtype: np.dtype,
