@@ -326,3 +326,9 @@ def test_side_by_side_compares_structured_results():
     t = bench.side_by_side(lambda v: {"out": v, "aux": (v, v * 2)}, lambda v: {"out": v + 0.25, "aux": (v, v * 2 - 1)},
                            [x], warmup=0, runs=2)
     assert t.max_diff == 1.0
+    nan_second = bench.side_by_side(lambda v: (v, v), lambda v: (v, np.where(v > 1, np.nan, v)), [x], 0, 1)
+    assert nan_second.max_diff == np.inf  # NaN on one side, in a later output, is not hidden
+    with pytest.raises(ValueError, match=r"differ in structure at result\['aux'\]"):
+        bench.side_by_side(lambda v: {"aux": (v,)}, lambda v: {"aux": (v, v)}, [x], 0, 1)
+    with pytest.raises(ValueError, match="differ in structure at result: \\['a'\\] vs \\['b'\\]"):
+        bench.side_by_side(lambda v: {"a": v}, lambda v: {"b": v}, [x], 0, 1)

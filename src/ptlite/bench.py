@@ -130,20 +130,41 @@ def side_by_side(a: Callable[..., Any], b: Callable[..., Any], inputs: Sequence[
                  runs: int) -> PairTiming:
     """Run a(*inputs) and b(*inputs) in alternating calls (time_pair) and compare their results (arrays, or the
     same structure of tuples, lists and dicts of arrays, as a segmentation model returns)."""
-    diff = max((float(np.max(np.abs(np.asarray(x) - np.asarray(y)), initial=0.0))
-                for x, y in zip(_leaves(a(*inputs)), _leaves(b(*inputs)), strict=True)), default=0.0)
+    diff = _max_difference(a(*inputs), b(*inputs))
     ta, tb = time_pair(lambda: a(*inputs), lambda: b(*inputs), warmup, runs)
     return PairTiming(float(np.median(ta)), float(np.median(tb)), float(np.median(np.array(tb) / np.array(ta))),
                       diff)
 
 
-def _leaves(value: Any) -> list[Any]:
-    """The arrays of a result, depth first (dict values in key order)."""
-    if isinstance(value, dict):
-        return [leaf for key in sorted(value) for leaf in _leaves(value[key])]
-    if isinstance(value, (tuple, list)):
-        return [leaf for item in value for leaf in _leaves(item)]
-    return [value]
+def _max_difference(x: Any, y: Any, where: str = "result") -> float:
+    """The largest absolute difference between two results of the same structure (arrays, numbers, and tuples,
+    lists and dicts of them); inf where only one side is NaN. Raises ValueError naming where they differ in
+    structure."""
+    if isinstance(x, dict) or isinstance(y, dict):
+        if not (isinstance(x, dict) and isinstance(y, dict)) or x.keys() != y.keys():
+            raise ValueError(f"the two results differ in structure at {where}: "
+                             f"{sorted(x) if isinstance(x, dict) else type(x).__name__} vs "
+                             f"{sorted(y) if isinstance(y, dict) else type(y).__name__}")
+        return max((_max_difference(x[k], y[k], f"{where}[{k!r}]") for k in x), default=0.0)
+    if isinstance(x, (tuple, list)) or isinstance(y, (tuple, list)):
+        if not (isinstance(x, (tuple, list)) and isinstance(y, (tuple, list))) or len(x) != len(y):
+            raise ValueError(f"the two results differ in structure at {where}: {type(x).__name__} of "
+                             f"{len(x) if isinstance(x, (tuple, list)) else '-'} vs {type(y).__name__} of "
+                             f"{len(y) if isinstance(y, (tuple, list)) else '-'}")
+        return max((_max_difference(u, v, f"{where}[{i}]") for i, (u, v) in enumerate(zip(x, y))), default=0.0)
+    if x is None or y is None:
+        if x is not y:
+            raise ValueError(f"the two results differ at {where}: {x!r} vs {y!r}")
+        return 0.0
+    u, v = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    if u.shape != v.shape:
+        raise ValueError(f"the two results differ in shape at {where}: {u.shape} vs {v.shape}")
+    if u.size == 0:
+        return 0.0
+    d = np.abs(u - v)
+    d[np.isnan(u) != np.isnan(v)] = np.inf  # NaN on one side only
+    d[np.isnan(u) & np.isnan(v)] = 0.0
+    return float(np.max(d))
 
 
 def latency_stats(times_ms: Sequence[float]) -> dict[str, float]:

@@ -126,3 +126,40 @@ def test_plans_go_with_their_weights(rng):
         del wd
         gc.collect()
         assert key not in conv_block._PLANS, f"stride {stride}: the plan outlived its weight"
+
+
+def test_plans_follow_weights_changed_in_place(rng):
+    """Weights a caller can still write (an in-memory program's arrays) are checked against a copy at every call:
+    changing them in place changes the result, as it does for the unfused kernels."""
+    x = randn(rng, 1, 4, 9, 9)
+    w1, b1, wd, bd = randn(rng, 8, 4, 1, 1), randn(rng, 8), randn(rng, 8, 1, 3, 3), randn(rng, 8)
+    packed_w1, packed_wd = pack_conv2d_weight(w1, 1), pack_conv2d_weight(wd, 8)
+
+    def run_fused():
+        return op("ptlite::conv2d_pointwise_depthwise")(x, packed_w1, b1, "clamp", [0.0, 6.0], packed_wd, bd, [3, 3],
+                                                        [1, 1], [1, 1, 1, 1], [1, 1], "none", [])
+
+    run_fused()
+    b1 += 1.5  # in place: the shifted bounds and the depthwise bias rows depend on it
+    packed_wd *= 0.5  # and the taps on this
+    bd -= 2.0
+    wd *= 0.5
+    compare("conv2d_pointwise_depthwise after its weights changed in place", run_fused(),
+            reference(x, w1, b1, wd, bd, 1, (1, 1, 1, 1), 1, "clamp", "none"))
+
+
+def test_float16_with_a_large_pointwise_bias_stays_accurate(rng):
+    """float16 keeps the plain bias-then-clamp path: shifting by a bias of -40 would sum values around 40 times the
+    taps at half precision (steps of 0.125) where the clamped ones stay within 6 (measured: 0.12 vs 0.014)."""
+    e = 8
+    x = np.abs(randn(rng, 1, 4, 12, 12))
+    w1 = np.full((e, 4, 1, 1), 10.0, np.float32)
+    b1 = np.full(e, -40.0, np.float32)  # g + b around 0..6: inside relu6's range
+    wd, bd = np.full((e, 1, 3, 3), 0.5, np.float32), np.zeros(e, np.float32)
+    ref = reference(x, w1, b1, wd, bd, 1, (1, 1, 1, 1), 1, "clamp", "none").numpy()
+    ours = op("ptlite::conv2d_pointwise_depthwise")(
+        x.astype(np.float16), pack_conv2d_weight(w1, 1).astype(np.float16), b1.astype(np.float16), "clamp",
+        [0.0, 6.0], pack_conv2d_weight(wd, e).astype(np.float16), bd.astype(np.float16), [3, 3], [1, 1],
+        [1, 1, 1, 1], [1, 1], "none", [])
+    error = float(np.max(np.abs(ours.astype(np.float32) - ref)))
+    assert error < 0.05, f"conv2d_pointwise_depthwise float16 with bias -40: max |diff| {error:.3f} (plain path ~0.014)"

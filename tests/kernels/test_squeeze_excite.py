@@ -54,5 +54,19 @@ def test_errors_name_the_problem(rng):
         se(x, w1, None, "relu", [], w2, None, "none", [], "tanh")
     with pytest.raises(ValueError, match="input with 6 channels does not match the packed weights"):
         se(randn(rng, 1, 6, 4, 4), w1, None, "relu", [], w2, None, "none", [], "sigmoid")
-    with pytest.raises(ValueError, match="expects a 4-D"):
-        se(randn(rng, 8, 4, 4), w1, None, "relu", [], w2, None, "none", [], "sigmoid")
+    with pytest.raises(ValueError, match="expects a 3-D .* or 4-D"):
+        se(randn(rng, 8, 4), w1, None, "relu", [], w2, None, "none", [], "sigmoid")
+    with pytest.raises(ValueError, match="has no pixels to average over"):
+        se(randn(rng, 1, 8, 0, 4), w1, None, "relu", [], w2, None, "none", [], "sigmoid")
+
+
+def test_unbatched_input(rng):
+    """(C, H, W) as the convolutions take it: the result, and out= of that rank, as for a batch of one."""
+    x = randn(rng, 8, 5, 6)
+    w1, b1, w2, b2 = randn(rng, 2, 8, 1, 1), randn(rng, 2), randn(rng, 8, 2, 1, 1), randn(rng, 8)
+    args = (pack_conv2d_weight(w1, 1), b1, "relu", [], pack_conv2d_weight(w2, 1), b2, "none", [], "hardsigmoid")
+    ref = reference(x[None], w1, b1, "relu", w2, b2, "hardsigmoid")[0]
+    compare("ptlite::squeeze_excite unbatched", op("ptlite::squeeze_excite")(x, *args), ref)
+    out = np.empty_like(x)
+    assert op("ptlite::squeeze_excite")(x, *args, out=out) is out
+    compare("ptlite::squeeze_excite unbatched into out=", out, ref)

@@ -19,7 +19,7 @@ from ptlite.runtime.module import Module
 
 
 def se_program(rng, c=8, hidden=3, gate="aten::sigmoid", swapped=False, extra_user=None, write_input=None,
-               branch=False):
+               branch=False, gate_channels=None):
     """x -> adaptive_avg_pool2d -> conv(c->hidden) -> relu -> conv(hidden->c) -> gate -> x * gate.
     extra_user: "pool" / "hidden" / "gate" also returned; write_input: "between" (an add_ to x after the pool),
     "before" (before the pool); branch: the multiplication inside a prim::If."""
@@ -29,8 +29,9 @@ def se_program(rng, c=8, hidden=3, gate="aten::sigmoid", swapped=False, extra_us
         b.op("aten::add_.Tensor", x, 1.0, 1)
     w1 = b.weight("fc1.weight", rng.normal(0, 0.5, (hidden, c, 1, 1)).astype(np.float32))
     b1 = b.weight("fc1.bias", rng.normal(0, 0.5, hidden).astype(np.float32))
-    w2 = b.weight("fc2.weight", rng.normal(0, 0.5, (c, hidden, 1, 1)).astype(np.float32))
-    b2 = b.weight("fc2.bias", rng.normal(0, 0.5, c).astype(np.float32))
+    gc = c if gate_channels is None else gate_channels
+    w2 = b.weight("fc2.weight", rng.normal(0, 0.5, (gc, hidden, 1, 1)).astype(np.float32))
+    b2 = b.weight("fc2.bias", rng.normal(0, 0.5, gc).astype(np.float32))
     p = b.op("aten::adaptive_avg_pool2d", x, [1, 1])
     h = b.op("aten::relu", b.op("aten::conv2d", p, w1, b1, [1, 1], [0, 0], [1, 1], 1))
     s = b.op(gate, b.op("aten::conv2d", h, w2, b2, [1, 1], [0, 0], [1, 1], 1))
@@ -75,9 +76,9 @@ def test_fused_when_the_input_is_written_before(rng):
 
 
 @pytest.mark.parametrize("kwargs", [{"extra_user": "pool"}, {"extra_user": "hidden"}, {"extra_user": "gate"},
-                                    {"write_input": "between"}, {"branch": True}],
+                                    {"write_input": "between"}, {"branch": True}, {"gate_channels": 1}],
                          ids=["pool-used-elsewhere", "hidden-used-elsewhere", "gate-used-elsewhere",
-                              "input-written-between", "multiply-in-a-branch"])
+                              "input-written-between", "multiply-in-a-branch", "one-channel-gate-broadcast"])
 def test_left_alone(kwargs, rng):
     program = se_program(rng, **kwargs)
     assert not FuseSqueezeExcite()(program).modified, ops(program)

@@ -81,6 +81,9 @@ def _chain(mul: Node, users: dict, position: dict[int, int], program: Program) -
             continue
         if not all(id(n) in position for n in (pool, conv1, conv2, gate)):
             continue  # not all in mul's block
+        w1, w2 = weight_of(program, conv1.inputs[1]), weight_of(program, conv2.inputs[1])
+        if w2.shape[0] != w1.shape[1] or w2.shape[1] != w1.shape[0]:
+            continue  # a gate with other than x's channels (one channel broadcast, say): the plain graph's business
         return pool, conv1, conv2, gate, x
     return None
 

@@ -51,12 +51,14 @@ class _Plan:
     once and kept (the derived rows and taps cost ~50-90 us a call to remake, ~5 % of MobileNetV2's run). A plain
     class: a dataclass would cost ~2 ms at import, which loading a program pays."""
 
-    __slots__ = ("weights", "dtype", "out_hw", "band", "bounds", "pw_tiled", "dw_rows", "dw_runs", "taps")
+    __slots__ = ("weights", "snapshot", "dtype", "out_hw", "band", "bounds", "pw_tiled", "dw_rows", "dw_runs",
+                 "taps")
 
-    def __init__(self, weights: tuple, dtype: np.dtype, out_hw: tuple[int, int], band: int,
+    def __init__(self, weights: tuple, snapshot: tuple | None, dtype: np.dtype, out_hw: tuple[int, int], band: int,
                  bounds: tuple[np.ndarray | None, np.ndarray | None] | None, pw_tiled: np.ndarray | None,
                  dw_rows: np.ndarray, dw_runs: list[tuple[int, int, int]], taps: np.ndarray) -> None:
         self.weights = weights  # (pw_weight, pw_bias, dw_bias): kept, compared by identity (not dw_weight)
+        self.snapshot = snapshot  # copies of pw_bias, dw_weight, dw_bias when they could change in place, else None
         self.dtype = dtype
         self.out_hw = out_hw
         self.band = band  # output rows per band
@@ -65,6 +67,15 @@ class _Plan:
         self.dw_rows = dw_rows  # depthwise bias rows
         self.dw_runs = dw_runs  # output rows [start, stop) that add dw_rows[row]
         self.taps = taps  # depthwise_taps
+
+    def holds_for(self, pw_weight: np.ndarray, pw_bias: np.ndarray | None, dw_weight: np.ndarray,
+                  dw_bias: np.ndarray | None) -> bool:
+        """Whether this plan was made for these weights (the same arrays) and they still hold the same values."""
+        if any(a is not b for a, b in zip(self.weights, (pw_weight, pw_bias, dw_bias))):
+            return False
+        return self.snapshot is None or all(
+            (a is None and b is None) or (a is not None and b is not None and np.array_equal(a, b))
+            for a, b in zip(self.snapshot, (pw_bias, dw_weight, dw_bias)))
 
 
 # Plans per depthwise weight: id(dw_weight) -> (a weak reference to it, {rest of the key: plan}). The entry goes
@@ -100,7 +111,7 @@ def pointwise_depthwise_nhwc(xh: np.ndarray, pw_weight: np.ndarray, pw_bias: np.
            activation, tuple(args), tuple(kernel_hw), tuple(stride), tuple(pads), tuple(dilation), BAND_BYTES)
     plans = _plans_of(dw_weight)
     plan = plans.get(key)
-    if plan is None or any(a is not b for a, b in zip(plan.weights, (pw_weight, pw_bias, dw_bias))):
+    if plan is None or not plan.holds_for(pw_weight, pw_bias, dw_weight, dw_bias):
         plan = _make_plan(xh.shape, xh.dtype, weights, pw_activation, pw_args, kernel_hw, stride, pads, dilation,
                           activation, args)
         if len(plans) >= _PLANS_PER_WEIGHT:
@@ -198,15 +209,34 @@ def _make_plan(shape: tuple[int, ...], in_dtype: np.dtype, weights: tuple, pw_ac
     taps = depthwise_taps(dw_weight.astype(dtype, copy=False), kernel_hw, sw, wo)
     if np.may_share_memory(taps, dw_weight):  # a view (strided depthwise) would keep the weight alive
         taps = taps.copy()
-    return _Plan((pw_weight, pw_bias, dw_bias), dtype, (ho, wo), band, bounds, pw_tiled, dw_rows, dw_runs, taps)
+    derived_from = (pw_bias, dw_weight, dw_bias)
+    snapshot = None if all(a is None or _frozen(a) for a in derived_from) else \
+        tuple(None if a is None else np.array(a, copy=True) for a in derived_from)
+    return _Plan((pw_weight, pw_bias, dw_bias), snapshot, dtype, (ho, wo), band, bounds, pw_tiled, dw_rows, dw_runs,
+                 taps)
+
+
+def _frozen(a: np.ndarray) -> bool:
+    """Whether nothing can change a's values: a read-only view, over read-only views, of a read-only buffer (a
+    loaded file's memory map). An array that owns its memory can be made writeable again, so it is not."""
+    while isinstance(a, np.ndarray):
+        if a.flags.writeable:
+            return False
+        a = a.base
+    if a is None:
+        return False
+    try:
+        return memoryview(a).readonly
+    except TypeError:
+        return False
 
 
 def _shifted_bounds(pw_bias: np.ndarray | None, activation: str, args: Sequence[float], dtype: np.dtype,
                     w: int) -> tuple[np.ndarray | None, np.ndarray | None] | None:
     """The bound rows (lo - b, hi - b), tiled to a band row of w pixels, that make clip(g, lo - b, hi - b) =
     act(g + b) - b, for a relu or clamp after a pointwise convolution with bias b (None: no such shift)."""
-    if pw_bias is None or activation not in ("relu", "clamp") or dtype.kind != "f":
-        return None
+    if pw_bias is None or activation not in ("relu", "clamp") or dtype.kind != "f" or dtype.itemsize < 4:
+        return None  # float16 would sum the shifted values (around -b) at half precision: left to the plain path
     lo, hi = (0.0, np.inf) if activation == "relu" else (float(args[0]), float(args[1]))
     if np.isnan(lo) or np.isnan(hi) or lo > hi:
         return None  # torch's clamp semantics for these are left to the plain path

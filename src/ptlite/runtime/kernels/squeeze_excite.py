@@ -50,9 +50,16 @@ def squeeze_excite(input: np.ndarray, w1: np.ndarray, b1: np.ndarray | None, act
     check_activation(act2, act2_args)
     if gate not in GATES:
         raise ValueError(f"unknown squeeze-and-excitation gate {gate!r}; expected one of {', '.join(GATES)}")
+    if input.ndim == 3:  # unbatched (C, H, W), as the convolutions take it
+        target = None if out is None or out.ndim != 3 else out[None]
+        result = squeeze_excite(input[None], w1, b1, act1, act1_args, w2, b2, act2, act2_args, gate, out=target)
+        return out if target is not None and result is target else result[0]
     if input.ndim != 4:
-        raise ValueError(f"squeeze_excite expects a 4-D (N, C, H, W) input, got shape {tuple(input.shape)}")
+        raise ValueError(f"squeeze_excite expects a 3-D (C, H, W) or 4-D (N, C, H, W) input, got shape "
+                         f"{tuple(input.shape)}")
     n, c, h, w = input.shape
+    if h * w == 0:
+        raise ValueError(f"squeeze_excite: the input {tuple(input.shape)} has no pixels to average over")
     if w1.ndim != 2 or w2.ndim != 2 or w1.shape[0] != c or w2.shape != (w1.shape[1], c):
         raise ValueError(f"squeeze_excite: input with {c} channels does not match the packed weights "
                          f"{tuple(w1.shape)} and {tuple(w2.shape)}")
