@@ -13,9 +13,11 @@ ONNX Runtime (default SessionOptions but intra_op_num_threads=2,
 CPUExecutionProvider), ptlite on the captured file and ptlite on the optimized file (ptlite's processes never
 import torch). Each process also reports its peak RSS (VmHWM); ptlite's report the time of the `ptlite.load`
 call alone. This is repeated for --rounds rounds (a virtual machine's speed drifts; interleaving keeps the
-comparison fair) and the median over all timed runs is reported. A runtime that cannot take a model gets a short
-reason in its cell and the script goes on. OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE are unset in the child processes
-(they select a slow kernel on some machines); the BLAS kernel threadpoolctl reports is written with the table.
+comparison fair; every other round runs the runtimes in reverse order) and the median over all timed runs is
+reported; ratios are the median over the rounds of the ratio within each round. A runtime that cannot take a
+model gets a short reason in its cell and the script goes on. OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE are unset in
+the child processes (they select a slow kernel on some machines); the BLAS kernel threadpoolctl reports is written
+with the table.
 Run it on an idle machine (the load average before and after is written with the table too).
 
 Writes the table to --out and a bar chart of each runtime's latency relative to eager PyTorch next to it (same
@@ -350,8 +352,11 @@ def bench_model(name: str, args: argparse.Namespace, tmp: str, info: dict) -> di
     times: dict[str, list[float]] = {rt: [] for rt in RUNTIMES}
     rss: dict[str, list[float]] = {rt: [] for rt in RUNTIMES}
     load_ms: dict[str, list[float]] = {rt: [] for rt in LOADS}
-    for _ in range(args.rounds):
-        for rt in RUNTIMES:
+    per_round: list[dict[str, float]] = []  # each round's median per runtime, for the paired ratios
+    for k in range(args.rounds):
+        per_round.append({})
+        # every other round in reverse order, so that a drift during a round does not favour the runtimes run first
+        for rt in (list(RUNTIMES) if k % 2 == 0 else list(reversed(RUNTIMES))):
             if rt in errors:
                 continue
             res = run_child(rt, name, base, str(args.warmup), str(args.runs))
@@ -359,6 +364,7 @@ def bench_model(name: str, args: argparse.Namespace, tmp: str, info: dict) -> di
                 errors[rt] = res["error"]
                 continue
             times[rt] += res["times"]
+            per_round[-1][rt] = statistics.median(res["times"])
             rss[rt].append(res["rss_mb"])
             if rt in LOADS:
                 load_ms[rt].append(res["load_ms"])
@@ -367,6 +373,7 @@ def bench_model(name: str, args: argparse.Namespace, tmp: str, info: dict) -> di
     return {
         "name": name,
         "ms": {rt: statistics.median(t) for rt, t in times.items() if t and rt not in errors},
+        "rounds": [{rt: ms for rt, ms in r.items() if rt not in errors} for r in per_round],
         "rss": {rt: max(r) for rt, r in rss.items() if r and rt not in errors},
         "notes": {rt: s.get("note", "") for rt, s in status.items()},
         "errors": errors,
@@ -389,9 +396,16 @@ def cell(row: dict, rt: str) -> str:
     return fmt_ms(row["ms"][rt]) + mark
 
 
+def paired_ratio(row: dict, num: str, den: str) -> float | None:
+    """The median over the rounds of num's median / den's median in that round (the two timed minutes apart at
+    most, so that the VM's drift between rounds cancels); None when either runtime has no timings."""
+    pairs = [r[num] / r[den] for r in row.get("rounds", []) if num in r and den in r]
+    return statistics.median(pairs) if pairs else None
+
+
 def ratio(row: dict, num: str, den: str) -> str:
-    ms = row["ms"]
-    return f"{ms[num] / ms[den]:.2f}" if num in ms and den in ms else "n/a"
+    value = paired_ratio(row, num, den)
+    return "n/a" if value is None else f"{value:.2f}"
 
 
 def optional(value: float | None, fmt: str) -> str:
@@ -433,9 +447,10 @@ def plot(rows: list[dict], path: Path, title: str) -> bool:
     for k, rt in enumerate(runtimes):
         xs, ys = [], []
         for i, row in enumerate(rows):
-            if rt in row["ms"] and "torch" in row["ms"]:
+            value = paired_ratio(row, rt, "torch")
+            if value is not None:
                 xs.append(i + (k - (len(runtimes) - 1) / 2) * width)
-                ys.append(row["ms"][rt] / row["ms"]["torch"])
+                ys.append(value)
         bars = ax.bar(xs, ys, width, label=RUNTIMES[rt][0])
         ax.bar_label(bars, labels=[f"{y:.2f}" for y in ys], fontsize=6, rotation=90, padding=2)
     ax.axhline(1.0, color="black", linewidth=0.8, linestyle="--", label="eager PyTorch")
@@ -480,7 +495,9 @@ def describe(args: argparse.Namespace, info: dict, load_before: float, load_afte
         "`ptlite.optimize_for_mobile` (what `ptlite convert` writes by default). ptlite's processes never import "
         "torch; NumPy's BLAS gets 2 threads (`OPENBLAS_NUM_THREADS=2`). *ptlite .ptl converted*: the lite "
         "interpreter's .ptl file after `ptlite convert model.ptl --input-shape ...` (the example inputs' shapes).",
-        "- *optimized / PyTorch*, *optimized / ORT*: ratio of medians (below 1: ptlite is faster).",
+        "- *optimized / PyTorch*, *optimized / ORT* (and the chart's bars): the median over the rounds of the two "
+        "runtimes' ratio within a round (below 1: ptlite is faster); within a round the runtimes run one after "
+        "another, in reverse order every other round, so that the VM's drift between rounds cancels.",
         "- *load*: the `ptlite.load` call alone on the optimized file, in a fresh process after `import ptlite` "
         "(its first call also imports the kernel families the program uses; ptlite's modules are byte-compiled first, "
         "as in an installed package); median over the rounds. *load .ptl*: the same for the .ptl file, by "
