@@ -48,7 +48,7 @@ BAND_BYTES = 1 << 20
 
 class _Plan:
     """What a call of pointwise_depthwise_nhwc derives from its weights, geometry and input shape alone: computed
-    once and kept (the derived rows and taps cost ~50-90 us a call to remake, ~5 % of MobileNetV2's run). A plain
+    once and kept (the derived rows and taps cost ~50-90 us a call to remake, ~3 % of MobileNetV2's run). A plain
     class: a dataclass would cost ~2 ms at import, which loading a program pays."""
 
     __slots__ = ("weights", "snapshot", "dtype", "out_hw", "band", "bounds", "pw_tiled", "dw_rows", "dw_runs",
