@@ -19,6 +19,7 @@ from ptlite.ir.graph import Graph, Node, Program
 
 from .base import Pass, blocks, constant_value, uses, weight_of
 from .mutation import Mutations, writes_any
+from .prepack import is_prepacked_pointwise
 
 CONV = "ptlite::conv2d_prepacked"
 FUSED = "ptlite::conv2d_pointwise_depthwise"
@@ -38,7 +39,7 @@ class FusePointwiseDepthwise(Pass):
             for node in block.nodes:
                 producer = node.inputs[0].node if node.op == CONV and node.inputs else None
                 if producer is None or producer.op != CONV or id(producer) not in position \
-                        or not _depthwise(node, program) or not _pointwise(producer, program) \
+                        or not _depthwise(node, program) or not is_prepacked_pointwise(producer, program) \
                         or users.get(producer.outputs[0].id) != [node] \
                         or _channels(producer, program) != _channels(node, program):
                     rewritten.append(node)
@@ -64,14 +65,6 @@ class FusePointwiseDepthwise(Pass):
 def _channels(node: Node, program: Program) -> int:
     """Output channels of a prepacked pointwise or depthwise convolution (its weight's last dimension)."""
     return weight_of(program, node.inputs[1]).shape[1]
-
-
-def _pointwise(node: Node, program: Program) -> bool:
-    """A prepacked 1x1, stride-1, unpadded, dense convolution."""
-    weight = weight_of(program, node.inputs[1])
-    kernel, stride, padding, dilation, groups = (constant_value(v) for v in node.inputs[3:8])
-    return weight is not None and weight.ndim == 2 and kernel == [1, 1] and stride == [1, 1] \
-        and padding == [0, 0, 0, 0] and dilation == [1, 1] and groups == 1
 
 
 def _depthwise(node: Node, program: Program) -> bool:

@@ -19,8 +19,8 @@ from ptlite.ir.graph import Graph, Node, Program
 
 from .base import ConstantPool, Pass, blocks, constant_value, uses, weight_of
 from .mutation import Mutations, writes_any
+from .prepack import is_prepacked_pointwise
 
-CONV = "ptlite::conv2d_prepacked"
 FUSED = "ptlite::squeeze_excite"
 GATES = {"aten::sigmoid": "sigmoid", "aten::hardsigmoid": "hardsigmoid"}
 
@@ -70,10 +70,10 @@ def _chain(mul: Node, users: dict, position: dict[int, int], program: Program) -
         if gate is None or gate.op not in GATES or users.get(s.id) != [mul]:
             continue
         conv2 = gate.inputs[0].node
-        if conv2 is None or not _pointwise(conv2, program) or users.get(gate.inputs[0].id) != [gate]:
+        if conv2 is None or not is_prepacked_pointwise(conv2, program) or users.get(gate.inputs[0].id) != [gate]:
             continue
         conv1 = conv2.inputs[0].node
-        if conv1 is None or not _pointwise(conv1, program) or users.get(conv2.inputs[0].id) != [conv2]:
+        if conv1 is None or not is_prepacked_pointwise(conv1, program) or users.get(conv2.inputs[0].id) != [conv2]:
             continue
         pool = conv1.inputs[0].node
         if pool is None or pool.op != "aten::adaptive_avg_pool2d" or users.get(conv1.inputs[0].id) != [conv1] \
@@ -86,13 +86,3 @@ def _chain(mul: Node, users: dict, position: dict[int, int], program: Program) -
             continue  # a gate with other than x's channels (one channel broadcast, say): the plain graph's business
         return pool, conv1, conv2, gate, x
     return None
-
-
-def _pointwise(node: Node, program: Program) -> bool:
-    """A prepacked 1x1, stride-1, unpadded, dense convolution."""
-    if node.op != CONV or len(node.inputs) < 10:
-        return False
-    weight = weight_of(program, node.inputs[1])
-    kernel, stride, padding, groups = (constant_value(node.inputs[i]) for i in (3, 4, 5, 7))
-    return weight is not None and weight.ndim == 2 and kernel == [1, 1] and stride == [1, 1] \
-        and padding == [0, 0, 0, 0] and groups == 1

@@ -61,6 +61,17 @@ def unpack_dense_conv2d_weight(packed: np.ndarray, kernel: tuple[int, int]) -> n
     return packed.reshape(kh, kw, packed.shape[0] // (kh * kw), packed.shape[1]).transpose(3, 2, 0, 1)
 
 
+def is_prepacked_pointwise(node: Node, program: Program) -> bool:
+    """A ptlite::conv2d_prepacked that is a 1x1, stride-1, unpadded, undilated dense convolution (its packed weight
+    (C, O)): what the fusion passes build on."""
+    if node.op != "ptlite::conv2d_prepacked" or len(node.inputs) < 8:
+        return False
+    weight = weight_of(program, node.inputs[1])
+    kernel, stride, padding, dilation, groups = (constant_value(v) for v in node.inputs[3:8])
+    return weight is not None and weight.ndim == 2 and kernel == [1, 1] and stride == [1, 1] \
+        and padding == [0, 0, 0, 0] and dilation == [1, 1] and groups == 1
+
+
 def int_list(v: Value, n: int) -> list[int] | None:
     """A constant int or list of ints (a constant, or a prim::ListConstruct of constants) expanded to n values."""
     value = constant_value(v)
