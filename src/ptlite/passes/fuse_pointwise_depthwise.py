@@ -18,7 +18,7 @@ from __future__ import annotations
 from ptlite.ir.graph import Graph, Node, Program
 
 from .base import Pass, blocks, constant_value, uses, weight_of
-from .mutation import Mutations, writes_any
+from .mutation import Mutations
 from .prepack import is_prepacked_pointwise
 
 CONV = "ptlite::conv2d_prepacked"
@@ -47,9 +47,7 @@ class FusePointwiseDepthwise(Pass):
                 # the fused node reads the pointwise input where the depthwise stood: nothing may write it (or
                 # memory it shares) in between
                 mutations = Mutations(graph) if mutations is None else mutations
-                aliases = mutations.alias_class([producer.inputs[0]])
-                between = block.nodes[position[id(producer)] + 1:position[id(node)]]
-                if aliases.mutated and writes_any(between, aliases.values):
+                if mutations.written_by(producer.inputs[0], block.nodes[position[id(producer)] + 1:position[id(node)]]):
                     rewritten.append(node)
                     continue
                 pw, dw = producer.inputs, node.inputs

@@ -18,7 +18,7 @@ from __future__ import annotations
 from ptlite.ir.graph import Graph, Node, Program
 
 from .base import ConstantPool, Pass, blocks, constant_value, uses, weight_of
-from .mutation import Mutations, writes_any
+from .mutation import Mutations
 from .prepack import is_prepacked_pointwise
 
 FUSED = "ptlite::squeeze_excite"
@@ -43,9 +43,7 @@ class FuseSqueezeExcite(Pass):
                     continue
                 pool, conv1, conv2, gate, x = chain
                 mutations = Mutations(graph) if mutations is None else mutations
-                aliases = mutations.alias_class([x])
-                between = block.nodes[position[id(pool)] + 1:position[id(mul)]]
-                if aliases.mutated and writes_any(between, aliases.values):
+                if mutations.written_by(x, block.nodes[position[id(pool)] + 1:position[id(mul)]]):
                     continue
                 a, b = conv1.inputs, conv2.inputs
                 source = "; ".join(dict.fromkeys(n.source for n in (pool, conv1, conv2, gate, mul) if n.source))

@@ -104,6 +104,12 @@ class Mutations:
         members = list(found.values())
         return AliasClass(members, any(v.id in self.written for v in members), returned)
 
+    def written_by(self, value: Value, nodes: Iterable[Node]) -> bool:
+        """Whether one of `nodes` (or a node in their blocks) may write in place to `value` or to memory it shares:
+        what a fusion that moves a read of `value` past those nodes must rule out."""
+        aliases = self.alias_class([value])
+        return aliases.mutated and _writes_any(nodes, aliases.values)
+
     def _defined_from(self, v: Value, ignore: Node | None) -> list[Value]:
         """Values that `v` may be (part of): aliased arguments of its producer, what control flow passes in."""
         node = v.node
@@ -163,9 +169,8 @@ def _aliased_positions(node: Node) -> list[int]:
     return sorted({*(annotated or everything), *positions})
 
 
-def writes_any(nodes: Iterable[Node], values: Iterable[Value]) -> bool:
-    """Whether one of `nodes` (or a node in their blocks) writes in place to one of `values` (what a fusion that
-    moves a read past those nodes must rule out)."""
+def _writes_any(nodes: Iterable[Node], values: Iterable[Value]) -> bool:
+    """Whether one of `nodes` (or a node in their blocks) writes in place to one of `values`."""
     ids = {v.id for v in values}
     stack = list(nodes)
     while stack:
