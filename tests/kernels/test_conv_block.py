@@ -9,7 +9,7 @@ import pytest
 from oracle import compare, op, randn, torch
 
 from ptlite.passes.prepack import pack_conv2d_weight
-from ptlite.runtime.kernels import conv_block
+from ptlite.runtime.kernels import _derived, conv_block
 from ptlite.runtime.kernels._layout import is_channels_last
 
 F = torch.nn.functional
@@ -122,10 +122,10 @@ def test_plans_go_with_their_weights(rng):
         op("ptlite::conv2d_pointwise_depthwise")(x, pack_conv2d_weight(randn(rng, 8, 4, 1, 1), 1), randn(rng, 8),
                                                  "clamp", [0.0, 6.0], wd, randn(rng, 8), [3, 3], [stride, stride],
                                                  [1, 1, 1, 1], [1, 1], "none", [])
-        assert key in conv_block._PLANS and conv_block._PLANS[key][0]() is wd
+        assert key in _derived._CACHE and _derived._CACHE[key][0]() is wd
         del wd
         gc.collect()
-        assert key not in conv_block._PLANS, f"stride {stride}: the plan outlived its weight"
+        assert key not in _derived._CACHE, f"stride {stride}: the plan outlived its weight"
 
 
 def test_plans_follow_weights_changed_in_place(rng):

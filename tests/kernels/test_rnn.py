@@ -124,3 +124,49 @@ def test_lstm_with_one_array_for_both_states_batch_one():
         diff = float(np.abs(a - e.numpy()).max())
         assert diff <= 1e-5, f"aten::lstm.input output {i}: max |diff| {diff:.3g}"
     assert not zeros.any(), "aten::lstm.input wrote into its initial state"
+
+
+def test_prepared_weights_follow_the_weights():
+    """A layer's reordered, stacked weights are made once per weights and kept (ptlite.runtime.kernels._derived):
+    new arrays of the same shapes, or weights changed in place (an in-memory program's), give new results; the
+    prepared copies go when the weights are collected."""
+    import gc
+
+    from ptlite.runtime.kernels import _derived
+
+    for kind in ("lstm", "gru"):
+        key = f"aten::{kind}.input"
+        for round_ in range(3):
+            module = _module(kind, input_size=6, hidden_size=5, num_layers=2, bidirectional=True)
+            if round_:  # other values in arrays of the same shapes
+                with torch.no_grad():
+                    for p in module.parameters():
+                        p.mul_(1.0 + 0.3 * round_)
+            x, hx, params, rest = _layer_args(kind, module, 2, 4, True)
+            arrays = to_numpy(params)
+            for step in ("first call", "kept", "changed in place"):
+                if step == "changed in place":
+                    arrays[1] *= 0.5  # w_hh of the first layer
+                    params[1].mul_(0.5)
+                with torch.no_grad():
+                    want = getattr(torch.ops.aten, kind).input(x, hx, params, *rest)
+                got = get(key).impl(x.numpy(), to_numpy(hx), arrays, *rest)
+                for name, g, w in zip(("output", "h_n", "c_n"), got, want, strict=False):
+                    compare(f"{key} {name} (weights {round_}, {step})", g, w, finite=True)
+        anchor = id(arrays[0])
+        assert anchor in _derived._CACHE
+        del arrays, params, module
+        gc.collect()
+        assert anchor not in _derived._CACHE, f"{key}: the prepared weights outlived the weights"
+
+
+def test_cell_prepared_weights_are_not_reused_for_other_weights():
+    torch.manual_seed(2)
+    for _ in range(2):
+        cell = torch.nn.GRUCell(4, 6)
+        x, h = torch.randn(2, 4), torch.randn(2, 6)
+        weights = [cell.weight_ih.detach(), cell.weight_hh.detach(), cell.bias_ih.detach(), cell.bias_hh.detach()]
+        with torch.no_grad():
+            want = torch.ops.aten.gru_cell(x, h, *weights)
+        compare("aten::gru_cell with new weights", get("aten::gru_cell").impl(x.numpy(), h.numpy(),
+                                                                               *to_numpy(weights)), want, finite=True)

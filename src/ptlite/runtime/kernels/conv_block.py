@@ -21,13 +21,13 @@ epsilon times |b| times the taps' sum.
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Sequence
 
 import numpy as np
 
 from ptlite.ir.registry import kernel
 
+from ._derived import derived
 from ._fastnp import tile_row
 from ._layout import to_nhwc
 from .prepacked import (
@@ -48,17 +48,14 @@ BAND_BYTES = 1 << 20
 
 class _Plan:
     """What a call of pointwise_depthwise_nhwc derives from its weights, geometry and input shape alone: computed
-    once and kept (the derived rows and taps cost ~50-90 us a call to remake, ~3 % of MobileNetV2's run). A plain
-    class: a dataclass would cost ~2 ms at import, which loading a program pays."""
+    once and kept by `derived` (the derived rows and taps cost ~50-90 us a call to remake, ~3 % of MobileNetV2's
+    run). A plain class: a dataclass would cost ~2 ms at import, which loading a program pays."""
 
-    __slots__ = ("weights", "snapshot", "dtype", "out_hw", "band", "bounds", "pw_tiled", "dw_rows", "dw_runs",
-                 "taps")
+    __slots__ = ("dtype", "out_hw", "band", "bounds", "pw_tiled", "dw_rows", "dw_runs", "taps")
 
-    def __init__(self, weights: tuple, snapshot: tuple | None, dtype: np.dtype, out_hw: tuple[int, int], band: int,
+    def __init__(self, dtype: np.dtype, out_hw: tuple[int, int], band: int,
                  bounds: tuple[np.ndarray | None, np.ndarray | None] | None, pw_tiled: np.ndarray | None,
                  dw_rows: np.ndarray, dw_runs: list[tuple[int, int, int]], taps: np.ndarray) -> None:
-        self.weights = weights  # (pw_weight, pw_bias, dw_bias): kept, compared by identity (not dw_weight)
-        self.snapshot = snapshot  # copies of pw_bias, dw_weight, dw_bias when they could change in place, else None
         self.dtype = dtype
         self.out_hw = out_hw
         self.band = band  # output rows per band
@@ -68,36 +65,6 @@ class _Plan:
         self.dw_runs = dw_runs  # output rows [start, stop) that add dw_rows[row]
         self.taps = taps  # depthwise_taps
 
-    def holds_for(self, pw_weight: np.ndarray, pw_bias: np.ndarray | None, dw_weight: np.ndarray,
-                  dw_bias: np.ndarray | None) -> bool:
-        """Whether this plan was made for these weights (the same arrays) and they still hold the same values."""
-        if any(a is not b for a, b in zip(self.weights, (pw_weight, pw_bias, dw_bias))):
-            return False
-        return self.snapshot is None or all(
-            (a is None and b is None) or (a is not None and b is not None and np.array_equal(a, b))
-            for a, b in zip(self.snapshot, (pw_bias, dw_weight, dw_bias)))
-
-
-# Plans per depthwise weight: id(dw_weight) -> (a weak reference to it, {rest of the key: plan}). The entry goes
-# when that weight is collected (a discarded Module's plans, and the weights they hold, do not stay), and is never
-# taken for another array at a reused address. A plan holds the other weights, compared by identity, and nothing
-# that is a view of dw_weight (that would keep it alive).
-_PLANS: dict[int, tuple[weakref.ref, dict[tuple, _Plan]]] = {}
-_PLANS_PER_WEIGHT = 64  # shapes and arguments kept per weight: beyond that the weight's plans are cleared
-
-
-def _forget(key: int) -> None:
-    _PLANS.pop(key, None)
-
-
-def _plans_of(dw_weight: np.ndarray) -> dict[tuple, _Plan]:
-    key = id(dw_weight)
-    entry = _PLANS.get(key)
-    if entry is None or entry[0]() is not dw_weight:
-        entry = (weakref.ref(dw_weight, lambda _ref, key=key: _forget(key)), {})
-        _PLANS[key] = entry
-    return entry[1]
-
 
 def pointwise_depthwise_nhwc(xh: np.ndarray, pw_weight: np.ndarray, pw_bias: np.ndarray | None,
                              pw_activation: str, pw_args: Sequence[float], dw_weight: np.ndarray,
@@ -106,17 +73,11 @@ def pointwise_depthwise_nhwc(xh: np.ndarray, pw_weight: np.ndarray, pw_bias: np.
                              out: np.ndarray | None = None) -> np.ndarray:
     """depthwise(act(pointwise(xh))) of C-contiguous NHWC xh, as C-contiguous NHWC (`out` when it fits).
     pw_weight (C, E) and dw_weight (kh*kw, E) are prepacked; pads: top, bottom, left, right."""
-    weights = (pw_weight, pw_bias, dw_weight, dw_bias)
-    key = (id(pw_weight), id(pw_bias), id(dw_bias), xh.shape, xh.dtype.str, pw_activation, tuple(pw_args),
-           activation, tuple(args), tuple(kernel_hw), tuple(stride), tuple(pads), tuple(dilation), BAND_BYTES)
-    plans = _plans_of(dw_weight)
-    plan = plans.get(key)
-    if plan is None or not plan.holds_for(pw_weight, pw_bias, dw_weight, dw_bias):
-        plan = _make_plan(xh.shape, xh.dtype, weights, pw_activation, pw_args, kernel_hw, stride, pads, dilation,
-                          activation, args)
-        if len(plans) >= _PLANS_PER_WEIGHT:
-            plans.clear()
-        plans[key] = plan
+    key = (xh.shape, xh.dtype.str, pw_weight.shape, pw_weight.dtype.str, pw_activation, tuple(pw_args), activation,
+           tuple(args), tuple(kernel_hw), tuple(stride), tuple(pads), tuple(dilation), BAND_BYTES)
+    plan = derived((dw_weight, pw_bias, dw_bias), key, lambda: _make_plan(
+        xh.shape, xh.dtype, (pw_weight, pw_bias, dw_weight, dw_bias), pw_activation, pw_args, kernel_hw, stride,
+        pads, dilation, activation, args))
     n, h, w, c = xh.shape
     e = pw_weight.shape[1]
     kh = kernel_hw[0]
@@ -209,26 +170,7 @@ def _make_plan(shape: tuple[int, ...], in_dtype: np.dtype, weights: tuple, pw_ac
     taps = depthwise_taps(dw_weight.astype(dtype, copy=False), kernel_hw, sw, wo)
     if np.may_share_memory(taps, dw_weight):  # a view (strided depthwise) would keep the weight alive
         taps = taps.copy()
-    derived_from = (pw_bias, dw_weight, dw_bias)
-    snapshot = None if all(a is None or _frozen(a) for a in derived_from) else \
-        tuple(None if a is None else np.array(a, copy=True) for a in derived_from)
-    return _Plan((pw_weight, pw_bias, dw_bias), snapshot, dtype, (ho, wo), band, bounds, pw_tiled, dw_rows, dw_runs,
-                 taps)
-
-
-def _frozen(a: np.ndarray) -> bool:
-    """Whether nothing can change a's values: a read-only view, over read-only views, of a read-only buffer (a
-    loaded file's memory map). An array that owns its memory can be made writeable again, so it is not."""
-    while isinstance(a, np.ndarray):
-        if a.flags.writeable:
-            return False
-        a = a.base
-    if a is None:
-        return False
-    try:
-        return memoryview(a).readonly
-    except TypeError:
-        return False
+    return _Plan(dtype, (ho, wo), band, bounds, pw_tiled, dw_rows, dw_runs, taps)
 
 
 def _shifted_bounds(pw_bias: np.ndarray | None, activation: str, args: Sequence[float], dtype: np.dtype,
