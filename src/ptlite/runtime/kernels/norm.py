@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -33,15 +34,26 @@ def _scale_shift(x, scale, shift):
 
 def _moments(x2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Row means and biased variances of a 2-D array (two-pass: mean, then mean of squared deviations)."""
-    d = x2.shape[1]
-    mean = np.add.reduce(x2, axis=1, dtype=x2.dtype) / x2.dtype.type(d)
-    centered = x2 - mean[:, None]
-    var = np.einsum("ij,ij->i", centered, centered) / x2.dtype.type(d)
-    return mean.astype(x2.dtype, copy=False), var.astype(x2.dtype, copy=False)
+    mean, var, _ = _centered_moments(x2)
+    return mean, var
+
+
+def _centered_moments(x2: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """_moments, and x2 minus its row means (a new array, which the normalizations scale in place)."""
+    d = x2.dtype.type(x2.shape[1])
+    mean = np.add.reduce(x2, axis=1, dtype=x2.dtype)
+    np.divide(mean, d, out=mean)
+    centered = np.subtract(x2, mean[:, None])
+    var = np.einsum("ij,ij->i", centered, centered)
+    np.divide(var, d, out=var)
+    return mean, var, centered
 
 
 def _rstd(var: np.ndarray, eps: float) -> np.ndarray:
-    return (1 / np.sqrt(var + var.dtype.type(eps))).astype(var.dtype, copy=False)
+    """1 / sqrt(var + eps), in var's dtype (a new array)."""
+    rstd = np.add(var, var.dtype.type(eps))
+    np.sqrt(rstd, out=rstd)
+    return np.divide(var.dtype.type(1), rstd, out=rstd)
 
 
 def _batch_norm_stats(x, running_mean, running_var, use_batch_stats):
@@ -108,10 +120,9 @@ def _layer_norm(x, normalized_shape: Sequence[int], weight, bias, eps):
     if tuple(x.shape[x.ndim - k:]) != tuple(int(s) for s in normalized_shape):
         raise ValueError(f"layer_norm: input shape {x.shape} does not end with {list(normalized_shape)}")
     lead = x.shape[:x.ndim - k]
-    x2 = x.reshape(int(np.prod(lead, dtype=np.int64)), -1)
-    mean, var = _moments(x2)
+    x2 = x.reshape(math.prod(lead), -1)
+    mean, var, out = _centered_moments(x2)
     rstd = _rstd(var, eps)
-    out = x2 - mean[:, None]
     out *= rstd[:, None]
     if weight is not None:
         out *= np.asarray(weight, dtype=x.dtype).reshape(-1)
@@ -139,9 +150,8 @@ def _group_norm(x, groups: int, weight, bias, eps):
     if c % groups:
         raise ValueError(f"group_norm: {c} channels are not divisible into {groups} groups")
     x2 = x.reshape(n * groups, -1)
-    mean, var = _moments(x2)
+    mean, var, out = _centered_moments(x2)
     rstd = _rstd(var, eps)
-    out = x2 - mean[:, None]
     out *= rstd[:, None]
     out = out.reshape(x.shape)
     if weight is not None:

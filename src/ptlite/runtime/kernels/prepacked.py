@@ -92,6 +92,11 @@ def finish_rows(out2: np.ndarray, bias: np.ndarray | None, activation: str, args
     row makes NumPy's inner loop only O long, several times slower)."""
     if bias is None and activation == "none":
         return
+    if out2.size <= BLOCK:  # one block: the bias broadcast in one call beats tiling it (~3 vs ~9 us on 12 x 64)
+        if bias is not None:
+            np.add(out2, bias, out=out2)
+        apply_activation(out2, activation, args)
+        return
     width = max(out2.shape[1], 1)
     step = max(1, BLOCK // width)
     tiled = None if bias is None else tile_row(bias, min(step, out2.shape[0]))
