@@ -89,7 +89,8 @@ _SMOOTH = {"hardswish": _hardswish, "silu": _silu}
 def finish_rows(out2: np.ndarray, bias: np.ndarray | None, activation: str, args: Sequence[float]) -> None:
     """Bias and activation over a C-contiguous (rows, O) output, in blocks of whole rows split across threads.
     The bias is tiled to the block length so that the add runs over two flat arrays (broadcasting a short bias
-    row makes NumPy's inner loop only O long, several times slower)."""
+    row over a large output makes NumPy's inner loop only O long, several times slower); an output of one block
+    takes the broadcast, where tiling would cost more than it saves."""
     if bias is None and activation == "none":
         return
     if out2.size <= BLOCK:  # one block: the bias broadcast in one call beats tiling it (~3 vs ~9 us on 12 x 64)
