@@ -232,3 +232,32 @@ def test_scaled_dot_product_attention_matches_torch(name):
     got = get("aten::scaled_dot_product_attention").impl(*to_numpy((q, k, v, mask)), 0.0, causal,
                                                           scale, gqa)
     compare(f"aten::scaled_dot_product_attention {name}", got, want)
+
+
+def test_softmax_of_scores_with_infinities_and_nan():
+    """The attention softmax takes four ufunc calls when every row has a finite top score, and its careful path
+    otherwise: a row of -inf (every key masked: 0, or NaN when not `safe`), +inf and NaN scores give what
+    PyTorch's softmax gives, without warnings; rows without them are unaffected."""
+    import warnings
+
+    from ptlite.runtime.kernels.attention import _softmax_
+
+    rng = np.random.default_rng(0)
+    scores = rng.standard_normal((2, 5, 6)).astype(np.float32)
+    scores[0, 1, 2] = np.inf
+    scores[0, 2, 4] = np.nan
+    scores[1, 3, :] = -np.inf
+    scores[1, 4, :2] = -np.inf
+    want = torch.softmax(torch.from_numpy(scores), dim=-1).numpy()
+    for safe in (False, True):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            got = _softmax_(scores.copy(), safe=safe)
+        expected = want.copy()
+        if safe:
+            expected[1, 3] = 0.0  # a row with every key masked gives 0 (scaled_dot_product_attention's semantics)
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(expected), err_msg=f"safe={safe}: NaN pattern")
+        np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-7, err_msg=f"safe={safe}")
+    finite = rng.standard_normal((3, 4, 7)).astype(np.float32)
+    np.testing.assert_allclose(_softmax_(finite.copy(), safe=True),
+                               torch.softmax(torch.from_numpy(finite), dim=-1).numpy(), rtol=1e-6, atol=1e-7)
