@@ -602,6 +602,23 @@ def test_memo_index_that_skips_ahead_is_refused(files, tmp_path):
         ptlite.load(crafted)
 
 
+def test_opcode_check_of_a_long_run_keeps_little_memory():
+    """The pattern that skips fixed-size opcodes stops every 4096 of them: a crafted pickle of one long run (a zip
+    compresses it to almost nothing) is checked without the regex engine's per-repetition records piling up."""
+    import tracemalloc
+
+    data = b"\x80\x02" + b")" * 2_000_000 + b"."
+    tracemalloc.start()
+    try:
+        unpickler.check_opcodes(data, "long run")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 8 << 20, f"check_opcodes of a 2 MB run peaked at {peak >> 20} MiB"
+    with pytest.raises(ptlite.FormatError, match="without STOP"):
+        unpickler.check_opcodes(data[:-1], "long run")
+
+
 def test_malformed_bytecode_tables_are_named_briefly():
     """A code table in the wrong place, or a bad operator row, is refused naming the row and showing only the start
     of what was found (the message is made only on failure: a large table is never written out on a good load)."""

@@ -261,3 +261,12 @@ def test_softmax_of_scores_with_infinities_and_nan():
     finite = rng.standard_normal((3, 4, 7)).astype(np.float32)
     np.testing.assert_allclose(_softmax_(finite.copy(), safe=True),
                                torch.softmax(torch.from_numpy(finite), dim=-1).numpy(), rtol=1e-6, atol=1e-7)
+    # large finite top scores in many rows (their sum would overflow float16) and float32 masks of finfo.min:
+    # the check between the two paths must not warn either
+    big = np.full((7000, 3), 11.0, np.float16)
+    low = np.full((4, 3), np.finfo(np.float32).min, np.float32)
+    low[:, 0] = 0.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        np.testing.assert_allclose(_softmax_(big.copy(), safe=True).astype(np.float32), 1 / 3, rtol=1e-3)
+        np.testing.assert_array_equal(_softmax_(low.copy(), safe=True)[:, 0], 1.0)

@@ -42,7 +42,8 @@ def test_batch_norm_does_not_write_read_only_inputs(rng):
     check("aten::batch_norm", x, w, b, mean, var, False, 0.1, 1e-5, True)
 
 
-@pytest.mark.parametrize("shape,normalized", [((2, 5, 32), [32]), ((4, 6), [6]), ((2, 3, 4, 5), [4, 5])])
+@pytest.mark.parametrize("shape,normalized", [((2, 5, 32), [32]), ((4, 6), [6]), ((2, 3, 4, 5), [4, 5]),
+                                              ((0, 5, 8), [8]), ((2, 0, 8), [8])])
 @pytest.mark.parametrize("affine", [True, False])
 def test_layer_norm_matches_torch(shape, normalized, affine, rng):
     x = randn(rng, *shape) * 2 + 3
@@ -51,7 +52,7 @@ def test_layer_norm_matches_torch(shape, normalized, affine, rng):
     check("aten::native_layer_norm", x, normalized, w, b, 1e-6)
 
 
-@pytest.mark.parametrize("shape,groups", [((2, 6, 5, 5), 3), ((1, 8, 10), 8), ((2, 4, 3, 3), 1)])
+@pytest.mark.parametrize("shape,groups", [((2, 6, 5, 5), 3), ((1, 8, 10), 8), ((2, 4, 3, 3), 1), ((0, 6, 4), 3)])
 @pytest.mark.parametrize("affine", [True, False])
 def test_group_norm_matches_torch(shape, groups, affine, rng):
     x = randn(rng, *shape) + 2

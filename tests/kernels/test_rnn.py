@@ -170,3 +170,4 @@ def test_cell_prepared_weights_are_not_reused_for_other_weights():
             want = torch.ops.aten.gru_cell(x, h, *weights)
         compare("aten::gru_cell with new weights", get("aten::gru_cell").impl(x.numpy(), h.numpy(),
                                                                                *to_numpy(weights)), want, finite=True)
+

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import reprlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -87,10 +88,8 @@ def _rows(value: Any, names: tuple[str, ...], where: str) -> list[Any]:
 
 
 def _head(value: Any, limit: int = 80) -> str:
-    """The start of a value's text, without writing out all of a large tuple (an instruction table)."""
-    if isinstance(value, (tuple, list)) and len(value) > 8:
-        value = type(value)(value[:8])
-    return str(value)[:limit]
+    """The start of a value's text, without writing out all of a large (or nested) tuple: an instruction table."""
+    return reprlib.repr(value)[:limit]
 
 
 def _instruction(row: Any, where: str) -> tuple[str, int, int]:

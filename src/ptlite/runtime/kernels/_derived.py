@@ -55,10 +55,13 @@ def derived(arrays: tuple[Any, ...], key: tuple, make: Callable[[], T]) -> T:
     """make(), for these arrays and this key, made once and kept while arrays[0] (an ndarray) lives. The other
     arrays (ndarrays or None) must be the same objects at later calls; `key` holds what else the value depends
     on (shapes, dtypes, arguments), hashable."""
-    entries = _entries(arrays[0])
+    anchor = arrays[0]
+    entries = _entries(anchor)
     entry = entries.get(key)
     if entry is None or not entry.holds_for(arrays):
         value = make()
+        if any(_based_on(a, anchor) for a in arrays[1:]):
+            return value  # kept, the entry would hold the anchor alive through that view: made at every call
         snapshot = None if all(a is None or frozen(a) for a in arrays) else \
             tuple(None if a is None else np.array(a, copy=True) for a in arrays)
         if len(entries) >= PER_ANCHOR:
@@ -74,6 +77,15 @@ def _entries(anchor: np.ndarray) -> dict[tuple, _Entry]:
         entry = (weakref.ref(anchor, lambda _ref, key=key: _CACHE.pop(key, None)), {})
         _CACHE[key] = entry
     return entry[1]
+
+
+def _based_on(a: Any, anchor: np.ndarray) -> bool:
+    """Whether array a is a view (of a view ...) of the anchor."""
+    while isinstance(a, np.ndarray):
+        a = a.base
+        if a is anchor:
+            return True
+    return False
 
 
 def frozen(a: np.ndarray) -> bool:

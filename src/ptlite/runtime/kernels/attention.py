@@ -8,8 +8,6 @@ at zero, never attended to, and come back as the padding value.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from ptlite.ir.registry import kernel
@@ -45,12 +43,12 @@ def _plain(a: np.ndarray) -> np.ndarray:
 def _softmax_(scores: np.ndarray, safe: bool) -> np.ndarray:
     """Softmax over the last axis, in place. Rows with no finite score give NaN, or 0 when `safe`."""
     top = np.maximum.reduce(scores, axis=-1, keepdims=True)
-    if np.isfinite(np.add.reduce(top, axis=None)):  # every row has a finite top score: the common case, in four
-        np.subtract(scores, top, out=scores)  # ufunc calls (a small attention's softmax is mostly call overhead)
+    if np.logical_and.reduce(np.isfinite(top), axis=None):  # every row has a finite top score: the common
+        np.subtract(scores, top, out=scores)  # case, in four ufunc calls (a small attention is mostly overhead)
         np.exp(scores, out=scores)
         np.divide(scores, np.add.reduce(scores, axis=-1, keepdims=True), out=scores)
         return scores
-    with np.errstate(invalid="ignore"):  # a row of -inf (all keys masked), +inf or NaN scores, or a huge sum
+    with np.errstate(invalid="ignore"):  # a row of -inf (all keys masked), +inf or NaN scores
         top = scores.max(axis=-1, keepdims=True)
         if safe:
             dead = np.isneginf(top)
@@ -281,7 +279,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         key = np.repeat(key, repeat, axis=-3)
         value = np.repeat(value, repeat, axis=-3)
     dtype = np.result_type(query.dtype, key.dtype)
-    factor = (1.0 / math.sqrt(query.shape[-1])) if scale is None else scale
+    factor = (1.0 / np.sqrt(query.shape[-1])) if scale is None else scale
     scores = np.matmul(query * np.asarray(factor, dtype), np.swapaxes(key, -1, -2))
     q_len, k_len = query.shape[-2], key.shape[-2]
     if is_causal:

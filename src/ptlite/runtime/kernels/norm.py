@@ -120,7 +120,7 @@ def _layer_norm(x, normalized_shape: Sequence[int], weight, bias, eps):
     if tuple(x.shape[x.ndim - k:]) != tuple(int(s) for s in normalized_shape):
         raise ValueError(f"layer_norm: input shape {x.shape} does not end with {list(normalized_shape)}")
     lead = x.shape[:x.ndim - k]
-    x2 = x.reshape(math.prod(lead), -1)
+    x2 = x.reshape(math.prod(lead), math.prod(x.shape[x.ndim - k:]))  # explicit: lead may hold a 0
     mean, var, out = _centered_moments(x2)
     rstd = _rstd(var, eps)
     out *= rstd[:, None]
@@ -149,7 +149,7 @@ def _group_norm(x, groups: int, weight, bias, eps):
     n, c = x.shape[:2]
     if c % groups:
         raise ValueError(f"group_norm: {c} channels are not divisible into {groups} groups")
-    x2 = x.reshape(n * groups, -1)
+    x2 = x.reshape(n * groups, c // groups * math.prod(x.shape[2:]))  # explicit: n may be 0
     mean, var, out = _centered_moments(x2)
     rstd = _rstd(var, eps)
     out *= rstd[:, None]
