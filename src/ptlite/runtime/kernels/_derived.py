@@ -61,7 +61,7 @@ def derived(arrays: tuple[Any, ...], key: tuple, make: Callable[[], T]) -> T:
     if entry is None or not entry.holds_for(arrays):
         value = make()
         if any(_based_on(a, anchor) for a in arrays[1:]):
-            return value  # kept, the entry would hold the anchor alive through that view: made at every call
+            return value  # not kept: through that view the entry would hold the anchor alive (made at every call)
         snapshot = None if all(a is None or frozen(a) for a in arrays) else \
             tuple(None if a is None else np.array(a, copy=True) for a in arrays)
         if len(entries) >= PER_ANCHOR:
