@@ -88,8 +88,9 @@ def _layer(mode: str, params: list[tuple], dtype: np.dtype) -> _Layer:
     return derived(arrays, (mode, np.dtype(dtype).str, len(params)), lambda: _Layer(mode, params, dtype))
 
 
-def _lstm_step(gates, h, c, hidden, w_hr, scratch) -> None:
-    """gates (D, 4H, B) hold -i, -f, -o, -2g before activation; updates h (D, Hout, B), c (D, H, B)."""
+def _lstm_step(gates, c, hidden, w_hr, scratch, h_out) -> None:
+    """gates (D, 4H, B) hold -i, -f, -o, -2g before activation; updates c (D, H, B) in place and writes the new h
+    (D, Hout, B) into h_out."""
     np.exp(gates, out=gates)
     gates += 1.0
     np.reciprocal(gates, out=gates)
@@ -100,15 +101,16 @@ def _lstm_step(gates, h, c, hidden, w_hr, scratch) -> None:
     i *= g
     c += i
     np.tanh(c, out=scratch)
-    scratch *= o
     if w_hr is None:
-        h[...] = scratch
+        np.multiply(scratch, o, out=h_out)
     else:
-        np.matmul(w_hr, scratch, out=h)
+        scratch *= o
+        np.matmul(w_hr, scratch, out=h_out)
 
 
-def _gru_step(gates, xp_t, h, hidden, bias_hn) -> None:
-    """gates (D, 3H, B): recurrent terms of -r, -z, n; xp_t the input terms; updates h (D, H, B) in place."""
+def _gru_step(gates, xp_t, h, hidden, bias_hn, h_out) -> None:
+    """gates (D, 3H, B): recurrent terms of -r, -z, n; xp_t the input terms; writes the new h (D, H, B), from h,
+    into h_out."""
     rz = gates[:, : 2 * hidden]
     rz += xp_t[:, : 2 * hidden]
     np.exp(rz, out=rz)
@@ -119,9 +121,9 @@ def _gru_step(gates, xp_t, h, hidden, bias_hn) -> None:
     n *= r
     n += xp_t[:, 2 * hidden:]
     np.tanh(n, out=n)
-    h -= n
-    h *= z
-    h += n
+    np.subtract(h, n, out=h_out)
+    h_out *= z
+    h_out += n
 
 
 def _run_layer(mode: str, x: np.ndarray, layer: _Layer, h0: np.ndarray, c0: np.ndarray | None):
@@ -129,7 +131,8 @@ def _run_layer(mode: str, x: np.ndarray, layer: _Layer, h0: np.ndarray, c0: np.n
 
     The loop keeps states transposed, (D, features, B): one stacked matmul W_hh @ h per step gives every
     gate of every direction as a contiguous (H, B) block, so the elementwise work runs on contiguous memory
-    (and BLAS prefers this shape for small batches).
+    (and BLAS prefers this shape for small batches). Each step writes its state straight into the output, where
+    the next step reads it.
     """
     steps, batch, _ = x.shape
     num_dirs, hidden_gates = layer.w_ih.shape[:2]
@@ -140,8 +143,8 @@ def _run_layer(mode: str, x: np.ndarray, layer: _Layer, h0: np.ndarray, c0: np.n
     if num_dirs == 2:
         xp[1] = xp[1, ::-1].copy()
     w_hh = layer.w_hh  # (D, G*H, Hout)
-    # Fresh copies: the loop updates the states in place, and h0 and c0 may be views of inputs (a batch of 1
-    # makes the transpose contiguous already) or even one array (TorchScript passes (zeros, zeros)).
+    # Fresh copies: the loop updates c in place, h0 and c0 may be views of inputs (a batch of 1 makes the
+    # transpose contiguous already) or even one array (TorchScript passes (zeros, zeros)), and h_n must not be.
     h = np.array(np.asarray(h0, dtype=x.dtype).transpose(0, 2, 1), order="C", copy=True)
     c = None if c0 is None else np.array(np.asarray(c0, dtype=x.dtype).transpose(0, 2, 1), order="C", copy=True)
     out = np.empty((num_dirs, steps) + h.shape[1:], dtype=x.dtype)
@@ -150,22 +153,23 @@ def _run_layer(mode: str, x: np.ndarray, layer: _Layer, h0: np.ndarray, c0: np.n
     w_hr, bias_hn = layer.w_hr, layer.bias_hn
     with np.errstate(over="ignore"):  # exp(-x) overflows to inf for x < -88; 1 / (1 + inf) = 0 is right
         for s in range(steps):
+            h_out = out[:, s]
             np.matmul(w_hh, h, out=gates)
             if mode == "gru":
-                _gru_step(gates, xp[:, s], h, hidden, bias_hn)
+                _gru_step(gates, xp[:, s], h, hidden, bias_hn, h_out)
             else:
                 gates += xp[:, s]
                 if mode == "lstm":
-                    _lstm_step(gates, h, c, hidden, w_hr, scratch)
+                    _lstm_step(gates, c, hidden, w_hr, scratch, h_out)
                 elif mode == "rnn_tanh":
-                    np.tanh(gates, out=h)
+                    np.tanh(gates, out=h_out)
                 else:
-                    np.maximum(gates, 0.0, out=h)
-            out[:, s] = h
+                    np.maximum(gates, 0.0, out=h_out)
+            h = h_out
+    h_n = np.ascontiguousarray(h.transpose(0, 2, 1))  # before the reversal below: h may be a view of out
     if num_dirs == 2:
         out[1] = out[1, ::-1].copy()
     output = out.transpose(1, 3, 0, 2).reshape(steps, batch, -1)
-    h_n = np.ascontiguousarray(h.transpose(0, 2, 1))
     return output, h_n, None if c is None else np.ascontiguousarray(c.transpose(0, 2, 1))
 
 
