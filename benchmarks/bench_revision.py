@@ -5,9 +5,11 @@ both alike. Use it to measure a kernel change; figures in the docs and commit me
 against the previous revision" come from it.
 
     python benchmarks/bench_revision.py HEAD~1 mobilenet_v2 resnet18 [--runs 40]
+    python benchmarks/bench_revision.py HEAD~1 lstm_classifier gru_classifier transformer_encoder --runs 400
 
-Models are ptlite.zoo names, captured with torch.export and optimized by the working tree's ptlite (so both
-revisions run the same file; a change to the passes is not what this measures); needs torch. Prints each
+Models are ptlite.zoo names, vision or sequence (run on zoo.example_inputs), captured with torch.export and
+optimized by the working tree's ptlite (so both revisions run the same file; a change to the passes is not what
+this measures); needs torch. Prints each
 revision's median latency, the median of the per-pair ratios (above 1: the working tree is faster) and the largest
 difference between their outputs. Unset OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE on machines that set them.
 """
@@ -55,7 +57,7 @@ def import_revision(rev: str, into: Path):
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("revision", help="the git revision to compare with (e.g. HEAD, HEAD~1, a commit)")
-    parser.add_argument("models", nargs="+", help=f"ptlite.zoo models: {', '.join(zoo.VISION)}")
+    parser.add_argument("models", nargs="+", help=f"ptlite.zoo models: {', '.join([*zoo.VISION, *zoo.SEQUENCE])}")
     parser.add_argument("--runs", type=int, default=40)
     parser.add_argument("--warmup", type=int, default=5)
     args = parser.parse_args()

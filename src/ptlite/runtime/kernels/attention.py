@@ -49,7 +49,6 @@ def _softmax_(scores: np.ndarray, safe: bool) -> np.ndarray:
         np.divide(scores, np.add.reduce(scores, axis=-1, keepdims=True), out=scores)
         return scores
     with np.errstate(invalid="ignore"):  # a row of -inf (all keys masked), +inf or NaN scores
-        top = scores.max(axis=-1, keepdims=True)
         if safe:
             dead = np.isneginf(top)
             top[dead] = 0.0

@@ -32,14 +32,9 @@ def _scale_shift(x, scale, shift):
     return out
 
 
-def _moments(x2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Row means and biased variances of a 2-D array (two-pass: mean, then mean of squared deviations)."""
-    mean, var, _ = _centered_moments(x2)
-    return mean, var
-
-
 def _centered_moments(x2: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """_moments, and x2 minus its row means (a new array, which the normalizations scale in place)."""
+    """Row means and biased variances of a 2-D array (two-pass: mean, then mean of squared deviations), and x2
+    minus its row means (a new array, which the normalizations scale in place)."""
     d = x2.dtype.type(x2.shape[1])
     mean = np.add.reduce(x2, axis=1, dtype=x2.dtype)
     np.divide(mean, d, out=mean)
@@ -62,7 +57,7 @@ def _batch_norm_stats(x, running_mean, running_var, use_batch_stats):
         c = x.shape[1]
         v = nhwc_view(x) if is_channels_last(x) else None
         per_channel = np.moveaxis(x, 1, 0).reshape(c, -1) if v is None else v.reshape(-1, c).T  # a view
-        return _moments(per_channel)
+        return _centered_moments(per_channel)[:2]
     return running_mean, running_var
 
 
