@@ -108,3 +108,17 @@ def test_convert_optimizes_legacy_cnn(zoo_files, tmp_path, name):
     args = inputs(name)
     expected = _load_for_lite_interpreter(str(path))(*args)
     assert_same(ptlite.load(out)(*(a.numpy() for a in args)), expected, f"{name} converted", RTOL.get(name, 1e-5))
+
+
+@pytest.mark.parametrize("name", ["mobilenet_v2", "lstm_classifier"])
+def test_weights_made_at_load_are_sealed(zoo_files, name):
+    """ptlite.load folds and packs a .ptl file's weights into new arrays: they are sealed read-only, as a .ptlite
+    file's mapped weights are, so that kernels keep what they derive from them without comparing at every call."""
+    from ptlite.runtime.kernels._derived import frozen
+
+    module = ptlite.load(zoo_files(name))
+    loose = [k for k, w in module.program.weights.items() if not frozen(w)]
+    assert not loose, f"{name}: weights made at load are writeable: {loose[:5]}"
+    assert_same(module(*(a.numpy() for a in inputs(name))),
+                _load_for_lite_interpreter(str(zoo_files(name)))(*inputs(name)), f"{name} sealed",
+                RTOL.get(name, 1e-5))

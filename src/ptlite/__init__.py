@@ -114,6 +114,9 @@ def load(path: str | os.PathLike, optimize: bool | None = None) -> Module:
         `ptlite convert model.ptl` pays it once instead). A .ptlite file runs as written: `ptlite convert` has
         optimized it unless told not to (if optimizing a .ptl program fails, a warning says why and it runs as
         translated). True: optimize any file (errors raise); False: never.
+
+    The Module's weights are read-only: a .ptlite file's map them, and those made at load (a .ptl file's, folded
+    and packed ones) are sealed (`runtime/kernels/_derived.py`, `seal`).
     """
     program, legacy = _read(path)
     if optimize:
@@ -126,6 +129,12 @@ def load(path: str | os.PathLike, optimize: bool | None = None) -> Module:
 
             warnings.warn(f"{os.fspath(path)}: optimize_for_mobile failed ({type(exc).__name__}: {exc}); running the "
                           "program as translated (ptlite.load(path, optimize=False) skips the attempt)", stacklevel=2)
+    if legacy or optimize:
+        # Arrays made here (a .ptl file's weights, folded and packed ones) are this call's own: sealed read-only,
+        # like a .ptlite file's mapped weights, so that kernels need not compare them with copies at every call.
+        from .runtime.kernels._derived import seal
+
+        program.weights = {name: seal(w) for name, w in program.weights.items()}
     return Module(program)
 
 
