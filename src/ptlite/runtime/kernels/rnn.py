@@ -24,8 +24,9 @@ class _Direction:
     """One direction of one layer, prepared for the step loop.
 
     Gates are reordered so that those going through a sigmoid come first (LSTM: i, f, o, g; GRU: r, z, n)
-    and their rows are pre-scaled (exactly: by -1 or -2) so that one exp serves every gate of a step:
-    sigmoid(x) = 1 / (1 + exp(-x)) and, for LSTM's g, tanh(x) = 2 / (1 + exp(-2x)) - 1.
+    and their rows are pre-scaled (exactly, by powers of two) so that one transcendental call serves every gate of
+    a step: for LSTM, one tanh, with sigmoid(x) = tanh(x/2) / 2 + 1/2 on i, f, o (rows scaled by 1/2); for GRU's
+    r and z, one exp, with sigmoid(x) = 1 / (1 + exp(-x)) (rows scaled by -1).
     """
 
     w_ih: np.ndarray  # (G*H, In)
@@ -36,7 +37,7 @@ class _Direction:
 
 
 # PyTorch's gate order -> ours, and the factor each of our gates' rows is scaled by
-_ORDER = {"lstm": ([0, 1, 3, 2], [-1.0, -1.0, -1.0, -2.0]), "gru": ([0, 1, 2], [-1.0, -1.0, 1.0]),
+_ORDER = {"lstm": ([0, 1, 3, 2], [0.5, 0.5, 0.5, 1.0]), "gru": ([0, 1, 2], [-1.0, -1.0, 1.0]),
           "rnn_tanh": ([0], [1.0]), "rnn_relu": ([0], [1.0])}
 
 
@@ -89,14 +90,14 @@ def _layer(mode: str, params: list[tuple], dtype: np.dtype) -> _Layer:
 
 
 def _lstm_step(gates, c, hidden, w_hr, scratch, h_out) -> None:
-    """gates (D, 4H, B) hold -i, -f, -o, -2g before activation; updates c (D, H, B) in place and writes the new h
-    (D, Hout, B) into h_out."""
-    np.exp(gates, out=gates)
-    gates += 1.0
-    np.reciprocal(gates, out=gates)
+    """gates (D, 4H, B) hold i/2, f/2, o/2, g before activation; updates c (D, H, B) in place and writes the new h
+    (D, Hout, B) into h_out. Ten NumPy calls a step with the matrix product and the input terms' add (a sigmoid
+    by exp took twelve), which for the small layers of sequence models is most of the time."""
+    np.tanh(gates, out=gates)
+    sigmoids = gates[:, :3 * hidden]
+    sigmoids *= 0.5
+    sigmoids += 0.5
     i, f, o, g = (gates[:, k * hidden:(k + 1) * hidden] for k in range(4))
-    g *= 2.0
-    g -= 1.0
     c *= f
     i *= g
     c += i
