@@ -18,3 +18,15 @@ def test_models_table_matches_test_matrix():
         for method in ("export", "script", "trace"):
             expected = "yes" if method in case.methods else "no"
             assert rows[name][method] == expected, f"models.md says {name}/{method} = {rows[name][method]}"
+
+
+def test_architectures_table_matches_their_tests():
+    from test_architectures import ARCHITECTURES
+
+    rows = {}
+    for line in DOC.read_text().split("## More torchvision architectures")[1].splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 3 and cells[0] in ARCHITECTURES:
+            rows[cells[0]] = int(cells[1])
+    assert rows == {name: size for name, (size, _) in ARCHITECTURES.items()}, \
+        f"models.md lists {rows}, tests/test_architectures.py runs {ARCHITECTURES}"
