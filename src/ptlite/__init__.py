@@ -119,16 +119,20 @@ def load(path: str | os.PathLike, optimize: bool | None = None) -> Module:
     and packed ones) are sealed (`runtime/kernels/_derived.py`, `seal`).
     """
     program, legacy = _read(path)
-    if optimize:
-        program = optimize_for_mobile(program)
-    elif optimize is None and legacy:
-        try:
-            program = optimize_for_mobile(program)
-        except Exception as exc:  # the file still runs, as translated; say why it is not optimized
-            import warnings
+    if optimize or (optimize is None and legacy):
+        from .format.reader import gc_paused
 
-            warnings.warn(f"{os.fspath(path)}: optimize_for_mobile failed ({type(exc).__name__}: {exc}); running the "
-                          "program as translated (ptlite.load(path, optimize=False) skips the attempt)", stacklevel=2)
+        with gc_paused():  # the passes make thousands of IR objects and drop few: collections would free nothing
+            try:
+                program = optimize_for_mobile(program)
+            except Exception as exc:
+                if optimize:
+                    raise
+                import warnings  # the file still runs, as translated; say why it is not optimized
+
+                warnings.warn(f"{os.fspath(path)}: optimize_for_mobile failed ({type(exc).__name__}: {exc}); running "
+                              "the program as translated (ptlite.load(path, optimize=False) skips the attempt)",
+                              stacklevel=2)
     if legacy or optimize:
         # Arrays made here (a .ptl file's weights, folded and packed ones) are this call's own: sealed read-only,
         # like a .ptlite file's mapped weights, so that kernels need not compare them with copies at every call.

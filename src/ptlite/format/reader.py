@@ -104,7 +104,7 @@ def read_program(path: str | os.PathLike) -> Program:
     body = buf[prog_off:prog_off + prog_size]
     if zlib.crc32(body) != crc:
         raise FormatError(f"{name}: program section checksum mismatch; the file is corrupt")
-    with _gc_paused():
+    with gc_paused():
         return _read_sections(body, buf, data_off, data_size, name)
 
 
@@ -142,10 +142,10 @@ def _decode_methods(methods: list, program: Program, name: str) -> None:
 
 
 @contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector while a file is read: the thousands of objects that parsing its JSON
-    and building the IR make would trigger collections that free nothing (the parsed JSON is freed by reference
-    counting). Leaves the collector as it found it."""
+def gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while a file is read (this one, or a .ptl file): the thousands of objects
+    that parsing it and building the IR make would trigger collections that free nothing (what is dropped is freed
+    by reference counting). Leaves the collector as it found it."""
     enabled = gc.isenabled()
     gc.disable()
     try:

@@ -3,13 +3,13 @@ running anything from the file: restricted unpickling, then translation of each 
 
 from __future__ import annotations
 
-import gc
 import os
 import zipfile
 from collections.abc import Sequence
 from typing import Any
 
 from ptlite.errors import FormatError, UnsupportedOperatorError
+from ptlite.format.reader import gc_paused
 from ptlite.ir import registry
 from ptlite.ir.graph import Program
 from ptlite.ir.verifier import verify_graph
@@ -51,8 +51,12 @@ def read_ptl(path: str | os.PathLike, methods: Sequence[str] | None = None) -> P
     exported with @torch.jit.export). Methods whose name starts with '_' are helpers that the file keeps because
     a method calls them (torchvision's `_forward_impl`, which forward already inlines); name them to get them.
     """
-    name = os.fspath(path)
-    kind = sniff_file(path)
+    with gc_paused():
+        return _read_ptl(os.fspath(path), methods)
+
+
+def _read_ptl(name: str, methods: Sequence[str] | None) -> Program:
+    kind = sniff_file(name)
     if kind == "flatbuffer":
         version, operator_version, functions, root = read_flatbuffer(name)
     elif kind == "zip":
@@ -64,13 +68,7 @@ def read_ptl(path: str | os.PathLike, methods: Sequence[str] | None = None) -> P
     _check_objects(root, functions, name)
     program = Program(metadata={"capture": "pytorch-mobile", "bytecode_version": version,
                                 "operator_version": operator_version})
-    enabled = gc.isenabled()
-    gc.disable()  # thousands of new IR objects, no garbage: collections would cost time and free nothing
-    try:
-        _translate(program, _root_methods(functions, root, methods, name), functions, root, operator_version, name)
-    finally:
-        if enabled:
-            gc.enable()
+    _translate(program, _root_methods(functions, root, methods, name), functions, root, operator_version, name)
     return program
 
 
