@@ -2,6 +2,7 @@
 
 from pathlib import Path
 
+from architectures import ARCHITECTURES
 from models import CASES
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "models.md"
@@ -21,8 +22,6 @@ def test_models_table_matches_test_matrix():
 
 
 def test_architectures_table_matches_their_tests():
-    from test_architectures import ARCHITECTURES
-
     rows = {}
     for line in DOC.read_text().split("## More torchvision architectures")[1].splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]

@@ -619,6 +619,25 @@ def test_opcode_check_of_a_long_run_keeps_little_memory():
         unpickler.check_opcodes(data[:-1], "long run")
 
 
+def test_cyclic_garbage_made_while_unpickling_is_collected(files, tmp_path):
+    """A pickle may build self-holding lists and drop them (memo slot and dict key written again): the reader
+    unpickles with the cyclic collector running, so such garbage does not pile up for the whole read (a ~1 MB zip
+    could otherwise hold gigabytes of it)."""
+    import tracemalloc
+
+    step = b"N]q\x00h\x00as"  # None, [], memo[0] = it, it.append(it), dict[None] = it: the previous list is dropped
+    crafted = _rewrite(files["scripted"], tmp_path / "cycles.ptl", {"bytecode.pkl": b"\x80\x02}" + step * 200_000
+                                                                      + b"."})
+    tracemalloc.start()
+    try:
+        with pytest.raises(ptlite.FormatError):
+            ptlite.load(crafted)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 8 << 20, f"reading a pickle that drops 200,000 self-holding lists peaked at {peak >> 20} MiB"
+
+
 def test_malformed_bytecode_tables_are_named_briefly():
     """A code table in the wrong place, or a bad operator row, is refused naming the row and showing only the start
     of what was found (the message is made only on failure: a large table is never written out on a good load)."""

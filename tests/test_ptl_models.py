@@ -111,14 +111,25 @@ def test_convert_optimizes_legacy_cnn(zoo_files, tmp_path, name):
 
 
 @pytest.mark.parametrize("name", ["mobilenet_v2", "lstm_classifier"])
-def test_weights_made_at_load_are_sealed(zoo_files, name):
-    """ptlite.load folds and packs a .ptl file's weights into new arrays: they are sealed read-only, as a .ptlite
-    file's mapped weights are, so that kernels keep what they derive from them without comparing at every call."""
+@pytest.mark.parametrize("how", ["ptl", "ptl optimize=False", "ptlite optimize=True"])
+def test_weights_made_at_load_are_sealed(zoo_files, tmp_path, name, how):
+    """ptlite.load folds and packs a .ptl file's weights (or, with optimize=True, a .ptlite file's) into new arrays:
+    they are sealed read-only, as a .ptlite file's mapped weights are, so that kernels keep what they derive from
+    them without comparing at every call."""
     from ptlite.runtime.kernels._derived import frozen
 
-    module = ptlite.load(zoo_files(name))
+    path = zoo_files(name)
+    if how == "ptl":
+        module = ptlite.load(path)
+    elif how == "ptl optimize=False":
+        module = ptlite.load(path, optimize=False)
+    else:
+        unoptimized = tmp_path / f"{name}.ptlite"
+        assert main(["convert", str(path), "-o", str(unoptimized), "--no-optimize"]) == 0
+        module = ptlite.load(unoptimized, optimize=True)
+        assert "prepack" in module.program.metadata["passes"], "optimize=True did not optimize"
     loose = [k for k, w in module.program.weights.items() if not frozen(w)]
-    assert not loose, f"{name}: weights made at load are writeable: {loose[:5]}"
+    assert not loose, f"{name} ({how}): weights made at load are writeable: {loose[:5]}"
     assert_same(module(*(a.numpy() for a in inputs(name))),
-                _load_for_lite_interpreter(str(zoo_files(name)))(*inputs(name)), f"{name} sealed",
+                _load_for_lite_interpreter(str(path))(*inputs(name)), f"{name} sealed ({how})",
                 RTOL.get(name, 1e-5))

@@ -59,8 +59,10 @@ def test_sealed_array_is_frozen_without_a_copy_and_stays_read_only():
     for a in (np.arange(6, dtype=np.float32).reshape(2, 3), np.zeros((0, 4), np.float16), np.array(2.0),
               np.ones(3, np.int64), np.ones(2, bool)):
         sealed = _derived.seal(a)
-        assert sealed.shape == a.shape and sealed.dtype == a.dtype and np.shares_memory(sealed, a) or a.size == 0
+        assert sealed.shape == a.shape and sealed.dtype == a.dtype, a.dtype
+        assert a.size == 0 or np.shares_memory(sealed, a), f"a {a.dtype} array was copied"
         assert _derived.frozen(sealed) and not _derived.frozen(a), a.dtype
+        assert not a.flags.writeable, "the sealed array's original stayed writeable"
         try:
             sealed.flags.writeable = True
         except ValueError:

@@ -51,11 +51,7 @@ def read_ptl(path: str | os.PathLike, methods: Sequence[str] | None = None) -> P
     exported with @torch.jit.export). Methods whose name starts with '_' are helpers that the file keeps because
     a method calls them (torchvision's `_forward_impl`, which forward already inlines); name them to get them.
     """
-    with gc_paused():
-        return _read_ptl(os.fspath(path), methods)
-
-
-def _read_ptl(name: str, methods: Sequence[str] | None) -> Program:
+    name = os.fspath(path)
     kind = sniff_file(name)
     if kind == "flatbuffer":
         version, operator_version, functions, root = read_flatbuffer(name)
@@ -68,7 +64,10 @@ def _read_ptl(name: str, methods: Sequence[str] | None) -> Program:
     _check_objects(root, functions, name)
     program = Program(metadata={"capture": "pytorch-mobile", "bytecode_version": version,
                                 "operator_version": operator_version})
-    _translate(program, _root_methods(functions, root, methods, name), functions, root, operator_version, name)
+    # Translation makes thousands of IR objects and no garbage: paused, the collector does not rescan them. Not while
+    # unpickling, where a hostile file could make cyclic garbage (self-holding lists, dropped) that only it frees.
+    with gc_paused():
+        _translate(program, _root_methods(functions, root, methods, name), functions, root, operator_version, name)
     return program
 
 

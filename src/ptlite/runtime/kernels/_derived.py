@@ -107,8 +107,11 @@ def seal(a: np.ndarray) -> np.ndarray:
     """A read-only view of a C-contiguous array, read through a read-only memoryview so that NumPy will not make it
     writeable again: frozen() holds for it, with no copy. For arrays that only their maker holds, such as the
     weights ptlite.load folds and packs from a .ptl file, whose derived values would otherwise be compared at every
-    call. Other arrays (frozen already, or not C-contiguous) are returned as they are."""
+    call. `a` itself is made read-only too; what could still change the values is code that digs the original out
+    of the view (`.base.obj`) and makes it writeable again, which then also leaves kept values stale. Other arrays
+    (frozen already, or not C-contiguous) are returned as they are."""
     if frozen(a) or not a.flags.c_contiguous:
         return a
+    a.flags.writeable = False
     sealed = np.asarray(memoryview(a).toreadonly())
     return sealed if sealed.dtype == a.dtype and sealed.shape == a.shape else a

@@ -2,8 +2,8 @@
 
 One matmul projects the inputs of every time step at once; the loop over time then only adds the recurrent
 term. Both directions of a bidirectional layer advance together through one batched matmul per step.
-Sigmoids come from one exp per step (scaling folded exactly into the weights), and the step loop keeps its
-states transposed so that every gate is a contiguous block.
+A step's gates take one transcendental call (LSTM: one tanh, GRU: one exp for r and z; scaling folded exactly
+into the weights), and the step loop keeps its states transposed so that every gate is a contiguous block.
 """
 
 from __future__ import annotations
@@ -152,7 +152,7 @@ def _run_layer(mode: str, x: np.ndarray, layer: _Layer, h0: np.ndarray, c0: np.n
     gates = np.empty((num_dirs, hidden_gates, batch), dtype=x.dtype)
     scratch = np.empty((num_dirs, hidden, batch), dtype=x.dtype)
     w_hr, bias_hn = layer.w_hr, layer.bias_hn
-    with np.errstate(over="ignore"):  # exp(-x) overflows to inf for x < -88; 1 / (1 + inf) = 0 is right
+    with np.errstate(over="ignore"):  # GRU: exp(-x) overflows to inf for x < -88; 1 / (1 + inf) = 0 is right
         for s in range(steps):
             h_out = out[:, s]
             np.matmul(w_hh, h, out=gates)
