@@ -143,9 +143,10 @@ def _decode_methods(methods: list, program: Program, name: str) -> None:
 
 @contextmanager
 def gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector while a file is read (this one, or a .ptl file): the thousands of objects
-    that parsing it and building the IR make would trigger collections that free nothing (what is dropped is freed
-    by reference counting). Leaves the collector as it found it."""
+    """Pause the cyclic garbage collector while ptlite builds a program (reading this file's JSON, translating a .ptl
+    file's checked bytecode, optimizing a program at load): the thousands of objects made would trigger collections
+    that free nothing (what is dropped is freed by reference counting). Not for unpickling untrusted data, which can
+    make cyclic garbage. Leaves the collector as it found it."""
     enabled = gc.isenabled()
     gc.disable()
     try:
