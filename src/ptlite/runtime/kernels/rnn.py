@@ -8,8 +8,6 @@ into the weights), and the step loop keeps its states transposed so that every g
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from ptlite.ir.registry import kernel
@@ -17,23 +15,6 @@ from ptlite.ir.registry import kernel
 from ._derived import derived
 
 _GATES = {"lstm": 4, "gru": 3, "rnn_tanh": 1, "rnn_relu": 1}
-
-
-@dataclass
-class _Direction:
-    """One direction of one layer, prepared for the step loop.
-
-    Gates are reordered so that those going through a sigmoid come first (LSTM: i, f, o, g; GRU: r, z, n)
-    and their rows are pre-scaled (exactly, by powers of two) so that one transcendental call serves every gate of
-    a step: for LSTM, one tanh, with sigmoid(x) = tanh(x/2) / 2 + 1/2 on i, f, o (rows scaled by 1/2); for GRU's
-    r and z, one exp, with sigmoid(x) = 1 / (1 + exp(-x)) (rows scaled by -1).
-    """
-
-    w_ih: np.ndarray  # (G*H, In)
-    w_hh: np.ndarray  # (G*H, Hout)
-    bias_x: np.ndarray  # (G*H,) bias added to the input projection
-    bias_hn: np.ndarray | None  # GRU: (H,) the hidden bias of the new gate, which r multiplies
-    w_hr: np.ndarray | None  # LSTM with proj_size: (P, H)
 
 
 # PyTorch's gate order -> ours, and the factor each of our gates' rows is scaled by
@@ -48,7 +29,8 @@ def _reorder(mode: str, rows: np.ndarray, hidden: int) -> np.ndarray:
                            for k, f in zip(order, factors, strict=True)], axis=0)
 
 
-def _prepare(mode: str, w_ih, w_hh, b_ih, b_hh, w_hr, dtype: np.dtype) -> _Direction:
+def _prepare(mode: str, w_ih, w_hh, b_ih, b_hh, w_hr, dtype: np.dtype) -> tuple:
+    """One direction's (w_ih, w_hh, bias_x, bias_hn, w_hr) as _Layer holds them, unstacked."""
     w_ih = np.asarray(w_ih, dtype=dtype)
     w_hh = np.asarray(w_hh, dtype=dtype)
     hidden = w_ih.shape[0] // _GATES[mode]
@@ -62,23 +44,30 @@ def _prepare(mode: str, w_ih, w_hh, b_ih, b_hh, w_hr, dtype: np.dtype) -> _Direc
     else:
         bias_x = b_ih + b_hh
     w_hr = None if w_hr is None else np.asarray(w_hr, dtype=dtype)
-    return _Direction(_reorder(mode, w_ih, hidden), _reorder(mode, w_hh, hidden),
-                      _reorder(mode, bias_x, hidden), bias_hn, w_hr)
+    return (_reorder(mode, w_ih, hidden), _reorder(mode, w_hh, hidden), _reorder(mode, bias_x, hidden), bias_hn,
+            w_hr)
 
 
 class _Layer:
     """One layer's directions prepared for the step loop and stacked (D first): made once per weights and kept
-    (`derived`), where preparing them at every call cost ~15 % of a small LSTM's or GRU's run."""
+    (`derived`), where preparing them at every call cost ~15 % of a small LSTM's or GRU's run.
+
+    Gates are reordered so that those going through a sigmoid come first (LSTM: i, f, o, g; GRU: r, z, n)
+    and their rows are pre-scaled (exactly, by powers of two) so that one transcendental call serves every gate of
+    a step: for LSTM, one tanh, with sigmoid(x) = tanh(x/2) / 2 + 1/2 on i, f, o (rows scaled by 1/2); for GRU's
+    r and z, one exp, with sigmoid(x) = 1 / (1 + exp(-x)) (rows scaled by -1).
+    """
 
     __slots__ = ("w_ih", "bias_x", "w_hh", "bias_hn", "w_hr")
 
     def __init__(self, mode: str, params: list[tuple], dtype: np.dtype) -> None:
-        dirs = [_prepare(mode, *p, dtype=dtype) for p in params]
-        self.w_ih = np.stack([d.w_ih for d in dirs])  # (D, G*H, In)
-        self.bias_x = np.stack([d.bias_x for d in dirs])[:, :, None]  # (D, G*H, 1)
-        self.w_hh = np.stack([d.w_hh for d in dirs])  # (D, G*H, Hout)
-        self.bias_hn = None if dirs[0].bias_hn is None else np.stack([d.bias_hn for d in dirs])[:, :, None]
-        self.w_hr = None if dirs[0].w_hr is None else np.stack([d.w_hr for d in dirs])
+        w_ih, w_hh, bias_x, bias_hn, w_hr = zip(*(_prepare(mode, *p, dtype=dtype) for p in params), strict=True)
+        self.w_ih = np.stack(w_ih)  # (D, G*H, In)
+        self.bias_x = np.stack(bias_x)[:, :, None]  # (D, G*H, 1): bias added to the input projection
+        self.w_hh = np.stack(w_hh)  # (D, G*H, Hout)
+        # GRU: (D, H, 1), the hidden bias of the new gate, which r multiplies; LSTM with proj_size: (D, P, H)
+        self.bias_hn = None if bias_hn[0] is None else np.stack(bias_hn)[:, :, None]
+        self.w_hr = None if w_hr[0] is None else np.stack(w_hr)
 
 
 def _layer(mode: str, params: list[tuple], dtype: np.dtype) -> _Layer:
