@@ -47,6 +47,20 @@ MODEL_SOURCE = textwrap.dedent("""
 
     def not_a_model():
         return 42
+
+
+    def tiny_reseeded():  # the same architecture with other weights: what `compare` must catch
+        torch.manual_seed(1)
+        return Tiny().eval()
+
+
+    class Pair(nn.Module):  # two outputs, as a dict: compared output by output
+        def forward(self, x):
+            return {"sum": x.sum(dim=1), "argmax": x.argmax(dim=1)}
+
+
+    def pair():
+        return Pair().eval()
 """)
 MODULE = "ptlite_cli_test_models"  # unique, so that no other test's module of the same name is reused
 
@@ -375,6 +389,13 @@ def bad_files(tmp_path):
     (["convert", "no_such_module_xyz:model"], "cannot import 'no_such_module_xyz'"),
     (["convert", "{d}/broken.pt"], "not a TorchScript file"),
     (["convert", "{d}/nothing_here"], "no such file"),
+    (["compare", "{export}"], "say what to compare it with, --with"),
+    (["compare", "{export}", "--with", "{d}/nothing_here"], "no such file, and not 'module:function'"),
+    (["compare", "{export}", "--with", "{mod}:not_a_model"], "returned int, not an nn.Module"),
+    (["compare", "{export}", "--with", "{mod}:tiny", "--tolerance", "-1"], "non-negative number"),
+    (["compare", "{script}", "--with", "{mod}:tiny", "--method", "nope"], "has no method 'nope'"),
+    (["compare", "{export}", "--with", "{mod}:tiny", "--inputs", "{x}", "--input-shape", "1,3,16,16"],
+     "give --inputs or --input-shape, not both"),
     (["frobnicate"], "invalid choice: 'frobnicate'"),
 ])
 def test_errors_are_one_clear_line_with_status_2(work, bad_files, capsys, monkeypatch, argv, expected):
@@ -383,6 +404,75 @@ def test_errors_are_one_clear_line_with_status_2(work, bad_files, capsys, monkey
               "script": work["script"], "mod": MODULE}
     code, _, err = cli(capsys, *[a.format(**{k: str(v) for k, v in values.items()}) for a in argv])
     assert_clean_error(code, err, expected)
+
+
+# ----------------------------------------------------------------------------------------------------
+# compare
+
+
+def _table_rows(out: str) -> dict[str, list[str]]:
+    """compare's table, by output name: the words of each row under the header."""
+    lines = [line.split() for line in out.splitlines() if line.startswith("  ")]
+    return {words[0]: words for words in lines[1:]}
+
+
+def test_compare_with_the_model_it_came_from(work, capsys, monkeypatch):
+    monkeypatch.chdir(work["folder"])
+    code, out, err = cli(capsys, "compare", work["export"], "--with", f"{MODULE}:tiny")
+    assert code == 0, err
+    assert "eager PyTorch" in out and "x float32[1, 3, 16, 16] (random, seed 0)" in out
+    row = _table_rows(out)["output"]
+    assert row[1:4] == ["[1,", "5]", "float32"] and row[-1] == "ok", out
+    assert float(row[-2]) <= 1e-5, f"tiny export vs eager: relative difference {row[-2]}"
+    assert out.strip().endswith("all 1 output(s) match")
+
+
+def test_compare_catches_other_weights_and_exits_1(work, capsys, monkeypatch):
+    monkeypatch.chdir(work["folder"])
+    code, out, err = cli(capsys, "compare", work["export"], "--with", f"{MODULE}:tiny_reseeded",
+                         "--inputs", work["folder"] / "x.npy")
+    assert code == 1, out + err
+    assert _table_rows(out)["output"][-1] == "DIFFERS" and "x.npy)" in out
+    assert err.startswith("ptlite: 1 of 1 output(s) differ: output (relative difference "), err
+    assert "Traceback" not in err
+
+
+def test_compare_another_method_and_a_tolerance(work, capsys, monkeypatch):
+    monkeypatch.chdir(work["folder"])
+    argv = ["compare", work["script"], "--with", f"{MODULE}:tiny", "--method", "embed",
+            "--input-shape", "2,3,20,20"]
+    code, out, err = cli(capsys, *argv)
+    assert code == 0, err
+    assert "(embed)" in out and "x float32[2, 3, 20, 20]" in out and "[2, 4]" in out
+    code, out, err = cli(capsys, *argv, "--tolerance", "0")  # float32 rounding differs from torch's somewhere
+    assert code == 1 and "tolerance: 0e+00" in out, out + err
+
+
+@pytest.mark.filterwarnings("ignore:Lite Interpreter is deprecated")
+def test_compare_ptl_file_against_the_lite_interpreter(work, capsys, tmp_path):
+    model = work["model"]
+    ptl = tmp_path / "tiny.ptl"
+    torch.jit.script(model)._save_for_lite_interpreter(str(ptl))
+    for extra in ([], ["--no-optimize"]):
+        code, out, err = cli(capsys, "compare", ptl, "--input-shape", "1,3,16,16", *extra)
+        assert code == 0, err
+        assert "lite interpreter" in out and out.strip().endswith("all 1 output(s) match"), out
+    converted = tmp_path / "tiny_from_ptl.ptlite"
+    assert main(["convert", str(ptl), "--input-shape", "1,3,16,16", "-o", str(converted)]) == 0
+    capsys.readouterr()
+    code, out, err = cli(capsys, "compare", converted, "--with", ptl)
+    assert code == 0 and "lite interpreter" in out, out + err
+
+
+def test_compare_dict_outputs_one_by_one(work, capsys, monkeypatch, tmp_path):
+    monkeypatch.chdir(work["folder"])
+    path = tmp_path / "pair.ptlite"
+    assert main(["convert", f"{MODULE}:pair", "--input-shape", "2,5", "--method", "script", "-o", str(path)]) == 0
+    capsys.readouterr()
+    code, out, err = cli(capsys, "compare", path, "--with", f"{MODULE}:pair", "--input-shape", "2,5")
+    assert code == 0, out + err
+    rows = _table_rows(out)
+    assert set(rows) == {"sum", "argmax"} and "int64" in rows["argmax"], out
 
 
 def test_wrong_input_shape_is_reported_by_the_module(work, capsys, tmp_path):

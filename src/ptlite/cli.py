@@ -1,7 +1,8 @@
-"""The `ptlite` command line: convert a PyTorch model, run, benchmark, inspect and list the operators of a .ptlite file.
+"""The `ptlite` command line: convert a PyTorch model, run, benchmark, inspect and list the operators of a .ptlite file,
+and compare its outputs with PyTorch's.
 
-Only `convert` (except of a PyTorch Mobile .ptl file), `demo` and `bench --compare` need torch; `run`, `bench`, `ops`
-and `inspect` work with NumPy alone.
+Only `convert` (except of a PyTorch Mobile .ptl file), `compare`, `demo` and `bench --compare` need torch; `run`,
+`bench`, `ops` and `inspect` work with NumPy alone.
 Every error is reported as `ptlite: error: ...` with exit status 2, never a traceback
 (set PTLITE_DEBUG=1 to see one).
 """
@@ -116,6 +117,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_convert(commands)
     _add_run(commands)
     _add_bench(commands)
+    _add_compare(commands)
     _add_ops_and_inspect(commands)
     _add_demo(commands)
     return parser
@@ -216,6 +218,54 @@ def _add_bench(commands: Any) -> None:
                             "Runtime (needs torch; onnxruntime for the latter)")
     bench.add_argument("--json", metavar="PATH", help="also write every figure to a JSON file")
     bench.set_defaults(handler=cmd_bench)
+
+
+COMPARE_EPILOG = """\
+Both sides get the same inputs: random ones (seed 0, as 'ptlite bench' makes them) with the shapes the program
+records or --input-shape gives, or --inputs files (.npz, .npy, images, numbers, as 'ptlite bench' takes them).
+An output matches when max |ptlite - reference| <= TOLERANCE x max |reference| (1e-4, the criterion ptlite's
+own tests hold models to); integer, boolean and string outputs must be equal. Exit status: 0 when every output
+matches, 1 when one differs, 2 on an error.
+
+examples:
+  ptlite compare mobilenet_v2.ptlite --with ptlite.zoo:mobilenet_v2
+  ptlite compare model.ptl --input-shape 1,3,224,224      (against PyTorch's lite interpreter)
+  ptlite compare model.ptlite --with model.ptl --inputs cat.jpg"""
+
+
+def _add_compare(commands: Any) -> None:
+    compare = commands.add_parser(
+        "compare", help="check that a .ptlite or .ptl file computes what PyTorch computes (needs torch)",
+        description="Run a .ptlite (or PyTorch Mobile .ptl) file with ptlite and the model it came from with "
+                    "PyTorch, on the same inputs, and report every output's largest difference.",
+        epilog=COMPARE_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    compare.add_argument("model", metavar="MODEL", help="a .ptlite or .ptl file")
+    compare.add_argument("--with", dest="reference", metavar="REFERENCE",
+                         help="what PyTorch runs: 'module:function' building the model (run eagerly), a TorchScript "
+                              "file, or a .ptl file (run on PyTorch's lite interpreter); default for a .ptl MODEL: "
+                              "MODEL itself on the lite interpreter")
+    compare.add_argument("--method", metavar="NAME", default="forward", help="the method to compare (default forward)")
+    compare.add_argument("--input-shape", metavar="SHAPE", type=_input_shape, action="append", default=[],
+                         help="shape of each tensor input, e.g. 1,3,224,224; repeat for each input, in order "
+                              "(default: the shapes the program records)")
+    compare.add_argument("--inputs", metavar="FILE", action="append", default=[],
+                         help="inputs instead of random data, as 'ptlite bench --inputs' takes them")
+    compare.add_argument("--tolerance", metavar="T", type=_tolerance, default=None,
+                         help="largest difference allowed, relative to max |reference| (default 1e-4)")
+    compare.add_argument("--no-optimize", action="store_true",
+                         help="run a .ptl file as translated, without optimize_for_mobile (ptlite.load(path, "
+                              "optimize=False)); a .ptlite file always runs as written")
+    compare.set_defaults(handler=cmd_compare)
+
+
+def _tolerance(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number such as 1e-4, got {text!r}") from None
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a non-negative number such as 1e-4, got {text!r}")
+    return value
 
 
 def _add_ops_and_inspect(commands: Any) -> None:
@@ -598,23 +648,10 @@ def _looks_like_image(path: str) -> bool:
     return is_image_path(path)
 
 
-def _flatten(value: Any, prefix: str) -> list[tuple[str, Any]]:
-    """(path, leaf) pairs of a nested output; a list of numbers is one leaf."""
-    if isinstance(value, dict):
-        items = list(value.items())
-    elif isinstance(value, (list, tuple)) and not _is_number_list(value):
-        items = list(enumerate(value))
-    else:
-        return [(prefix or "output", value)]
-    return [leaf for key, v in items for leaf in _flatten(v, f"{prefix}.{key}" if prefix else str(key))]
-
-
-def _is_number_list(value: list | tuple) -> bool:
-    return bool(value) and all(isinstance(v, (int, float, bool)) for v in value)
-
-
 def _output_leaves(result: Any, specs: list[ptlite.ValueSpec]) -> list[tuple[str, Any]]:
-    leaves = _flatten(result, "") if isinstance(result, (tuple, list, dict)) else [("output", result)]
+    from .compare import flatten_outputs
+
+    leaves = flatten_outputs(result)
     if len(specs) == len(leaves) and not isinstance(result, dict):
         return [(spec.name or name, value) for spec, (name, value) in zip(specs, leaves, strict=True)]
     return leaves
@@ -785,6 +822,52 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if failed:
         raise CliError("--compare: " + "; ".join(failed))
     return 0
+
+
+# ----------------------------------------------------------------------------------------------------
+# compare
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from . import compare
+    from .bench import SEED, describe_inputs
+
+    _require_file(args.model)
+    if args.inputs and args.input_shape:
+        raise CliError("give --inputs or --input-shape, not both")
+    reference = args.reference
+    if reference is None:
+        if not _is_pytorch_mobile(args.model):
+            raise CliError(f"{args.model} is not a PyTorch Mobile file: say what to compare it with, --with "
+                           "'module:function' (the model it was converted from), a TorchScript file or a .ptl file")
+        reference = args.model
+    elif not os.path.isfile(reference) and ":" not in reference:
+        raise CliError(f"--with {reference}: no such file, and not 'module:function'")
+    _import_torch()  # before running anything: the reference needs it
+    module = ptlite.load(args.model, optimize=False if args.no_optimize else None)
+    if args.method not in module.method_names:
+        raise CliError(f"{args.model} has no method '{args.method}'; it has {', '.join(module.method_names)}")
+    specs = module.program.methods[args.method].input_specs
+    inputs = _bench_inputs(args, specs)
+    ours = module.run_method(args.method, *[np.array(v) if isinstance(v, np.ndarray) else v for v in inputs])
+    theirs, title = compare.run_reference(reference, inputs, args.method)
+    tolerance = compare.DEFAULT_TOLERANCE if args.tolerance is None else args.tolerance
+    differences = compare.compare_outputs(ours, theirs, tolerance)
+    source = f"from {', '.join(args.inputs)}" if args.inputs else f"random, seed {SEED}"
+    described = ", ".join(f"{d['name']} {d['dtype']}[{', '.join(map(str, d['shape']))}]" if "shape" in d
+                          else f"{d['name']} = {d['value']!r}" for d in describe_inputs(specs, inputs))
+    print(f"ptlite:    {args.model} ({args.method}{', not optimized' if args.no_optimize else ''})")
+    print(f"reference: {reference}, {title}")
+    print(f"inputs:    {described or 'none'} ({source})")
+    print(f"tolerance: {tolerance:.0e} x max |reference| (integer, boolean and string outputs: equal)")
+    print("\n".join(compare.format_table(differences, "reference")))
+    verdict = compare.summary(differences)
+    if all(d.ok for d in differences):
+        print(verdict)
+        return 0
+    sys.stdout.flush()
+    print(f"ptlite: {verdict}", file=sys.stderr)
+    return 1
 
 
 # ----------------------------------------------------------------------------------------------------
