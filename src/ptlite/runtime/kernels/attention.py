@@ -12,6 +12,8 @@ import numpy as np
 
 from ptlite.ir.registry import kernel
 
+from .norm import layer_norm
+
 
 class NestedArray(np.ndarray):
     """Padded stand-in for a nested tensor: (B, S, ...) data whose row b holds lengths[b] valid positions."""
@@ -61,13 +63,8 @@ def _softmax_(scores: np.ndarray, safe: bool) -> np.ndarray:
 
 
 def _layer_norm(x: np.ndarray, weight: np.ndarray, bias: np.ndarray, eps: float) -> np.ndarray:
-    mean = x.mean(axis=-1, keepdims=True)
-    centered = x - mean
-    var = np.mean(np.square(centered), axis=-1, keepdims=True)
-    centered *= (1.0 / np.sqrt(var + np.asarray(eps, x.dtype))).astype(x.dtype, copy=False)
-    centered *= weight
-    centered += bias
-    return centered
+    """Layer norm over the last dimension (the encoder layer's norm1 and norm2): aten::layer_norm's kernel."""
+    return layer_norm(x, (x.shape[-1],), weight, bias, eps)
 
 
 def _erf(x: np.ndarray) -> np.ndarray:
