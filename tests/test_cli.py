@@ -12,6 +12,7 @@ import pytest
 
 import ptlite
 from ptlite.cli import main
+from ptlite.passes import BLOCKLIST_KEY
 
 torch = pytest.importorskip("torch")
 
@@ -148,6 +149,18 @@ def test_convert_module_function_reports_and_matches_torch(work, capsys, monkeyp
     got = module(work["x"])
     want = torch_forward(work["model"], work["x"])
     assert np.abs(got - want).max() <= 1e-5, f"max |diff| {np.abs(got - want).max()}"
+
+
+def test_convert_blocklist_skips_those_passes_in_the_file(work, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(work["folder"])
+    out_path = tmp_path / "blocked.ptlite"
+    code, out, err = cli(capsys, "convert", f"{MODULE}:tiny", "--method", "script", "--blocklist", "WINOGRAD",
+                         "--blocklist", "FUSE_ACTIVATIONS", "-o", out_path)
+    assert code == 0, err
+    program = ptlite.load_program(out_path)
+    assert program.metadata[BLOCKLIST_KEY] == ["FUSE_ACTIVATIONS", "WINOGRAD"]  # first calls skip WINOGRAD too
+    assert "fuse_activations" not in program.metadata["passes"] and "prepack" in program.metadata["passes"]
+    assert "aten::relu" in ptlite.export_opnames(program)  # not fused into the convolution
 
 
 def test_convert_keeps_preserved_method(work):
@@ -389,6 +402,8 @@ def bad_files(tmp_path):
     (["convert", "no_such_module_xyz:model"], "cannot import 'no_such_module_xyz'"),
     (["convert", "{d}/broken.pt"], "not a TorchScript file"),
     (["convert", "{d}/nothing_here"], "no such file"),
+    (["convert", "{mod}:tiny", "--blocklist", "NOPE"], "--blocklist: unknown optimization(s) in the blocklist: NOPE"),
+    (["convert", "{mod}:tiny", "--blocklist", "WINOGRAD", "--no-optimize"], "give one or the other"),
     (["compare", "{export}"], "say what to compare it with, --with"),
     (["compare", "{export}", "--with", "{d}/nothing_here"], "no such file, and not 'module:function'"),
     (["compare", "{export}", "--with", "{mod}:not_a_model"], "returned int, not an nn.Module"),

@@ -147,6 +147,10 @@ def _add_convert(commands: Any) -> None:
     convert.add_argument("--no-optimize", action="store_true",
                          help="save the program as captured, without ptlite.optimize_for_mobile (which folds "
                               "batch norms into convolutions and drops dropout and dead code)")
+    convert.add_argument("--blocklist", metavar="PASS", action="append", default=[],
+                         help="skip one optimization (repeatable), by the names optimize_for_mobile's "
+                              "optimization_blocklist takes: WINOGRAD (im2col for 3x3 convolutions: about 10x less "
+                              "rounding error, slower), CONV_BN_FUSION, FUSE_ADD_RELU, MEMORY_PLAN, ...")
     convert.add_argument("--preserve-method", metavar="NAME", action="append", default=[],
                          help="keep another method of a scripted module (repeatable); run it with "
                               "'ptlite run --method NAME'")
@@ -442,6 +446,7 @@ def _default_output(model: str) -> str:
 
 
 def cmd_convert(args: argparse.Namespace) -> int:
+    _check_blocklist(args)
     if os.path.isfile(args.model) and _is_pytorch_mobile(args.model):
         return _convert_pytorch_mobile(args)
     torch = _import_torch()
@@ -510,9 +515,21 @@ def _fix_input_shapes(program: ptlite.Program, shapes: list[tuple[int, ...]], dt
         spec.shape, spec.dtype = tuple(shape), dtype
 
 
+def _check_blocklist(args: argparse.Namespace) -> None:
+    """--blocklist's names, checked before anything is captured."""
+    if args.blocklist and args.no_optimize:
+        raise CliError("--blocklist skips some optimizations, --no-optimize all of them: give one or the other")
+    from .passes import blocklist_names
+
+    try:
+        blocklist_names(args.blocklist)
+    except ValueError as exc:
+        raise CliError(f"--blocklist: {exc}") from None
+
+
 def _optimize_and_save(program: ptlite.Program, args: argparse.Namespace, headline: str) -> int:
     if not args.no_optimize:
-        program = ptlite.optimize_for_mobile(program)
+        program = ptlite.optimize_for_mobile(program, optimization_blocklist=args.blocklist)
     output = args.output or _default_output(args.model)
     ptlite.save(program, output)
     weight_bytes = sum(np.asarray(w).nbytes for w in program.weights.values())

@@ -1,0 +1,95 @@
+"""Sweep more torchvision models through ptlite than the tests run: capture (export, script or trace), optimize, run
+on a photograph, compare with eager PyTorch (ptlite.compare's criterion: 1e-4 x max |reference|).
+
+Not part of the test suite (about 15 minutes on two cores): run by hand, `python tests/sweep_torchvision.py`
+(or `... NAME ...` for some of them), and update docs/models.md's list of models checked this way. Each model runs in
+its own process. Weights are re-drawn and batch norms re-estimated on photographs (ptlite.zoo.calibrate), as the tests
+do; segmentation models are built without a pretrained backbone (nothing can be downloaded).
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import time
+
+# (model, capture method, image size); the torchvision models tests/test_architectures.py and the zoo's tests
+# do not already cover with that method
+SWEEP = [
+    ("regnet_x_400mf", "export", 128), ("wide_resnet50_2", "export", 128), ("alexnet", "export", 224),
+    ("vgg11_bn", "export", 128), ("shufflenet_v2_x0_5", "export", 128), ("efficientnet_b3", "export", 160),
+    ("swin_v2_t", "export", 224), ("fcn_resnet50", "export", 128), ("deeplabv3_resnet50", "export", 128),
+    ("googlenet", "script", 128), ("mobilenet_v3_small", "script", 128), ("convnext_tiny", "script", 128),
+    ("vit_b_16", "script", 224), ("mnasnet1_0", "script", 128), ("shufflenet_v2_x1_0", "script", 128),
+    ("regnet_y_400mf", "script", 128), ("resnet18", "script", 160),
+    ("squeezenet1_0", "trace", 128), ("regnet_y_400mf", "trace", 128), ("swin_t", "trace", 224),
+    ("densenet121", "trace", 128), ("efficientnet_b0", "trace", 160), ("convnext_tiny", "trace", 128),
+    # video models: expected to be refused at capture, naming the 3-D operators they need
+    ("r3d_18", "export", 64), ("mc3_18", "export", 64),
+]
+REFUSED = {"r3d_18", "mc3_18"}
+
+
+def run_one(name: str, method: str, size: int) -> str:
+    """Capture, optimize and compare one model; one line: the relative differences, or why it failed."""
+    import warnings
+
+    import torch
+    import torchvision
+
+    import ptlite
+    from ptlite.compare import compare_outputs, summary
+    from ptlite.zoo import calibrate, sample_images
+
+    warnings.filterwarnings("ignore")
+    groups = (torchvision.models, torchvision.models.segmentation, torchvision.models.video)
+    builder = next(getattr(g, name) for g in groups if hasattr(g, name))
+    torch.manual_seed(0)
+    options = {"weights_backbone": None} if ".segmentation." in builder.__module__ else {}
+    if ".video." in builder.__module__:
+        model, x = builder(weights=None).eval(), torch.randn(1, 3, 8, size, size)
+    else:
+        model, x = calibrate(builder(weights=None, **options), sizes=(size,), batch=2), sample_images(1, size)
+    with torch.inference_mode():
+        reference = model(x)
+    reference = {k: v.numpy() for k, v in reference.items()} if isinstance(reference, dict) else reference.numpy()
+    try:
+        captured = ptlite.capture(model, (x,), method=method)
+    except ptlite.CaptureError as exc:
+        return "refused at capture: " + str(exc).splitlines()[0][:160]
+    parts = []
+    for label, program in (("captured", captured), ("optimized", ptlite.optimize_for_mobile(captured))):
+        differences = compare_outputs(ptlite.Module(program)(x.numpy()), reference)
+        worst = max(d.relative for d in differences)
+        parts.append(f"{label} {worst:.1e}" if all(d.ok for d in differences) else f"{label} {summary(differences)}")
+    return ", ".join(parts)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("names", nargs="*", help="models to sweep (default: all)")
+    parser.add_argument("--one", nargs=3, metavar=("NAME", "METHOD", "SIZE"), help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.one:
+        print(run_one(args.one[0], args.one[1], int(args.one[2])))
+        return 0
+    failed = 0
+    for name, method, size in SWEEP:
+        if args.names and name not in args.names:
+            continue
+        start = time.perf_counter()
+        proc = subprocess.run([sys.executable, __file__, "--one", name, method, str(size)],
+                              capture_output=True, text=True, timeout=900)
+        lines = proc.stdout.strip().splitlines() or [(proc.stderr.strip().splitlines() or ["no output"])[-1]]
+        line = lines[-1]
+        ok = proc.returncode == 0 and (line.startswith("refused") if name in REFUSED
+                                       else line.startswith("captured") and "differ" not in line)
+        failed += not ok
+        print(f"{name:<20} {method:<7} {size:>4}  {'ok  ' if ok else 'FAIL'}  {line}  "
+              f"({time.perf_counter() - start:.0f} s)", flush=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
