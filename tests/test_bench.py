@@ -42,6 +42,11 @@ MODEL_SOURCE = textwrap.dedent("""
     def tiny():
         torch.manual_seed(0)
         return Tiny().eval()
+
+
+    def tiny_reseeded():  # other weights: --compare must say the outputs differ
+        torch.manual_seed(1)
+        return Tiny().eval()
 """)
 
 # Makes `import torch` fail, to show that a command works without torch.
@@ -287,9 +292,22 @@ def test_compare_measures_pytorch_and_onnxruntime(files, capsys, tmp_path, monke
             assert other["ratio"][stat] == pytest.approx(want), f"{name} {stat}"
         assert other["rss_bytes"]["peak"] is None or other["rss_bytes"]["peak"] > 0
     assert runtimes["onnxruntime"]["load_ms"] > 0
+    for name in ("pytorch", "onnxruntime"):  # the same outputs, checked as ptlite compare does
+        check = runtimes[name]["outputs_check"]
+        assert check["match"] and check["largest_relative"] < 1e-5, f"{name}: {check}"
+    assert "  ONNX Runtime " in out[out.index("outputs, ptlite against each"):]
     # PyTorch's process is bigger than ptlite's: each runtime was measured in its own process
     if figures["rss_bytes"]["peak"] is not None:
         assert figures["rss_bytes"]["peak"] < runtimes["pytorch"]["rss_bytes"]["peak"]
+
+
+def test_compare_warns_when_the_outputs_differ(files, capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(files["folder"]), os.environ.get("PYTHONPATH", "")]))
+    monkeypatch.setattr(bench, "installed", lambda name: name == "torch")  # PyTorch only: quicker
+    out, figures = bench_json(capsys, tmp_path, files["static"], *FAST, "--compare", f"{MODULE}:tiny_reseeded")
+    check = figures["compare"]["runtimes"]["pytorch"]["outputs_check"]
+    assert not check["match"] and check["largest_relative"] > 1e-2, check
+    assert "WARNING: 1 of 1 output(s) differ: output (relative difference" in out
 
 
 @pytest.mark.parametrize("package, install", [("torch", "pip install 'ptlite[export]'"),

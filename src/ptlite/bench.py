@@ -276,15 +276,33 @@ def load_inputs(saved: dict[str, Any]) -> list[Any]:
         return [data[item["array"]] if "array" in item else item["value"] for item in saved["items"]]
 
 
+def save_outputs(result: Any, path: str) -> list[str]:
+    """Write a call's outputs (flattened as ptlite.compare names them; numbers as 0-d arrays, other leaves such as
+    None left out) to an .npz file; returns their names, in order."""
+    from .compare import flatten_outputs
+
+    leaves = [(name, np.asarray(v)) for name, v in flatten_outputs(result)
+              if isinstance(v, (np.ndarray, int, float, bool, np.generic))]
+    np.savez(path, **{f"o{i}": v for i, (_, v) in enumerate(leaves)})
+    return [name for name, _ in leaves]
+
+
+def load_outputs(path: str, names: Sequence[str]) -> dict[str, np.ndarray]:
+    """The outputs `save_outputs` wrote, by name."""
+    with np.load(path, allow_pickle=False) as data:
+        return {name: data[f"o{i}"] for i, name in enumerate(names)}
+
+
 # ----------------------------------------------------------------------------------------------------
 # ptlite
 
 
-def measure(path: str, make_inputs: InputMaker, settings: Settings) -> dict[str, Any]:
+def measure(path: str, make_inputs: InputMaker, settings: Settings, outputs_path: str | None = None) -> dict[str, Any]:
     """Measure a .ptlite file in this process: first and repeated load times, latency of forward, peak RSS
     before and after loading and after the runs, and (settings.profile) a per-operator profile.
 
     make_inputs(input_specs) gives forward's arguments; it is called after the first load, which is timed first.
+    outputs_path: also save the outputs of one more call there (`save_outputs`), for `compare` to check.
     """
     _threadpoolctl()  # imported before measuring memory: it is the harness's, not the model's
     rss_before = peak_rss_bytes()
@@ -310,6 +328,8 @@ def measure(path: str, make_inputs: InputMaker, settings: Settings) -> dict[str,
         "memory_plan": asdict(plan) if (plan := module.memory_plan()) is not None else None,
         "profile": _profile(module, inputs, settings) if settings.profile else None,
     }
+    if outputs_path:
+        result["outputs"] = save_outputs(module(*inputs), outputs_path)
     return result
 
 
@@ -374,13 +394,31 @@ def compare(path: str, inputs: Sequence[Any], entry: str, settings: Settings) ->
             onnxruntime = {"error": f"torch.onnx.export failed: {pytorch['onnx_error']}"}
         else:
             onnxruntime = _run_child("onnxruntime", {**common, "onnx": onnx_path}, folder)
-    others = {"pytorch": pytorch, "onnxruntime": onnxruntime}
-    for other in others.values():
-        if "latency_ms" in other:
-            other["ratio"] = {s: result["latency_ms"][s] / other["latency_ms"][s] for s in ("min", "median", "p90")}
+        others = {"pytorch": pytorch, "onnxruntime": onnxruntime}
+        for other in others.values():
+            if "latency_ms" in other:
+                other["ratio"] = {s: result["latency_ms"][s] / other["latency_ms"][s] for s in ("min", "median", "p90")}
+            if "outputs" in other and "outputs" in result:
+                other["outputs_check"] = _check_outputs(folder, result, other)
     result["compare"] = {"entry": entry, "runtimes": others, "isolated": True,
                          "unset_variables": list(SLOW_BLAS_VARIABLES)}
     return result
+
+
+def _check_outputs(folder: str, ptlite_result: dict[str, Any], other: dict[str, Any]) -> dict[str, Any]:
+    """ptlite's outputs against another runtime's (PyTorch's by name; ONNX Runtime's, a flat list, by position), by
+    ptlite.compare's criterion."""
+    from .compare import compare_outputs, summary
+
+    ours = load_outputs(os.path.join(folder, "ptlite.outputs.npz"), ptlite_result["outputs"])
+    names = other["outputs"]
+    if other["runtime"] == "onnxruntime":  # positions: name them as ptlite's outputs at the same places
+        mine = list(ours)
+        names = [mine[i] if i < len(mine) else f"extra {i}" for i in range(len(names))]
+    theirs = load_outputs(os.path.join(folder, f"{other['runtime']}.outputs.npz"), names)
+    differences = compare_outputs(ours, theirs)
+    return {"match": all(d.ok for d in differences), "summary": summary(differences),
+            "largest_relative": max((d.relative for d in differences), default=0.0)}
 
 
 def failures(result: dict[str, Any]) -> list[str]:
@@ -447,8 +485,13 @@ def _settings(config: dict[str, Any]) -> Settings:
     return Settings(**{k: config[k] for k in ("warmup", "runs", "threads", "profile", "top")})
 
 
+def _outputs_path(config: dict[str, Any], kind: str) -> str:
+    return os.path.join(os.path.dirname(config["result"]), f"{kind}.outputs.npz")
+
+
 def _child_ptlite(config: dict[str, Any]) -> dict[str, Any]:
-    return measure(config["model"], lambda specs: load_inputs(config["inputs"]), _settings(config))
+    return measure(config["model"], lambda specs: load_inputs(config["inputs"]), _settings(config),
+                   outputs_path=_outputs_path(config, "ptlite"))
 
 
 def _child_pytorch(config: dict[str, Any]) -> dict[str, Any]:
@@ -456,6 +499,7 @@ def _child_pytorch(config: dict[str, Any]) -> dict[str, Any]:
     import torch
 
     from .cli import _make_model
+    from .compare import _to_numpy
 
     settings = _settings(config)
     torch.set_num_threads(settings.threads)
@@ -464,9 +508,12 @@ def _child_pytorch(config: dict[str, Any]) -> dict[str, Any]:
     inputs = [torch.from_numpy(v) if isinstance(v, np.ndarray) else v for v in load_inputs(config["inputs"])]
     with torch.inference_mode():
         times = time_calls(lambda: model(*inputs), settings.warmup, settings.runs)
+        rss_peak = peak_rss_bytes()
+        outputs = _to_numpy(model(*inputs), torch)
     result = {"runtime": "pytorch", "version": torch.__version__, "load_ms": None,
               "latency_ms": latency_stats(times), "times_ms": times,
-              "rss_bytes": {"before_load": rss_before, "peak": peak_rss_bytes()}}
+              "rss_bytes": {"before_load": rss_before, "peak": rss_peak},
+              "outputs": save_outputs(outputs, _outputs_path(config, "pytorch"))}
     if config.get("onnx"):  # after measuring, so that exporting adds nothing to PyTorch's figures
         result["onnx_error"] = _export_onnx(torch, model, inputs, config["onnx"])
     return result
@@ -502,9 +549,11 @@ def _child_onnxruntime(config: dict[str, Any]) -> dict[str, Any]:
                          f"ptlite's forward {len(arrays)} tensor(s)")
     feed = dict(zip(names, arrays))
     times = time_calls(lambda: session.run(None, feed), settings.warmup, settings.runs)
+    rss_peak = peak_rss_bytes()
     return {"runtime": "onnxruntime", "version": ort.__version__, "load_ms": load_ms,
             "latency_ms": latency_stats(times), "times_ms": times,
-            "rss_bytes": {"before_load": rss_before, "peak": peak_rss_bytes()}}
+            "rss_bytes": {"before_load": rss_before, "peak": rss_peak},
+            "outputs": save_outputs(list(session.run(None, feed)), _outputs_path(config, "onnxruntime"))}
 
 
 _CHILDREN: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
@@ -605,4 +654,11 @@ def _comparison_lines(result: dict[str, Any]) -> list[str]:
                      f"{_ms(lat['p90']):>8}  {_mib(r['rss_bytes']['peak']):>10}  {ratio}".rstrip())
     lines.append("  ratio = ptlite / other: above 1, ptlite is slower. load: ptlite.load; ONNX Runtime's session; "
                  "PyTorch's model is built in Python (not timed)")
+    checks = [(_title(name, r), r["outputs_check"]) for name, r in compare["runtimes"].items() if "outputs_check" in r]
+    if checks:
+        lines.append("outputs, ptlite against each (the last call's; within 1e-4 x max |other|, as ptlite compare):")
+        lines += [f"  {title:<{width}}  " + (f"{check['summary']} (largest relative difference "
+                                             f"{check['largest_relative']:.1e})" if check["match"]
+                                             else f"WARNING: {check['summary']}")
+                  for title, check in checks]
     return lines
