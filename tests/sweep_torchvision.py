@@ -39,7 +39,7 @@ def run_one(name: str, method: str, size: int) -> str:
     import torchvision
 
     import ptlite
-    from ptlite.compare import compare_outputs, summary
+    from ptlite.compare import _to_numpy, compare_outputs, summary
     from ptlite.zoo import calibrate, sample_images
 
     warnings.filterwarnings("ignore")
@@ -51,9 +51,11 @@ def run_one(name: str, method: str, size: int) -> str:
         model, x = builder(weights=None).eval(), torch.randn(1, 3, 8, size, size)
     else:
         model, x = calibrate(builder(weights=None, **options), sizes=(size,), batch=2), sample_images(1, size)
+    # the scripted module is the reference for a script capture: it may return more than eager does (googlenet's
+    # and inception's scripted forward return their aux outputs too, as None in eval)
+    reference_model = torch.jit.script(model) if method == "script" else model
     with torch.inference_mode():
-        reference = model(x)
-    reference = {k: v.numpy() for k, v in reference.items()} if isinstance(reference, dict) else reference.numpy()
+        reference = _to_numpy(reference_model(x), torch)
     try:
         captured = ptlite.capture(model, (x,), method=method)
     except ptlite.CaptureError as exc:

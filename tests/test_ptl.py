@@ -834,7 +834,7 @@ def test_convert_with_input_shape_plans_memory(tmp_path, capsys):
     assert main(["convert", str(path), "--input-shape", "1,3,24,24", "-o", str(out)]) == 0
     module = ptlite.load(out)
     assert module.memory_plan() is not None
-    assert "ptlite::conv2d_winograd" in module.program.operator_names(), module.program.operator_names()
+    assert "ptlite::conv2d_winograd_v2" in module.program.operator_names(), module.program.operator_names()
     x = torch.randn(1, 3, 24, 24)
     with torch.inference_mode():
         expected = model(x).numpy()

@@ -12,7 +12,7 @@ from conftest import assert_close
 from ptlite.ir import registry
 from ptlite.passes.prepack import pack_conv2d_weight
 from ptlite.runtime.kernels._layout import is_channels_last
-from ptlite.runtime.kernels.winograd import pack_winograd_weight
+from ptlite.runtime.kernels.winograd import LAVIN_G, pack_winograd_weight
 
 RNG = np.random.default_rng(0)
 
@@ -42,8 +42,10 @@ CASES = [
     ("ptlite::conv2d_prepacked", conv_args(IMAGE, 12, 1, 1, 0, 4)),            # grouped
     ("ptlite::conv2d_prepacked", conv_args(randn(1, 3, 17, 17), 8, 3, 2, 1, 1)),  # RGB stem (NCHW gather)
     ("ptlite::conv2d_prepacked", conv_args(randn(8, 9, 9), 6, 3, 1, 1, 1)),       # unbatched
-    ("ptlite::conv2d_winograd", (IMAGE, pack_winograd_weight(randn(12, 8, 3, 3)), randn(12), [1, 1, 1, 1], "relu",
-                                 [])),
+    ("ptlite::conv2d_winograd_v2", (IMAGE, pack_winograd_weight(randn(12, 8, 3, 3)), randn(12), [1, 1, 1, 1],
+                                    "relu", [])),
+    ("ptlite::conv2d_winograd", (IMAGE, pack_winograd_weight(randn(12, 8, 3, 3), LAVIN_G), randn(12), [1, 1, 1, 1],
+                                 "relu", [])),
     ("ptlite::linear_prepacked", (randn(2, 5, 16), randn(16, 8), randn(8), "clamp", [0.0, 6.0])),
     ("ptlite::conv2d_pointwise_depthwise", (IMAGE, pack_conv2d_weight(randn(16, 8, 1, 1), 1), randn(16), "clamp",
                                             [0.0, 6.0], pack_conv2d_weight(randn(16, 1, 3, 3), 16), randn(16), [3, 3],

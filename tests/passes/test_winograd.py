@@ -34,7 +34,7 @@ def test_rewritten_where_it_wins(rng):
     assert Winograd()(program).modified
     DeadCode()(program)
     verify(program)
-    assert ops(program) == ["ptlite::conv2d_winograd", "aten::relu"]
+    assert ops(program) == ["ptlite::conv2d_winograd_v2", "aten::relu"]
     assert list(program.weights) == ["conv.winograd"] and program.weights["conv.winograd"].shape == (36, 16, 16)
     assert not Winograd()(program).modified
     x = rng.normal(size=(1, 16, MIN_SIZE, MIN_SIZE)).astype(np.float32)
@@ -54,7 +54,7 @@ def test_size_from_a_run_on_zeros_when_inputs_are_static(rng):
     program = conv_program(rng, known_shape=False, input_shape=(1, 16, MIN_SIZE, MIN_SIZE))
     before = copy_program(program)
     assert Winograd()(program).modified
-    assert ops(program)[-2:] == ["ptlite::conv2d_winograd", "aten::relu"], ops(program)
+    assert ops(program)[-2:] == ["ptlite::conv2d_winograd_v2", "aten::relu"], ops(program)
     x = rng.normal(size=(1, 16, MIN_SIZE, MIN_SIZE)).astype(np.float32)
     assert_close(Module(program)(x), Module(before)(x), what="winograd from observed shapes", rtol=2e-5)
     for shape in ((1, 16, None, None), (1, 16, MIN_SIZE - 1, MIN_SIZE)):

@@ -17,7 +17,8 @@ from ptlite.ir.graph import Graph, Node, Program, Value
 
 from .base import NOT_CONSTANT, ConstantPool, Pass, blocks, constant_value, owners, replace_all_uses, uses
 
-PRODUCERS = frozenset({"ptlite::conv2d_prepacked", "ptlite::conv2d_winograd", "ptlite::linear_prepacked"})
+PRODUCERS = frozenset({"ptlite::conv2d_prepacked", "ptlite::conv2d_winograd", "ptlite::conv2d_winograd_v2",
+                       "ptlite::linear_prepacked"})
 
 
 def fused_activation(node: Node) -> tuple[str, list[float]] | None:

@@ -847,5 +847,6 @@ FAMILY_OPERATORS: dict[str, str] = {
     """,
     "winograd": """
         ptlite::conv2d_winograd
+        ptlite::conv2d_winograd_v2
     """,
 }

@@ -1,11 +1,17 @@
 """Winograd F(4x4, 3x3) convolution: 3x3, stride 1, dense convolutions on channels-last images with 4x fewer
 multiplications than im2col (36 per 4x4 output tile and channel pair instead of 144), at the price of transforms
-and a larger rounding error (about 1e-5 relative instead of 1e-6; see docs/benchmarks.md).
+and a larger rounding error (a few 1e-6 relative instead of 1e-7; see docs/architecture.md).
 
 Lavin & Gray's F(4x4, 3x3): each 6x6 input tile d becomes V = Bt d B, the filter g becomes U = G g Gt (stored in the
 file, packed by the WINOGRAD pass as (36, C, O)), the 36 products are one batched GEMM M = V @ U over all tiles,
 and the 4x4 output tile is Y = At M A. Every transform is one matrix product over the whole image, so NumPy runs
 it in BLAS in a single pass.
+
+The matrices come from the interpolation points. ptlite::conv2d_winograd_v2 (what the pass writes) uses 0, 1, -1, 2,
+-1/2 and infinity, whose rounding error is 1.5-3.5x lower than that of Lavin & Gray's 0, 1, -1, 2, -2 (largest
+error over an output; 1.5x its root mean square: `python benchmarks/bench_winograd.py` prints both per layer;
+Barabasz et al. 2020 found points with halves the most accurate for F(4, 3)). ptlite::conv2d_winograd keeps Lavin &
+Gray's points for files written before: its weights were transformed with their G.
 """
 
 from __future__ import annotations
@@ -20,44 +26,68 @@ from ._fastnp import strided_view
 from ._layout import fits_out, from_nhwc, nhwc_view, to_nhwc
 from .prepacked import check_activation, finish_rows
 
-BT = np.array([[4, 0, -5, 0, 1, 0],
-               [0, -4, -4, 1, 1, 0],
-               [0, 4, -4, -1, 1, 0],
-               [0, -2, -1, 2, 1, 0],
+TILE = 4  # output pixels per tile side
+
+# Points 0, 1, -1, 2, -1/2 (and infinity): every entry of Bt and At is exact in float32.
+BT = np.array([[1, 3 / 2, -2, -3 / 2, 1, 0],
+               [0, -1, -5 / 2, -1 / 2, 1, 0],
+               [0, 1, 1 / 2, -5 / 2, 1, 0],
+               [0, -1 / 2, -1, 1 / 2, 1, 0],
                [0, 2, -1, -2, 1, 0],
-               [0, 4, 0, -5, 0, 1]], dtype=np.float32)
-G = np.array([[1 / 4, 0, 0],
-              [-1 / 6, -1 / 6, -1 / 6],
-              [-1 / 6, 1 / 6, -1 / 6],
-              [1 / 24, 1 / 12, 1 / 6],
-              [1 / 24, -1 / 12, 1 / 6],
+               [0, 1, 3 / 2, -2, -3 / 2, 1]], dtype=np.float32)
+G = np.array([[1, 0, 0],
+              [-1 / 3, -1 / 3, -1 / 3],
+              [1 / 3, -1 / 3, 1 / 3],
+              [1 / 15, 2 / 15, 4 / 15],
+              [-16 / 15, 8 / 15, -4 / 15],
               [0, 0, 1]], dtype=np.float64)
 AT = np.array([[1, 1, 1, 1, 1, 0],
-               [0, 1, -1, 2, -2, 0],
-               [0, 1, 1, 4, 4, 0],
-               [0, 1, -1, 8, -8, 1]], dtype=np.float32)
-TILE = 4  # output pixels per tile side
+               [0, 1, -1, 2, -1 / 2, 0],
+               [0, 1, 1, 4, 1 / 4, 0],
+               [0, 1, -1, 8, -1 / 8, 1]], dtype=np.float32)
+
+# Lavin & Gray's points 0, 1, -1, 2, -2: ptlite::conv2d_winograd, for files written before the points above.
+LAVIN_BT = np.array([[4, 0, -5, 0, 1, 0],
+                     [0, -4, -4, 1, 1, 0],
+                     [0, 4, -4, -1, 1, 0],
+                     [0, -2, -1, 2, 1, 0],
+                     [0, 2, -1, -2, 1, 0],
+                     [0, 4, 0, -5, 0, 1]], dtype=np.float32)
+LAVIN_G = np.array([[1 / 4, 0, 0],
+                    [-1 / 6, -1 / 6, -1 / 6],
+                    [-1 / 6, 1 / 6, -1 / 6],
+                    [1 / 24, 1 / 12, 1 / 6],
+                    [1 / 24, -1 / 12, 1 / 6],
+                    [0, 0, 1]], dtype=np.float64)
+LAVIN_AT = np.array([[1, 1, 1, 1, 1, 0],
+                     [0, 1, -1, 2, -2, 0],
+                     [0, 1, 1, 4, 4, 0],
+                     [0, 1, -1, 8, -8, 1]], dtype=np.float32)
+
 # Both sides of each transform at once: (Bt d B) flattened row-major is kron(Bt, Bt) @ (d flattened), so the input
 # transform is one matrix product (36 x 36) over every tile and channel instead of two passes over the tiles with
-# 6 x 6 products, and the output transform likewise (16 x 36). Entries are small integers, exact in float32.
-BT2 = np.kron(BT, BT)
-AT2 = np.kron(AT, AT)
+# 6 x 6 products, and the output transform likewise (16 x 36). Entries are exact in float32.
+BT2, AT2 = np.kron(BT, BT), np.kron(AT, AT)
+LAVIN_BT2, LAVIN_AT2 = np.kron(LAVIN_BT, LAVIN_BT), np.kron(LAVIN_AT, LAVIN_AT)
 
 
-def pack_winograd_weight(weight: np.ndarray) -> np.ndarray:
-    """(O, C, 3, 3) -> U (36, C, O) = G g Gt for every (output, input) channel pair, computed in float64."""
+def pack_winograd_weight(weight: np.ndarray, g: np.ndarray = G) -> np.ndarray:
+    """(O, C, 3, 3) -> U (36, C, O) = G g Gt for every (output, input) channel pair, computed in float64 (`g`:
+    LAVIN_G for ptlite::conv2d_winograd)."""
     o, c, kh, kw = weight.shape
     if (kh, kw) != (3, 3):
         raise ValueError(f"Winograd F(4x4, 3x3) needs a 3x3 kernel, got {kh}x{kw}")
-    u = np.einsum("ai,ocij,bj->abco", G, weight.astype(np.float64), G)
+    u = np.einsum("ai,ocij,bj->abco", g, weight.astype(np.float64), g)
     return np.ascontiguousarray(u.reshape(36, c, o).astype(weight.dtype))
 
 
 def conv2d_winograd_nhwc(xh: np.ndarray, u: np.ndarray, bias: np.ndarray | None, pads: Sequence[int],
                          activation: str = "none", args: Sequence[float] = (),
-                         out: np.ndarray | None = None) -> np.ndarray:
+                         out: np.ndarray | None = None, transforms: tuple[np.ndarray, np.ndarray] = (BT2, AT2)
+                         ) -> np.ndarray:
     """3x3 stride-1 convolution of C-contiguous NHWC `xh` by U (36, C, O); returns C-contiguous NHWC (`out` when
-    it is such an array of the result's shape and dtype). pads: top, bottom, left, right."""
+    it is such an array of the result's shape and dtype). pads: top, bottom, left, right. transforms: the
+    (kron(Bt, Bt), kron(At, At)) that go with the G that made U."""
     check_activation(activation, args)
     n, h, w, c = xh.shape
     if u.ndim != 3 or u.shape[:2] != (36, c):
@@ -78,9 +108,10 @@ def conv2d_winograd_nhwc(xh: np.ndarray, u: np.ndarray, bias: np.ndarray | None,
     d = strided_view(xp, (6, 6, n, th, tw, c), (s_h, s_w, s_n, TILE * s_h, TILE * s_w, s_c))
     d = np.ascontiguousarray(d).reshape(36, tiles * c)
     work = np.promote_types(dtype, np.float32)  # float16 is transformed in float32: the transforms scale by ~100
-    v = np.matmul(BT2.astype(work, copy=False), d)  # Bt d B of every tile
+    bt2, at2 = transforms
+    v = np.matmul(bt2.astype(work, copy=False), d)  # Bt d B of every tile
     m = np.matmul(v.reshape(36, tiles, c), u).reshape(36, tiles * o)
-    y = np.matmul(AT2.astype(work, copy=False), m)  # At M A -> (4 * 4, tiles * O)
+    y = np.matmul(at2.astype(work, copy=False), m)  # At M A -> (4 * 4, tiles * O)
     y = y.reshape(TILE, TILE, n, th, tw, o).transpose(2, 3, 0, 4, 1, 5)  # (n, th, TILE, tw, TILE, O)
     fits = fits_out(out, (n, ho, wo, o), dtype) and out.flags.c_contiguous
     result = out if fits else np.empty((n, ho, wo, o), dtype=dtype)
@@ -98,19 +129,31 @@ def conv2d_winograd_nhwc(xh: np.ndarray, u: np.ndarray, bias: np.ndarray | None,
     return result
 
 
+@kernel("ptlite::conv2d_winograd_v2(Tensor input, Tensor weight, Tensor? bias, int[4] padding, "
+        "str activation=\"none\", float[] activation_args=[]) -> Tensor", out=True)
+def conv2d_winograd_v2(input, weight, bias, padding, activation="none", activation_args=(), *, out=None):
+    """3x3 stride-1 dense convolution by the Winograd-transformed weight (36, C, O) of the points 0, 1, -1, 2, -1/2;
+    padding is top, bottom, left, right. Takes (N, C, H, W) or (C, H, W) in any layout; returns channels-last
+    (`out` when it is a channels-last array of the result's shape and dtype)."""
+    return _conv2d_winograd(input, weight, bias, padding, activation, activation_args, out, (BT2, AT2))
+
+
 @kernel("ptlite::conv2d_winograd(Tensor input, Tensor weight, Tensor? bias, int[4] padding, "
         "str activation=\"none\", float[] activation_args=[]) -> Tensor", out=True)
 def conv2d_winograd(input, weight, bias, padding, activation="none", activation_args=(), *, out=None):
-    """3x3 stride-1 dense convolution by the Winograd-transformed weight (36, C, O); padding is top, bottom,
-    left, right. Takes (N, C, H, W) or (C, H, W) in any layout; returns channels-last (`out` when it is a
-    channels-last array of the result's shape and dtype)."""
+    """As ptlite::conv2d_winograd_v2, with the weight transformed for Lavin & Gray's points 0, 1, -1, 2, -2 (files
+    written before v2)."""
+    return _conv2d_winograd(input, weight, bias, padding, activation, activation_args, out, (LAVIN_BT2, LAVIN_AT2))
+
+
+def _conv2d_winograd(input, weight, bias, padding, activation, activation_args, out, transforms):
     unbatched = input.ndim == 3
     x = input[None] if unbatched else input
     if x.ndim != 4:
         raise ValueError(f"conv2d expects a 3-D or 4-D input, got shape {tuple(input.shape)}")
     target = None if out is None or unbatched else nhwc_view(out)
     result = conv2d_winograd_nhwc(to_nhwc(x, weight.dtype), weight, bias, padding, activation, activation_args,
-                                  target)
+                                  target, transforms)
     if target is not None and result is target:
         return out
     y = from_nhwc(result)
