@@ -58,8 +58,9 @@ def run_one(name: str, method: str, size: int) -> str:
         reference = _to_numpy(reference_model(x), torch)
     try:
         captured = ptlite.capture(model, (x,), method=method)
-    except ptlite.CaptureError as exc:
-        return "refused at capture: " + str(exc).splitlines()[0][:160]
+    except ptlite.CaptureError as exc:  # one line: the operators it names
+        ops = [line.strip().split(": used at")[0] for line in str(exc).splitlines() if line.startswith("  ")]
+        return "refused at capture: needs " + ", ".join(ops)
     parts = []
     for label, program in (("captured", captured), ("optimized", ptlite.optimize_for_mobile(captured))):
         differences = compare_outputs(ptlite.Module(program)(x.numpy()), reference)

@@ -10,7 +10,7 @@ DOC = Path(__file__).resolve().parents[1] / "docs" / "models.md"
 
 def test_models_table_matches_test_matrix():
     rows = {}
-    for line in DOC.read_text().splitlines():
+    for line in DOC.read_text().split("## More torchvision architectures")[0].splitlines():  # the first table
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
         if len(cells) >= 4 and cells[0] in CASES:
             rows[cells[0]] = dict(zip(("export", "script", "trace"), cells[1:4]))
@@ -23,7 +23,7 @@ def test_models_table_matches_test_matrix():
 
 def test_architectures_table_matches_their_tests():
     rows = {}
-    for line in DOC.read_text().split("## More torchvision architectures")[1].splitlines():
+    for line in DOC.read_text().split("## More torchvision architectures")[1].split("## Swept by hand")[0].splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
         if len(cells) == 3 and cells[0] in ARCHITECTURES:
             rows[cells[0]] = int(cells[1])
