@@ -1,7 +1,7 @@
 """Sweep more torchvision models through ptlite than the tests run: capture (export, script or trace), optimize, run
 on a photograph, compare with eager PyTorch (ptlite.compare's criterion: 1e-4 x max |reference|).
 
-Not part of the test suite (about 15 minutes on two cores): run by hand, `python tests/sweep_torchvision.py`
+Not part of the test suite (about 7 minutes on two cores): run by hand, `python tests/sweep_torchvision.py`
 (or `... NAME ...` for some of them), and update docs/models.md's list of models checked this way. Each model runs in
 its own process. Weights are re-drawn and batch norms re-estimated on photographs (ptlite.zoo.calibrate), as the tests
 do; segmentation models are built without a pretrained backbone (nothing can be downloaded).
