@@ -404,7 +404,6 @@ def bad_files(tmp_path):
     (["convert", "{d}/nothing_here"], "no such file"),
     (["convert", "{mod}:tiny", "--blocklist", "NOPE"], "--blocklist: unknown optimization(s) in the blocklist: NOPE"),
     (["convert", "{mod}:tiny", "--blocklist", "WINOGRAD", "--no-optimize"], "give one or the other"),
-    (["compare", "{export}"], "say what to compare it with, --with"),
     (["compare", "{export}", "--with", "{d}/nothing_here"], "no such file, and not 'module:function'"),
     (["compare", "{export}", "--with", "{mod}:not_a_model"], "returned int, not an nn.Module"),
     (["compare", "{export}", "--with", "{mod}:tiny", "--tolerance", "-1"], "non-negative number"),
@@ -440,6 +439,21 @@ def test_compare_with_the_model_it_came_from(work, capsys, monkeypatch):
     assert row[1:4] == ["[1,", "5]", "float32"] and row[-1] == "ok", out
     assert float(row[-2]) <= 1e-5, f"tiny export vs eager: relative difference {row[-2]}"
     assert out.strip().endswith("all 1 output(s) match")
+
+
+def test_compare_defaults_to_the_model_a_file_was_converted_from(work, capsys, monkeypatch, tmp_path):
+    monkeypatch.chdir(work["folder"])
+    assert ptlite.load_program(work["export"]).metadata["source"] == f"{MODULE}:tiny"
+    code, out, err = cli(capsys, "inspect", work["export"])
+    assert f"from {MODULE}:tiny" in out
+    code, out, err = cli(capsys, "compare", work["export"])
+    assert code == 0 and f"reference: {MODULE}:tiny, eager PyTorch" in out, out + err
+    from_file = tmp_path / "from_jit.ptlite"  # a TorchScript file's conversion records no source
+    assert main(["convert", str(work["jit"]), "-o", str(from_file)]) == 0
+    capsys.readouterr()
+    assert "source" not in ptlite.load_program(from_file).metadata
+    code, _, err = cli(capsys, "compare", from_file)
+    assert_clean_error(code, err, "does not record what it was converted from: say what to compare it with, --with")
 
 
 def test_compare_catches_other_weights_and_exits_1(work, capsys, monkeypatch):

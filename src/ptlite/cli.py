@@ -28,6 +28,7 @@ import ptlite
 from .errors import PtliteError
 
 EXIT_ERROR = 2
+SOURCE_KEY = "source"  # metadata: the 'module:function' a file was converted from
 TORCH_INSTALL = "pip install 'ptlite[export]'"
 CAPTURE_METHODS = ("auto", "export", "script", "trace")
 INPUT_DTYPES = ("float32", "float64", "float16", "int64", "int32", "int16", "int8", "uint8", "bool")
@@ -232,7 +233,8 @@ own tests hold models to); integer, boolean and string outputs must be equal. Ex
 matches, 1 when one differs, 2 on an error.
 
 examples:
-  ptlite compare mobilenet_v2.ptlite --with ptlite.zoo:mobilenet_v2
+  ptlite compare mobilenet_v2.ptlite      (converted from ptlite.zoo:mobilenet_v2: compared with that model)
+  ptlite compare mobilenet_v2.ptlite --with ptlite.zoo:mobilenet_v2 --inputs cat.jpg
   ptlite compare model.ptl --input-shape 1,3,224,224      (against PyTorch's lite interpreter)
   ptlite compare model.ptlite --with model.ptl --inputs cat.jpg"""
 
@@ -246,8 +248,9 @@ def _add_compare(commands: Any) -> None:
     compare.add_argument("model", metavar="MODEL", help="a .ptlite or .ptl file")
     compare.add_argument("--with", dest="reference", metavar="REFERENCE",
                          help="what PyTorch runs: 'module:function' building the model (run eagerly), a TorchScript "
-                              "file, or a .ptl file (run on PyTorch's lite interpreter); default for a .ptl MODEL: "
-                              "MODEL itself on the lite interpreter")
+                              "file, or a .ptl file (run on PyTorch's lite interpreter); default: for a .ptl MODEL, "
+                              "MODEL itself on the lite interpreter; for a .ptlite file, the 'module:function' "
+                              "'ptlite convert' made it from (recorded in the file)")
     compare.add_argument("--method", metavar="NAME", default="forward", help="the method to compare (default forward)")
     compare.add_argument("--input-shape", metavar="SHAPE", type=_input_shape, action="append", default=[],
                          help="shape of each tensor input, e.g. 1,3,224,224; repeat for each input, in order "
@@ -468,6 +471,8 @@ def cmd_convert(args: argparse.Namespace) -> int:
         warnings.filterwarnings("ignore", message=r".*torch\.jit\..*deprecated", category=FutureWarning)
         program = ptlite.capture(model, example, method=args.method, **options)
     captured_s = time.perf_counter() - start
+    if not os.path.isfile(args.model):  # 'module:function': what `ptlite compare` compares with by default
+        program.metadata[SOURCE_KEY] = args.model
     return _optimize_and_save(program, args, f"captured {args.model} with "
                               f"{program.metadata.get('capture', args.method)} in {captured_s:.1f} s")
 
@@ -854,11 +859,15 @@ def cmd_compare(args: argparse.Namespace) -> int:
         raise CliError("give --inputs or --input-shape, not both")
     reference = args.reference
     if reference is None:
-        if not _is_pytorch_mobile(args.model):
-            raise CliError(f"{args.model} is not a PyTorch Mobile file: say what to compare it with, --with "
-                           "'module:function' (the model it was converted from), a TorchScript file or a .ptl file")
-        reference = args.model
-    elif not os.path.isfile(reference) and ":" not in reference:
+        if _is_pytorch_mobile(args.model):
+            reference = args.model
+        else:
+            reference = ptlite.load_program(args.model).metadata.get(SOURCE_KEY)
+            if not isinstance(reference, str):
+                raise CliError(f"{args.model} does not record what it was converted from: say what to compare it "
+                               "with, --with 'module:function' (the model it was converted from), a TorchScript "
+                               "file or a .ptl file")
+    if not os.path.isfile(reference) and ":" not in reference:
         raise CliError(f"--with {reference}: no such file, and not 'module:function'")
     _import_torch()  # before running anything: the reference needs it
     module = ptlite.load(args.model, optimize=False if args.no_optimize else None)
@@ -919,7 +928,8 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     print(f"file:       {args.model} ({_human_bytes(size)}, {size} bytes)")
     print(f"producer:   {meta.get('producer') or 'unknown'}")
     print(f"captured:   {meta.get('capture', 'unknown')}"
-          + (f" with torch {meta['torch_version']}" if meta.get("torch_version") else ""))
+          + (f" with torch {meta['torch_version']}" if meta.get("torch_version") else "")
+          + (f" from {meta[SOURCE_KEY]}" if isinstance(meta.get(SOURCE_KEY), str) else ""))
     print(f"methods:    {len(program.methods)}")
     for graph in program.methods.values():
         print(f"  {graph.name}")
