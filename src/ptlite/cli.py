@@ -233,7 +233,7 @@ own tests hold models to); integer, boolean and string outputs must be equal. Ex
 matches, 1 when one differs, 2 on an error.
 
 examples:
-  ptlite compare mobilenet_v2.ptlite      (converted from ptlite.zoo:mobilenet_v2: compared with that model)
+  ptlite compare mobilenet_v2.ptlite --with ptlite.zoo:mobilenet_v2
   ptlite compare mobilenet_v2.ptlite --with ptlite.zoo:mobilenet_v2 --inputs cat.jpg
   ptlite compare model.ptl --input-shape 1,3,224,224      (against PyTorch's lite interpreter)
   ptlite compare model.ptlite --with model.ptl --inputs cat.jpg"""
@@ -248,9 +248,8 @@ def _add_compare(commands: Any) -> None:
     compare.add_argument("model", metavar="MODEL", help="a .ptlite or .ptl file")
     compare.add_argument("--with", dest="reference", metavar="REFERENCE",
                          help="what PyTorch runs: 'module:function' building the model (run eagerly), a TorchScript "
-                              "file, or a .ptl file (run on PyTorch's lite interpreter); default: for a .ptl MODEL, "
-                              "MODEL itself on the lite interpreter; for a .ptlite file, the 'module:function' "
-                              "'ptlite convert' made it from (recorded in the file)")
+                              "file, or a .ptl file (run on PyTorch's lite interpreter); for a .ptl MODEL, MODEL "
+                              "itself on the lite interpreter by default")
     compare.add_argument("--method", metavar="NAME", default="forward", help="the method to compare (default forward)")
     compare.add_argument("--input-shape", metavar="SHAPE", type=_input_shape, action="append", default=[],
                          help="shape of each tensor input, e.g. 1,3,224,224; repeat for each input, in order "
@@ -859,14 +858,14 @@ def cmd_compare(args: argparse.Namespace) -> int:
         raise CliError("give --inputs or --input-shape, not both")
     reference = args.reference
     if reference is None:
-        if _is_pytorch_mobile(args.model):
-            reference = args.model
-        else:
-            reference = ptlite.load_program(args.model).metadata.get(SOURCE_KEY)
-            if not isinstance(reference, str):
-                raise CliError(f"{args.model} does not record what it was converted from: say what to compare it "
-                               "with, --with 'module:function' (the model it was converted from), a TorchScript "
-                               "file or a .ptl file")
+        if not _is_pytorch_mobile(args.model):
+            # a name recorded in the file is only suggested: importing and calling it would run code a file chose
+            source = ptlite.load_program(args.model).metadata.get(SOURCE_KEY)
+            hint = (f"; it records that it was converted from {source!r}: --with {source}"
+                    if isinstance(source, str) else "")
+            raise CliError(f"say what to compare {args.model} with: --with 'module:function' (the model it was "
+                           f"converted from), a TorchScript file or a .ptl file{hint[:300]}")
+        reference = args.model
     if not os.path.isfile(reference) and ":" not in reference:
         raise CliError(f"--with {reference}: no such file, and not 'module:function'")
     _import_torch()  # before running anything: the reference needs it
