@@ -2,7 +2,8 @@
 on a photograph, compare with eager PyTorch (ptlite.compare's criterion: 1e-4 x max |reference|).
 
 Not part of the test suite (about 7 minutes on two cores): run by hand, `python tests/sweep_torchvision.py`
-(or `... NAME ...` for some of them), and update docs/models.md's list of models checked this way. Each model runs in
+(or `... NAME ...` for some of them), and update docs/models.md's list of models checked this way. It exits with
+status 1 if a model fails, except the known case OVER_TOLERANCE lists (reported as KNOWN). Each model runs in
 its own process. Weights are re-drawn and batch norms re-estimated on photographs (ptlite.zoo.calibrate), as the tests
 do; segmentation models are built without a pretrained backbone (nothing can be downloaded).
 """
@@ -29,6 +30,8 @@ SWEEP = [
     ("r3d_18", "export", 64), ("mc3_18", "export", 64),
 ]
 REFUSED = {"r3d_18", "mc3_18"}
+# known to end just over the tolerance when optimized (docs/models.md says why): reported, not counted as failures
+OVER_TOLERANCE = {("fcn_resnet50", "export")}
 
 
 def run_one(name: str, method: str, size: int) -> str:
@@ -64,7 +67,7 @@ def run_one(name: str, method: str, size: int) -> str:
     parts = []
     for label, program in (("captured", captured), ("optimized", ptlite.optimize_for_mobile(captured))):
         differences = compare_outputs(ptlite.Module(program)(x.numpy()), reference)
-        worst = max(d.relative for d in differences)
+        worst = max((d.relative for d in differences), default=0.0)
         parts.append(f"{label} {worst:.1e}" if all(d.ok for d in differences) else f"{label} {summary(differences)}")
     return ", ".join(parts)
 
@@ -82,15 +85,21 @@ def main(argv: list[str] | None = None) -> int:
         if args.names and name not in args.names:
             continue
         start = time.perf_counter()
-        proc = subprocess.run([sys.executable, __file__, "--one", name, method, str(size)],
-                              capture_output=True, text=True, timeout=900)
-        lines = proc.stdout.strip().splitlines() or [(proc.stderr.strip().splitlines() or ["no output"])[-1]]
-        line = lines[-1]
-        ok = proc.returncode == 0 and (line.startswith("refused") if name in REFUSED
-                                       else line.startswith("captured") and "differ" not in line)
-        failed += not ok
-        print(f"{name:<20} {method:<7} {size:>4}  {'ok  ' if ok else 'FAIL'}  {line}  "
-              f"({time.perf_counter() - start:.0f} s)", flush=True)
+        try:
+            proc = subprocess.run([sys.executable, __file__, "--one", name, method, str(size)],
+                                  capture_output=True, text=True, timeout=900)
+            lines = proc.stdout.strip().splitlines() or [(proc.stderr.strip().splitlines() or ["no output"])[-1]]
+            line, status = lines[-1], proc.returncode
+        except subprocess.TimeoutExpired:
+            line, status = "timed out after 900 s", 1
+        ok = status == 0 and (line.startswith("refused") if name in REFUSED
+                              else line.startswith("captured") and "differ" not in line)
+        known = not ok and (name, method) in OVER_TOLERANCE and line.startswith("captured") \
+            and "differ" not in line.split("optimized")[0]
+        failed += not (ok or known)
+        verdict = "ok  " if ok else "KNOWN" if known else "FAIL"
+        print(f"{name:<20} {method:<7} {size:>4}  {verdict}  {line}  ({time.perf_counter() - start:.0f} s)",
+              flush=True)
     return 1 if failed else 0
 
 

@@ -301,13 +301,25 @@ def test_compare_measures_pytorch_and_onnxruntime(files, capsys, tmp_path, monke
         assert figures["rss_bytes"]["peak"] < runtimes["pytorch"]["rss_bytes"]["peak"]
 
 
-def test_compare_warns_when_the_outputs_differ(files, capsys, tmp_path, monkeypatch):
+def test_compare_exits_1_when_the_outputs_differ(files, capsys, tmp_path, monkeypatch):
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(files["folder"]), os.environ.get("PYTHONPATH", "")]))
     monkeypatch.setattr(bench, "installed", lambda name: name == "torch")  # PyTorch only: quicker
-    out, figures = bench_json(capsys, tmp_path, files["static"], *FAST, "--compare", f"{MODULE}:tiny_reseeded")
-    check = figures["compare"]["runtimes"]["pytorch"]["outputs_check"]
+    path = tmp_path / "figures.json"
+    code, out, err = cli(capsys, "bench", files["static"], *FAST, "--compare", f"{MODULE}:tiny_reseeded",
+                         "--json", path)
+    assert code == 1, out + err
+    check = json.loads(path.read_text())["compare"]["runtimes"]["pytorch"]["outputs_check"]
     assert not check["match"] and check["largest_relative"] > 1e-2, check
-    assert "WARNING: 1 of 1 output(s) differ: output (relative difference" in out
+    assert "DIFFER: 1 of 1 output(s) differ: output (relative difference" in out  # the report is printed first
+    assert err.startswith("ptlite: --compare: the outputs differ from PyTorch: 1 of 1 output(s) differ"), err
+
+
+def test_save_outputs_keeps_numbers_and_number_lists(tmp_path):
+    path = str(tmp_path / "o.npz")
+    names = bench.save_outputs((np.ones(2), (np.int64(2), np.array(3)), None, "label", 1.5), path)
+    assert names == ["0", "1", "4"]  # None and strings left out, as ONNX Runtime returns neither
+    saved = bench.load_outputs(path, names)
+    assert saved["1"].tolist() == [2, 3] and saved["4"] == 1.5
 
 
 @pytest.mark.parametrize("package, install", [("torch", "pip install 'ptlite[export]'"),

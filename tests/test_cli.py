@@ -62,6 +62,15 @@ MODEL_SOURCE = textwrap.dedent("""
 
     def pair():
         return Pair().eval()
+
+
+    class Broken(nn.Module):  # a reference that fails: compare says it was PyTorch's side, in one line
+        def forward(self, x):
+            raise RuntimeError("this model fails" + chr(10) + "at a second line")
+
+
+    def broken():
+        return Broken()
 """)
 MODULE = "ptlite_cli_test_models"  # unique, so that no other test's module of the same name is reused
 
@@ -407,6 +416,11 @@ def bad_files(tmp_path):
     (["compare", "{export}", "--with", "{d}/nothing_here"], "no such file, and not 'module:function'"),
     (["compare", "{export}", "--with", "{mod}:not_a_model"], "returned int, not an nn.Module"),
     (["compare", "{export}", "--with", "{mod}:tiny", "--tolerance", "-1"], "non-negative number"),
+    (["compare", "{export}", "--with", ":"], "--with ':' must be 'module:function'"),
+    (["compare", "{export}", "--with", "{mod}:broken"],
+     "the reference, ptlite_cli_test_models:broken on eager PyTorch (PyTorch "),
+    (["compare", "{export}", "--with", "{mod}:tiny", "--no-optimize"], "are for a .ptl file"),
+    (["compare", "{export}", "--with", "{mod}:tiny", "--blocklist", "WINOGRAD"], "are for a .ptl file"),
     (["compare", "{script}", "--with", "{mod}:tiny", "--method", "nope"], "has no method 'nope'"),
     (["compare", "{export}", "--with", "{mod}:tiny", "--inputs", "{x}", "--input-shape", "1,3,16,16"],
      "give --inputs or --input-shape, not both"),
@@ -447,7 +461,7 @@ def test_compare_suggests_the_recorded_source_but_never_runs_it(work, capsys, mo
     code, out, err = cli(capsys, "inspect", work["export"])
     assert f"from {MODULE}:tiny" in out
     code, out, err = cli(capsys, "compare", work["export"])  # a name from a file is not imported unless given
-    assert_clean_error(code, err, f"it records that it was converted from '{MODULE}:tiny': --with {MODULE}:tiny")
+    assert_clean_error(code, err, f"it records that it was converted from {MODULE}:tiny: --with {MODULE}:tiny")
     from_file = tmp_path / "from_jit.ptlite"  # a TorchScript file's conversion records no source
     assert main(["convert", str(work["jit"]), "-o", str(from_file)]) == 0
     capsys.readouterr()
@@ -455,6 +469,12 @@ def test_compare_suggests_the_recorded_source_but_never_runs_it(work, capsys, mo
     code, _, err = cli(capsys, "compare", from_file)
     assert_clean_error(code, err, "say what to compare")
     assert "records" not in err
+    crafted = ptlite.load_program(from_file)  # a file's own text is shown only if it is a plain module:function
+    crafted.metadata["source"] = "x:y; rm -rf ~"
+    ptlite.save(crafted, tmp_path / "crafted.ptlite")
+    code, _, err = cli(capsys, "compare", tmp_path / "crafted.ptlite")
+    assert_clean_error(code, err, "say what to compare")
+    assert "rm -rf" not in err
 
 
 def test_compare_catches_other_weights_and_exits_1(work, capsys, monkeypatch):
@@ -474,8 +494,12 @@ def test_compare_another_method_and_a_tolerance(work, capsys, monkeypatch):
     code, out, err = cli(capsys, *argv)
     assert code == 0, err
     assert "(embed)" in out and "x float32[2, 3, 20, 20]" in out and "[2, 4]" in out
-    code, out, err = cli(capsys, *argv, "--tolerance", "0")  # float32 rounding differs from torch's somewhere
-    assert code == 1 and "tolerance: 0e+00" in out, out + err
+    other = ["compare", work["script"], "--with", f"{MODULE}:tiny_reseeded", "--method", "embed",
+             "--input-shape", "2,3,20,20"]  # other weights: relative differences of order 1
+    code, out, err = cli(capsys, *other, "--tolerance", "100")
+    assert code == 0 and "tolerance: 100 x max |reference|" in out, out + err
+    code, out, err = cli(capsys, *other, "--tolerance", "1.5e-4")
+    assert code == 1 and "tolerance: 0.00015 x" in out and "> 0.00015)" in err, out + err
 
 
 @pytest.mark.filterwarnings("ignore:Lite Interpreter is deprecated")
@@ -483,10 +507,11 @@ def test_compare_ptl_file_against_the_lite_interpreter(work, capsys, tmp_path):
     model = work["model"]
     ptl = tmp_path / "tiny.ptl"
     torch.jit.script(model)._save_for_lite_interpreter(str(ptl))
-    for extra in ([], ["--no-optimize"]):
+    for extra in ([], ["--no-optimize"], ["--blocklist", "FUSE_ACTIVATIONS"]):
         code, out, err = cli(capsys, "compare", ptl, "--input-shape", "1,3,16,16", *extra)
         assert code == 0, err
         assert "lite interpreter" in out and out.strip().endswith("all 1 output(s) match"), out
+    assert "(forward, without FUSE_ACTIVATIONS)" in out
     converted = tmp_path / "tiny_from_ptl.ptlite"
     assert main(["convert", str(ptl), "--input-shape", "1,3,16,16", "-o", str(converted)]) == 0
     capsys.readouterr()

@@ -72,7 +72,7 @@ def test_summary_and_table_name_what_differs_and_by_how_much():
     ref = (np.array([1.0, 2.0]), np.array([5, 6]))
     diffs = compare_outputs((np.array([1.0, 2.5]), np.array([5, 6])), ref)
     text = summary(diffs)
-    assert text == "1 of 2 output(s) differ: 0 (relative difference 2.50e-01 > 1e-04)"
+    assert text == "1 of 2 output(s) differ: 0 (relative difference 2.50e-01 > 0.0001)"
     table = format_table(diffs, "PyTorch")
     assert "max |ptlite - PyTorch|" in table[0] and table[1].endswith("DIFFERS") and table[2].endswith("ok")
     assert summary(compare_outputs(ref, ref)) == "all 2 output(s) match"
@@ -83,3 +83,25 @@ def test_a_negative_or_nan_tolerance_is_refused():
         compare_outputs(np.zeros(1), np.zeros(1), tolerance=-1.0)
     with pytest.raises(ValueError, match="non-negative"):
         compare_outputs(np.zeros(1), np.zeros(1), tolerance=float("nan"))
+
+
+def test_numpy_numbers_in_a_list_are_one_leaf_and_compare_with_python_ones():
+    assert flatten_outputs((np.int64(2), np.array(3)))[0][0] == "output"
+    assert all(d.ok for d in compare_outputs((np.int64(2), np.array(3)), (2, 3)))
+
+
+def test_large_integers_are_compared_exactly():
+    big = np.array([2**53 + 1], np.int64)
+    d = difference("ids", big, big - 1)
+    assert not d.ok and d.max_abs == 1
+    assert difference("ids", np.array([2**63 - 1], np.int64), np.array([2**63 - 1], np.int64)).ok
+
+
+def test_numpy_strings_and_string_arrays():
+    assert difference("s", np.str_("cat"), "cat").ok
+    assert difference("s", np.array(["a", "b"]), np.array(["a", "b"])).ok
+    assert not difference("s", np.array(["a", "b"]), np.array(["a", "c"])).ok
+
+
+def test_no_outputs_says_so():
+    assert summary(compare_outputs((), ())) == "no outputs to compare (neither side returned a value)"

@@ -277,12 +277,13 @@ def load_inputs(saved: dict[str, Any]) -> list[Any]:
 
 
 def save_outputs(result: Any, path: str) -> list[str]:
-    """Write a call's outputs (flattened as ptlite.compare names them; numbers as 0-d arrays, other leaves such as
-    None left out) to an .npz file; returns their names, in order."""
+    """Write a call's outputs (flattened as ptlite.compare names them; numbers and lists of numbers as arrays; None
+    and strings, which ONNX Runtime does not return either, left out) to an .npz file; returns their names, in
+    order."""
     from .compare import flatten_outputs
 
     leaves = [(name, np.asarray(v)) for name, v in flatten_outputs(result)
-              if isinstance(v, (np.ndarray, int, float, bool, np.generic))]
+              if v is not None and not isinstance(v, str)]  # numbers and lists of them become arrays
     np.savez(path, **{f"o{i}": v for i, (_, v) in enumerate(leaves)})
     return [name for name, _ in leaves]
 
@@ -329,8 +330,17 @@ def measure(path: str, make_inputs: InputMaker, settings: Settings, outputs_path
         "profile": _profile(module, inputs, settings) if settings.profile else None,
     }
     if outputs_path:
-        result["outputs"] = save_outputs(module(*inputs), outputs_path)
+        _save_or_note(result, lambda: module(*inputs), outputs_path)
     return result
+
+
+def _save_or_note(result: dict[str, Any], call: Callable[[], Any], path: str) -> None:
+    """result["outputs"]: the names `save_outputs` wrote for one more call, or result["outputs_error"]: why not (the
+    timings stand either way)."""
+    try:
+        result["outputs"] = save_outputs(call(), path)
+    except Exception as exc:
+        result["outputs_error"] = _one_line(exc)
 
 
 def _load_ms(path: str) -> float:
@@ -368,7 +378,8 @@ def compare(path: str, inputs: Sequence[Any], entry: str, settings: Settings) ->
     on that model exported with torch.onnx.export, all on the same inputs, each in a fresh process, one at a time.
 
     Returns ptlite's measurement (as `measure` does) with "compare": the other runtimes' figures, each with the
-    ratio ptlite / other, or with "error" (and "install" when a package is missing).
+    ratio ptlite / other and "outputs_check" (whether ptlite's outputs match that runtime's, by ptlite.compare's
+    criterion: "match", "summary", "largest_relative"), or with "error" (and "install" when a package is missing).
     """
     with tempfile.TemporaryDirectory(prefix="ptlite-bench-") as folder:
         common = {**asdict(settings), "inputs": save_inputs(inputs, folder)}
@@ -419,6 +430,13 @@ def _check_outputs(folder: str, ptlite_result: dict[str, Any], other: dict[str, 
     differences = compare_outputs(ours, theirs)
     return {"match": all(d.ok for d in differences), "summary": summary(differences),
             "largest_relative": max((d.relative for d in differences), default=0.0)}
+
+
+def differing_outputs(result: dict[str, Any]) -> list[str]:
+    """'runtime: what differs' for each compared runtime whose outputs ptlite's do not match."""
+    runtimes = (result.get("compare") or {}).get("runtimes", {})
+    return [f"{RUNTIME_TITLES[name]}: {r['outputs_check']['summary']}" for name, r in runtimes.items()
+            if "outputs_check" in r and not r["outputs_check"]["match"]]
 
 
 def failures(result: dict[str, Any]) -> list[str]:
@@ -509,11 +527,10 @@ def _child_pytorch(config: dict[str, Any]) -> dict[str, Any]:
     with torch.inference_mode():
         times = time_calls(lambda: model(*inputs), settings.warmup, settings.runs)
         rss_peak = peak_rss_bytes()
-        outputs = _to_numpy(model(*inputs), torch)
-    result = {"runtime": "pytorch", "version": torch.__version__, "load_ms": None,
-              "latency_ms": latency_stats(times), "times_ms": times,
-              "rss_bytes": {"before_load": rss_before, "peak": rss_peak},
-              "outputs": save_outputs(outputs, _outputs_path(config, "pytorch"))}
+        result = {"runtime": "pytorch", "version": torch.__version__, "load_ms": None,
+                  "latency_ms": latency_stats(times), "times_ms": times,
+                  "rss_bytes": {"before_load": rss_before, "peak": rss_peak}}
+        _save_or_note(result, lambda: _to_numpy(model(*inputs), torch), _outputs_path(config, "pytorch"))
     if config.get("onnx"):  # after measuring, so that exporting adds nothing to PyTorch's figures
         result["onnx_error"] = _export_onnx(torch, model, inputs, config["onnx"])
     return result
@@ -549,11 +566,11 @@ def _child_onnxruntime(config: dict[str, Any]) -> dict[str, Any]:
                          f"ptlite's forward {len(arrays)} tensor(s)")
     feed = dict(zip(names, arrays))
     times = time_calls(lambda: session.run(None, feed), settings.warmup, settings.runs)
-    rss_peak = peak_rss_bytes()
-    return {"runtime": "onnxruntime", "version": ort.__version__, "load_ms": load_ms,
-            "latency_ms": latency_stats(times), "times_ms": times,
-            "rss_bytes": {"before_load": rss_before, "peak": rss_peak},
-            "outputs": save_outputs(list(session.run(None, feed)), _outputs_path(config, "onnxruntime"))}
+    result = {"runtime": "onnxruntime", "version": ort.__version__, "load_ms": load_ms,
+              "latency_ms": latency_stats(times), "times_ms": times,
+              "rss_bytes": {"before_load": rss_before, "peak": peak_rss_bytes()}}
+    _save_or_note(result, lambda: list(session.run(None, feed)), _outputs_path(config, "onnxruntime"))
+    return result
 
 
 _CHILDREN: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
@@ -654,11 +671,17 @@ def _comparison_lines(result: dict[str, Any]) -> list[str]:
                      f"{_ms(lat['p90']):>8}  {_mib(r['rss_bytes']['peak']):>10}  {ratio}".rstrip())
     lines.append("  ratio = ptlite / other: above 1, ptlite is slower. load: ptlite.load; ONNX Runtime's session; "
                  "PyTorch's model is built in Python (not timed)")
-    checks = [(_title(name, r), r["outputs_check"]) for name, r in compare["runtimes"].items() if "outputs_check" in r]
+    checks = [(_title(name, r), r) for name, r in compare["runtimes"].items()
+              if "outputs_check" in r or "outputs_error" in r]
     if checks:
         lines.append("outputs, ptlite against each (the last call's; within 1e-4 x max |other|, as ptlite compare):")
-        lines += [f"  {title:<{width}}  " + (f"{check['summary']} (largest relative difference "
-                                             f"{check['largest_relative']:.1e})" if check["match"]
-                                             else f"WARNING: {check['summary']}")
-                  for title, check in checks]
+        for title, r in checks:
+            check = r.get("outputs_check")
+            if check is None:
+                text = f"not checked: {r['outputs_error']}"
+            elif check["match"]:
+                text = f"{check['summary']} (largest relative difference {check['largest_relative']:.1e})"
+            else:
+                text = f"DIFFER: {check['summary']}"
+            lines.append(f"  {title:<{width}}  {text}")
     return lines

@@ -15,6 +15,8 @@ import importlib
 import importlib.util
 import json
 import os
+import re
+import shlex
 import sys
 import time
 import warnings
@@ -28,7 +30,9 @@ import ptlite
 from .errors import PtliteError
 
 EXIT_ERROR = 2
+EXIT_DIFFERENT = 1  # compare, bench --compare: the outputs differ
 SOURCE_KEY = "source"  # metadata: the 'module:function' a file was converted from
+_SOURCE_PATTERN = re.compile(r"[\w./-]+:[\w.]+")  # what convert records, and all that inspect and compare show
 TORCH_INSTALL = "pip install 'ptlite[export]'"
 CAPTURE_METHODS = ("auto", "export", "script", "trace")
 INPUT_DTYPES = ("float32", "float64", "float16", "int64", "int32", "int16", "int8", "uint8", "bool")
@@ -189,7 +193,8 @@ getrusage's ru_maxrss elsewhere; n/a where neither exists).
 
 --compare ENTRY ('module:function', as 'ptlite convert' takes it) also measures eager PyTorch and ONNX Runtime
 (the model exported with torch.onnx.export) on the same inputs, each runtime in its own fresh process, one at a
-time, ptlite included, without OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE.
+time, ptlite included, without OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE. It checks that the runtimes' outputs agree
+(as 'ptlite compare' does) and exits with status 1, after the report, when they do not.
 
 example: ptlite bench mobilenet_v2.ptlite --profile --compare ptlite.zoo:mobilenet_v2"""
 
@@ -259,8 +264,11 @@ def _add_compare(commands: Any) -> None:
     compare.add_argument("--tolerance", metavar="T", type=_tolerance, default=None,
                          help="largest difference allowed, relative to max |reference| (default 1e-4)")
     compare.add_argument("--no-optimize", action="store_true",
-                         help="run a .ptl file as translated, without optimize_for_mobile (ptlite.load(path, "
+                         help="a .ptl MODEL: run it as translated, without optimize_for_mobile (ptlite.load(path, "
                               "optimize=False)); a .ptlite file always runs as written")
+    compare.add_argument("--blocklist", metavar="PASS", action="append", default=[],
+                         help="a .ptl MODEL: optimize it without this pass (repeatable; names as 'ptlite convert "
+                              "--blocklist' takes them, e.g. WINOGRAD)")
     compare.set_defaults(handler=cmd_compare)
 
 
@@ -342,11 +350,12 @@ def _import_torch() -> Any:
 # convert
 
 
-def _import_callable(spec: str) -> Any:
-    """The object named by 'package.module:attr.path' or 'path/to/file.py:attr'."""
+def _import_callable(spec: str, what: str = "MODEL") -> Any:
+    """The object named by 'package.module:attr.path' or 'path/to/file.py:attr' (`what`: the argument that gave it,
+    for errors)."""
     module_name, _, attr_path = spec.rpartition(":")
     if not module_name or not attr_path:
-        raise CliError(f"MODEL {spec!r} must be 'module:function' or a TorchScript file")
+        raise CliError(f"{what} {spec!r} must be 'module:function' or a TorchScript file")
     cwd = os.getcwd()
     if cwd not in sys.path:
         sys.path.insert(0, cwd)
@@ -383,8 +392,8 @@ def _import_file(path: str) -> Any:
     return module
 
 
-def _make_model(spec: str, torch: Any) -> tuple[Any, tuple | None]:
-    factory = _import_callable(spec)
+def _make_model(spec: str, torch: Any, what: str = "MODEL") -> tuple[Any, tuple | None]:
+    factory = _import_callable(spec, what)
     try:
         made = factory()
     except Exception as exc:
@@ -470,7 +479,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
         warnings.filterwarnings("ignore", message=r".*torch\.jit\..*deprecated", category=FutureWarning)
         program = ptlite.capture(model, example, method=args.method, **options)
     captured_s = time.perf_counter() - start
-    if not os.path.isfile(args.model):  # 'module:function': what `ptlite compare` compares with by default
+    if not os.path.isfile(args.model) and _SOURCE_PATTERN.fullmatch(args.model):  # shown by inspect and compare
         program.metadata[SOURCE_KEY] = args.model
     return _optimize_and_save(program, args, f"captured {args.model} with "
                               f"{program.metadata.get('capture', args.method)} in {captured_s:.1f} s")
@@ -811,7 +820,8 @@ def _bench_inputs(args: argparse.Namespace, specs: list[ptlite.ValueSpec]) -> li
         return random_inputs(specs, args.input_shape)
     if len(args.inputs) == 1 and args.inputs[0].endswith(".npz"):
         return _read_npz(args.inputs[0], specs)
-    as_run = argparse.Namespace(inputs=args.inputs, method="forward", image_size=None, no_normalize=False)
+    as_run = argparse.Namespace(inputs=args.inputs, method=getattr(args, "method", "forward"), image_size=None,
+                                no_normalize=False)
     return _read_inputs(as_run, specs)
 
 
@@ -842,6 +852,11 @@ def cmd_bench(args: argparse.Namespace) -> int:
     failed = bench.failures(result)
     if failed:
         raise CliError("--compare: " + "; ".join(failed))
+    differ = bench.differing_outputs(result)
+    if differ:
+        sys.stdout.flush()
+        print("ptlite: --compare: the outputs differ from " + "; from ".join(differ), file=sys.stderr)
+        return EXIT_DIFFERENT
     return 0
 
 
@@ -857,19 +872,34 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.inputs and args.input_shape:
         raise CliError("give --inputs or --input-shape, not both")
     reference = args.reference
+    pytorch_mobile = _is_pytorch_mobile(args.model)
     if reference is None:
-        if not _is_pytorch_mobile(args.model):
+        if not pytorch_mobile:
             # a name recorded in the file is only suggested: importing and calling it would run code a file chose
-            source = ptlite.load_program(args.model).metadata.get(SOURCE_KEY)
-            hint = (f"; it records that it was converted from {source!r}: --with {source}"
-                    if isinstance(source, str) else "")
+            source = _recorded_source(ptlite.load_program(args.model))
+            hint = f"; it records that it was converted from {source}: --with {shlex.quote(source)}" if source else ""
             raise CliError(f"say what to compare {args.model} with: --with 'module:function' (the model it was "
-                           f"converted from), a TorchScript file or a .ptl file{hint[:300]}")
+                           f"converted from), a TorchScript file or a .ptl file{hint}")
         reference = args.model
+    if (args.no_optimize or args.blocklist) and not pytorch_mobile:
+        raise CliError("--no-optimize and --blocklist are for a .ptl file, optimized at load; a .ptlite file runs "
+                       "as it was written (convert it again with 'ptlite convert --blocklist ...' to change that)")
+    if args.no_optimize and args.blocklist:
+        raise CliError("--blocklist skips some optimizations, --no-optimize all of them: give one or the other")
     if not os.path.isfile(reference) and ":" not in reference:
         raise CliError(f"--with {reference}: no such file, and not 'module:function'")
     _import_torch()  # before running anything: the reference needs it
-    module = ptlite.load(args.model, optimize=False if args.no_optimize else None)
+    if args.blocklist:
+        from .passes import blocklist_names
+
+        try:
+            blocklist_names(args.blocklist)
+        except ValueError as exc:
+            raise CliError(f"--blocklist: {exc}") from None
+        module = ptlite.Module(ptlite.optimize_for_mobile(ptlite.load_program(args.model),
+                                                          optimization_blocklist=args.blocklist))
+    else:
+        module = ptlite.load(args.model, optimize=False if args.no_optimize else None)
     if args.method not in module.method_names:
         raise CliError(f"{args.model} has no method '{args.method}'; it has {', '.join(module.method_names)}")
     specs = module.program.methods[args.method].input_specs
@@ -881,10 +911,12 @@ def cmd_compare(args: argparse.Namespace) -> int:
     source = f"from {', '.join(args.inputs)}" if args.inputs else f"random, seed {SEED}"
     described = ", ".join(f"{d['name']} {d['dtype']}[{', '.join(map(str, d['shape']))}]" if "shape" in d
                           else f"{d['name']} = {d['value']!r}" for d in describe_inputs(specs, inputs))
-    print(f"ptlite:    {args.model} ({args.method}{', not optimized' if args.no_optimize else ''})")
+    how = ", not optimized" if args.no_optimize else ""
+    how += f", without {', '.join(args.blocklist)}" if args.blocklist else ""
+    print(f"ptlite:    {args.model} ({args.method}{how})")
     print(f"reference: {reference}, {title}")
     print(f"inputs:    {described or 'none'} ({source})")
-    print(f"tolerance: {tolerance:.0e} x max |reference| (integer, boolean and string outputs: equal)")
+    print(f"tolerance: {tolerance:g} x max |reference| (integer, boolean and string outputs: equal)")
     print("\n".join(compare.format_table(differences, "reference")))
     verdict = compare.summary(differences)
     if all(d.ok for d in differences):
@@ -892,7 +924,14 @@ def cmd_compare(args: argparse.Namespace) -> int:
         return 0
     sys.stdout.flush()
     print(f"ptlite: {verdict}", file=sys.stderr)
-    return 1
+    return EXIT_DIFFERENT
+
+
+def _recorded_source(program: ptlite.Program) -> str | None:
+    """The 'module:function' a file records it was converted from, if it looks like one (it is the file's text:
+    never imported here, and shown only when it cannot carry shell syntax or terminal escapes)."""
+    source = program.metadata.get(SOURCE_KEY)
+    return source if isinstance(source, str) and _SOURCE_PATTERN.fullmatch(source) else None
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -928,7 +967,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     print(f"producer:   {meta.get('producer') or 'unknown'}")
     print(f"captured:   {meta.get('capture', 'unknown')}"
           + (f" with torch {meta['torch_version']}" if meta.get("torch_version") else "")
-          + (f" from {meta[SOURCE_KEY]}" if isinstance(meta.get(SOURCE_KEY), str) else ""))
+          + (f" from {source}" if (source := _recorded_source(program)) else ""))
     print(f"methods:    {len(program.methods)}")
     for graph in program.methods.values():
         print(f"  {graph.name}")
@@ -996,7 +1035,7 @@ def _error_text(exc: BaseException) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the exit status (0 ok, 2 error)."""
+    """Run the command line; returns the exit status (0 ok, 1 outputs differ (compare, bench --compare), 2 error)."""
     parser = build_parser()
     try:
         args = parser.parse_args(argv)

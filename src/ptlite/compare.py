@@ -59,7 +59,9 @@ def flatten_outputs(value: Any, prefix: str = "") -> list[tuple[str, Any]]:
 
 
 def _is_number_list(value: list | tuple) -> bool:
-    return bool(value) and all(isinstance(v, (int, float, bool)) for v in value)
+    """Numbers (Python or NumPy scalars, 0-d arrays): a shape or a list of scores, one leaf."""
+    return bool(value) and all(isinstance(v, (int, float, bool, np.generic))
+                               or (isinstance(v, np.ndarray) and v.ndim == 0) for v in value)
 
 
 def compare_outputs(ours: Any, reference: Any, tolerance: float = DEFAULT_TOLERANCE) -> list[OutputDifference]:
@@ -77,12 +79,19 @@ def compare_outputs(ours: Any, reference: Any, tolerance: float = DEFAULT_TOLERA
 
 def difference(name: str, ours: Any, reference: Any, tolerance: float = DEFAULT_TOLERANCE) -> OutputDifference:
     """How `ours` differs from `reference` (arrays, numbers, strings or None)."""
+    ours, reference = (str(v) if isinstance(v, np.str_) else v for v in (ours, reference))
     if ours is None or reference is None or isinstance(ours, str) or isinstance(reference, str):
         same = type(ours) is type(reference) and ours == reference
         return OutputDifference(name, None, type(ours).__name__, 0.0 if same else np.inf, 0.0, 0.0 if same else np.inf,
                                 tolerance, exact=True, problem=None if same else f"{ours!r} vs {reference!r}"[:120])
     a, b = np.asarray(ours), np.asarray(reference)
     shape, dtype = tuple(a.shape), a.dtype.name
+    if a.dtype.kind in "US" and b.dtype.kind in "US":  # arrays of strings: equal or not
+        if a.shape != b.shape:
+            return _problem(name, reference, tolerance, f"shape {list(a.shape)}, reference {list(b.shape)}", ours)
+        same = bool(np.array_equal(a, b))
+        return OutputDifference(name, shape, dtype, 0.0 if same else np.inf, 0.0, 0.0 if same else np.inf,
+                                tolerance, exact=True, problem=None if same else "the strings differ")
     if a.dtype.kind not in "biufc" or b.dtype.kind not in "biufc":
         return _problem(name, reference, tolerance, f"cannot compare {a.dtype} with {b.dtype}", ours)
     if a.shape != b.shape:
@@ -94,6 +103,8 @@ def difference(name: str, ours: Any, reference: Any, tolerance: float = DEFAULT_
         return OutputDifference(name, shape, dtype, 0.0, 0.0, 0.0, tolerance, exact)
     if exact:
         max_abs = float(np.max(np.abs(a.astype(np.float64) - b.astype(np.float64))))
+        if max_abs == 0 and not np.array_equal(a, b):  # integers beyond 2**53 that float64 rounds alike
+            max_abs = float(np.max(np.abs(a.astype(object) - b.astype(object))))
         scale = float(np.max(np.abs(b.astype(np.float64))))
         return OutputDifference(name, shape, dtype, max_abs, scale, max_abs / scale if scale else max_abs,
                                 tolerance, exact)
@@ -120,10 +131,12 @@ def _problem(name: str, reference: Any, tolerance: float, why: str, ours: Any = 
 def summary(differences: list[OutputDifference]) -> str:
     """One line: every output matches, or which do not and by how much."""
     bad = [d for d in differences if not d.ok]
+    if not differences:
+        return "no outputs to compare (neither side returned a value)"
     if not bad:
         return f"all {len(differences)} output(s) match"
     parts = [f"{d.name} ({d.problem})" if d.problem else
-             f"{d.name} ({'not equal' if d.exact else f'relative difference {d.relative:.2e} > {d.tolerance:.0e}'})"
+             f"{d.name} ({'not equal' if d.exact else f'relative difference {d.relative:.2e} > {d.tolerance:g}'})"
              for d in bad[:5]]
     more = f", and {len(bad) - 5} more" if len(bad) > 5 else ""
     return f"{len(bad)} of {len(differences)} output(s) differ: {', '.join(parts)}{more}"
@@ -175,15 +188,21 @@ def run_reference(reference: str, inputs: list[Any], method: str = "forward") ->
             if os.path.isfile(reference):
                 model, title = _load_torchscript(reference, torch), "TorchScript"
             elif ":" in reference:
-                model, title = _make_model(reference, torch)[0].eval(), "eager PyTorch"
+                model, title = _make_model(reference, torch, "--with")[0].eval(), "eager PyTorch"
             else:
                 raise CliError(f"{reference}: no such file, and not 'module:function'")
             if not hasattr(model, method):
                 raise CliError(f"{reference} has no method '{method}'")
             run = getattr(model, method)
-        with torch.inference_mode():
-            result = run(*args)
-    return _to_numpy(result, torch), f"{title} (PyTorch {torch.__version__.split('+')[0]})"
+        title = f"{title} (PyTorch {torch.__version__.split('+')[0]})"
+        try:
+            with torch.inference_mode():
+                result = run(*args)
+        except Exception as exc:  # PyTorch's side: say so, in one line (TorchScript's errors run to dozens)
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+            raise CliError(f"the reference, {reference} on {title}, failed on these inputs: "
+                           f"{type(exc).__name__}: {first}") from None
+    return _to_numpy(result, torch), title
 
 
 def _to_numpy(value: Any, torch: Any) -> Any:

@@ -9,10 +9,10 @@ shape, so a shape that depends on the data can only make the choice slower, neve
 `python benchmarks/bench_winograd.py` (one thread, NumPy + OpenBLAS, a 2-core x86 VM), im2col vs Winograd:
 64 channels at 56x56 3.8 vs 1.9 ms; 128 at 28x28 3.0 vs 1.6 ms; 256 at 14x14 3.7 vs 2.7 ms; 512 at 7x7 4.1 vs
 5.9 ms (tiles of 4 waste a quarter of a 7x7 image). The price: the transformed weight is 4x the size (36 instead of
-9 values per channel pair) and the rounding error grows from about 4e-7 to 2.4e-6 - 3.3e-6 relative to the largest
-output (float32, against a float64 reference; 5e-6 - 1e-5 with Lavin & Gray's points, which older files'
-ptlite::conv2d_winograd uses). Hence the thresholds: large images, where the time saved is large and the weights
-small (at 14x14 the gain is 1.4x for a 4x larger weight: not taken).
+9 values per channel pair) and the rounding error grows from im2col's 3e-7 - 5e-7 to about 2e-6 - 5e-6 relative to
+the largest output (float32, against a float64 reference; 2.4e-6 - 3.3e-6 with two BLAS threads; 5e-6 - 1e-5 with
+Lavin & Gray's points, which older files' ptlite::conv2d_winograd uses). Hence the thresholds: large images, where
+the time saved is large and the weights small (at 14x14 the gain is 1.4x for a 4x larger weight: not taken).
 """
 
 from __future__ import annotations

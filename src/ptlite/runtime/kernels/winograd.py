@@ -1,6 +1,7 @@
 """Winograd F(4x4, 3x3) convolution: 3x3, stride 1, dense convolutions on channels-last images with 4x fewer
 multiplications than im2col (36 per 4x4 output tile and channel pair instead of 144), at the price of transforms
-and a larger rounding error (a few 1e-6 relative instead of 1e-7; see docs/architecture.md).
+and a larger rounding error (about 2e-6 to 5e-6 of the largest output instead of im2col's 3e-7 to 5e-7; see
+docs/architecture.md).
 
 Lavin & Gray's F(4x4, 3x3): each 6x6 input tile d becomes V = Bt d B, the filter g becomes U = G g Gt (stored in the
 file, packed by the WINOGRAD pass as (36, C, O)), the 36 products are one batched GEMM M = V @ U over all tiles,
@@ -8,9 +9,10 @@ and the 4x4 output tile is Y = At M A. Every transform is one matrix product ove
 it in BLAS in a single pass.
 
 The matrices come from the interpolation points. ptlite::conv2d_winograd_v2 (what the pass writes) uses 0, 1, -1, 2,
--1/2 and infinity, whose rounding error is 1.5-3.5x lower than that of Lavin & Gray's 0, 1, -1, 2, -2 (largest
-error over an output; 1.5x its root mean square: `python benchmarks/bench_winograd.py` prints both per layer;
-Barabasz et al. 2020 found points with halves the most accurate for F(4, 3)). ptlite::conv2d_winograd keeps Lavin &
+-1/2 and infinity, whose rounding error is about 2-3x lower than that of Lavin & Gray's 0, 1, -1, 2, -2 (the
+largest error over an output: 2.4-3.1x on ResNet's layers with two BLAS threads, about 2x with one, as BLAS's
+summation order changes it; 1.3-1.5x the root mean square: `python benchmarks/bench_winograd.py [--threads N]`
+prints both per layer; Barabasz et al. 2020 found points with halves the most accurate for F(4, 3)). ptlite::conv2d_winograd keeps Lavin &
 Gray's points for files written before: its weights were transformed with their G.
 """
 
@@ -91,7 +93,7 @@ def conv2d_winograd_nhwc(xh: np.ndarray, u: np.ndarray, bias: np.ndarray | None,
     check_activation(activation, args)
     n, h, w, c = xh.shape
     if u.ndim != 3 or u.shape[:2] != (36, c):
-        raise ValueError(f"conv2d_winograd: input with {c} channels does not match the packed weight "
+        raise ValueError(f"Winograd conv2d: input with {c} channels does not match the packed weight "
                          f"{tuple(u.shape)} (expected (36, {c}, O))")
     top, bottom, left, right = pads
     ho, wo = h + top + bottom - 2, w + left + right - 2
