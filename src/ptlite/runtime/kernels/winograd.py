@@ -12,8 +12,9 @@ The matrices come from the interpolation points. ptlite::conv2d_winograd_v2 (wha
 -1/2 and infinity, whose rounding error is about 2-3x lower than that of Lavin & Gray's 0, 1, -1, 2, -2 (the
 largest error over an output: 2.4-3.1x on ResNet's layers with two BLAS threads, about 2x with one, as BLAS's
 summation order changes it; 1.3-1.5x the root mean square: `python benchmarks/bench_winograd.py [--threads N]`
-prints both per layer; Barabasz et al. 2020 found points with halves the most accurate for F(4, 3)). ptlite::conv2d_winograd keeps Lavin &
-Gray's points for files written before: its weights were transformed with their G.
+prints both per layer; Barabasz et al. 2020 found points with halves the most accurate for F(4, 3)).
+ptlite::conv2d_winograd keeps Lavin & Gray's points for files written before: its weights were transformed with
+their G.
 """
 
 from __future__ import annotations
