@@ -29,7 +29,6 @@ from .base import (
     Use,
     blocks,
     constant_value,
-    owners,
     replace_all_uses,
     uses,
     weight_constant,
@@ -71,21 +70,25 @@ class FoldConvBatchNorm(Pass):
 
     def run(self, graph: Graph, program: Program) -> bool:
         users = uses(graph)
-        where = owners(graph)
         input_ranks = {v.id: len(spec.shape) for v, spec in zip(graph.inputs, graph.input_specs)
                        if spec.type == "Tensor" and spec.shape is not None}
-        changed = False
+        constants: dict[int, list[Node]] = {}  # producer -> the folded weight and bias, to insert before it
+        folded: set[int] = set()  # the batch norms folded away
         for block in list(blocks(graph)):
-            for bn in list(block.nodes):
+            for bn in block.nodes:
                 if bn.op not in BATCH_NORMS:
                     continue
                 producer = bn.inputs[0].node
                 if producer is None or not _foldable(producer, bn, users, program, input_ranks):
                     continue
-                _fold(graph, program, producer, bn, where, users)
+                constants[id(producer)] = _fold(graph, program, producer, bn, users)
+                folded.add(id(bn))
                 users[producer.outputs[0].id] = users.pop(bn.outputs[0].id, [])
-                changed = True
-        return changed
+        if folded:  # every block rebuilt once (editing it at each fold made large programs quadratic)
+            for block in blocks(graph):
+                block.nodes = [m for n in block.nodes if id(n) not in folded
+                               for m in (*constants.get(id(n), ()), n)]
+        return bool(folded)
 
 
 def _foldable(producer: Node, bn: Node, users: dict[int, list[Use]], program: Program,
@@ -146,8 +149,9 @@ def _rank(v: Value, input_ranks: dict[int, int]) -> int | None:
     return None
 
 
-def _fold(graph: Graph, program: Program, producer: Node, bn: Node, where: dict,
-          users: dict[int, list[Use]]) -> None:
+def _fold(graph: Graph, program: Program, producer: Node, bn: Node, users: dict[int, list[Use]]) -> list[Node]:
+    """Fold `bn` into `producer`'s weight and bias: returns the two new constant nodes, which the caller puts before
+    `producer` (and drops `bn` from its block)."""
     weight = weight_of(program, producer.inputs[1])
     bias = _vector(program, producer.inputs[2])
     gamma, beta, mean, var = (_vector(program, v) for v in bn.inputs[1:5])
@@ -171,13 +175,9 @@ def _fold(graph: Graph, program: Program, producer: Node, bn: Node, where: dict,
     base = _base_name(producer.inputs[1])
     w_node = weight_constant(program, f"{base}.folded.weight", new_weight, producer.source)
     b_node = weight_constant(program, f"{base}.folded.bias", shift.astype(weight.dtype), producer.source)
-    block = where[id(producer)]
-    at = next(i for i, n in enumerate(block.nodes) if n is producer)
-    block.nodes[at:at] = [w_node, b_node]
     producer.inputs[1], producer.inputs[2] = w_node.outputs[0], b_node.outputs[0]
     replace_all_uses(graph, bn.outputs[0], producer.outputs[0], users)
-    bn_block = where[id(bn)]
-    bn_block.nodes = [n for n in bn_block.nodes if n is not bn]
+    return [w_node, b_node]
 
 
 def _base_name(weight: Value) -> str:
