@@ -199,6 +199,17 @@ time, ptlite included, without OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE. It checks
 example: ptlite bench mobilenet_v2.ptlite --profile --compare ptlite.zoo:mobilenet_v2"""
 
 
+def _add_input_options(parser: argparse.ArgumentParser) -> None:
+    """--input-shape and --inputs, as bench and compare take them (read by _bench_inputs)."""
+    parser.add_argument("--input-shape", metavar="SHAPE", type=_input_shape, action="append", default=[],
+                        help="shape of each tensor input, e.g. 1,3,224,224; repeat for each input, in order "
+                             "(default: the shapes the program records)")
+    parser.add_argument("--inputs", metavar="FILE", action="append", default=[],
+                        help="inputs instead of random data: one .npz file with every input (saved under the "
+                             "inputs' names or in order), or, repeated, one .npy file, image or number per input "
+                             "as 'ptlite run' takes them")
+
+
 def _add_bench(commands: Any) -> None:
     bench = commands.add_parser(
         "bench", help="measure latency, load time and memory of a .ptlite file (no torch needed)",
@@ -207,13 +218,7 @@ def _add_bench(commands: Any) -> None:
                     "with eager PyTorch and ONNX Runtime.",
         epilog=BENCH_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     bench.add_argument("model", metavar="MODEL", help="a .ptlite file")
-    bench.add_argument("--input-shape", metavar="SHAPE", type=_input_shape, action="append", default=[],
-                       help="shape of each tensor input, e.g. 1,3,224,224; repeat for each input, in order "
-                            "(default: the shapes the program records)")
-    bench.add_argument("--inputs", metavar="FILE", action="append", default=[],
-                       help="inputs instead of random data: one .npz file with every input (saved under the "
-                            "inputs' names or in order), or, repeated, one .npy file, image or number per input "
-                            "as 'ptlite run' takes them")
+    _add_input_options(bench)
     bench.add_argument("--warmup", metavar="N", type=_non_negative_int, default=5,
                        help="untimed runs first (default 5)")
     bench.add_argument("--runs", metavar="N", type=_positive_int, default=50, help="timed runs (default 50)")
@@ -256,11 +261,7 @@ def _add_compare(commands: Any) -> None:
                               "file, or a .ptl file (run on PyTorch's lite interpreter); for a .ptl MODEL, MODEL "
                               "itself on the lite interpreter by default")
     compare.add_argument("--method", metavar="NAME", default="forward", help="the method to compare (default forward)")
-    compare.add_argument("--input-shape", metavar="SHAPE", type=_input_shape, action="append", default=[],
-                         help="shape of each tensor input, e.g. 1,3,224,224; repeat for each input, in order "
-                              "(default: the shapes the program records)")
-    compare.add_argument("--inputs", metavar="FILE", action="append", default=[],
-                         help="inputs instead of random data, as 'ptlite bench --inputs' takes them")
+    _add_input_options(compare)
     compare.add_argument("--tolerance", metavar="T", type=_tolerance, default=None,
                          help="largest difference allowed, relative to max |reference| (default 1e-4)")
     compare.add_argument("--no-optimize", action="store_true",
