@@ -47,6 +47,20 @@ MODEL_SOURCE = textwrap.dedent("""
     def tiny_reseeded():  # other weights: --compare must say the outputs differ
         torch.manual_seed(1)
         return Tiny().eval()
+
+
+    class TwoOutputs(nn.Module):  # ONNX Runtime returns a flat list: matched to ptlite's outputs by position
+        def __init__(self):
+            super().__init__()
+            self.tiny = Tiny()
+
+        def forward(self, x):
+            return self.tiny(x), x.amax(dim=(2, 3))
+
+
+    def two_outputs():
+        torch.manual_seed(0)
+        return TwoOutputs().eval()
 """)
 
 # Makes `import torch` fail, to show that a command works without torch.
@@ -312,6 +326,21 @@ def test_compare_exits_1_when_the_outputs_differ(files, capsys, tmp_path, monkey
     assert not check["match"] and check["largest_relative"] > 1e-2, check
     assert "DIFFER: 1 of 1 output(s) differ: output (relative difference" in out  # the report is printed first
     assert err.startswith("ptlite: --compare: the outputs differ from PyTorch: 1 of 1 output(s) differ"), err
+
+
+def test_compare_matches_several_onnxruntime_outputs_by_position(files, capsys, tmp_path, monkeypatch):
+    pytest.importorskip("onnxruntime")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(files["folder"]), os.environ.get("PYTHONPATH", "")]))
+    import importlib
+
+    model = importlib.import_module(MODULE).two_outputs()
+    path = tmp_path / "two.ptlite"
+    ptlite.save(ptlite.capture(model, (torch.randn(1, 3, 16, 16),), method="export"), path)
+    out, figures = bench_json(capsys, tmp_path, path, *FAST, "--compare", f"{MODULE}:two_outputs")
+    for name in ("pytorch", "onnxruntime"):
+        check = figures["compare"]["runtimes"][name]["outputs_check"]
+        assert check["match"] and check["summary"] == "all 2 output(s) match", f"{name}: {check}"
+    assert figures["compare"]["runtimes"]["onnxruntime"]["outputs"] == ["0", "1"]
 
 
 def test_save_outputs_keeps_numbers_and_number_lists(tmp_path):
