@@ -2,7 +2,8 @@
 on a photograph, compare with eager PyTorch (ptlite.compare's criterion: 1e-4 x max |reference|).
 
 Not part of the test suite (about 7 minutes on two cores): run by hand, `python tests/sweep_torchvision.py`
-(or `... NAME ...` for some of them), and update docs/models.md's list of models checked this way. It exits with
+(or `... NAME ...` for some of them; `--float64 NAME ...` measures each float32 answer against a float64 run),
+and update docs/models.md's list of models checked this way. It exits with
 status 1 if a model fails, except the known case OVER_TOLERANCE lists (reported as KNOWN). Each model runs in
 its own process. Weights are re-drawn and batch norms re-estimated on photographs (ptlite.zoo.calibrate), as the tests
 do; segmentation models are built without a pretrained backbone (nothing can be downloaded).
@@ -36,29 +37,18 @@ OVER_TOLERANCE = {("fcn_resnet50", "export")}
 
 def run_one(name: str, method: str, size: int) -> str:
     """Capture, optimize and compare one model; one line: the relative differences, or why it failed."""
-    import warnings
 
     import torch
-    import torchvision
 
     import ptlite
-    from ptlite.compare import _to_numpy, compare_outputs, summary
-    from ptlite.zoo import calibrate, sample_images
+    from ptlite.compare import compare_outputs, result_to_numpy, summary
 
-    warnings.filterwarnings("ignore")
-    groups = (torchvision.models, torchvision.models.segmentation, torchvision.models.video)
-    builder = next(getattr(g, name) for g in groups if hasattr(g, name))
-    torch.manual_seed(0)
-    options = {"weights_backbone": None} if ".segmentation." in builder.__module__ else {}
-    if ".video." in builder.__module__:
-        model, x = builder(weights=None).eval(), torch.randn(1, 3, 8, size, size)
-    else:
-        model, x = calibrate(builder(weights=None, **options), sizes=(size,), batch=2), sample_images(1, size)
+    model, x = _build(name, size)
     # the scripted module is the reference for a script capture: it may return more than eager does (googlenet's
     # and inception's scripted forward return their aux outputs too, as None in eval)
     reference_model = torch.jit.script(model) if method == "script" else model
     with torch.inference_mode():
-        reference = _to_numpy(reference_model(x), torch)
+        reference = result_to_numpy(reference_model(x), torch)
     try:
         captured = ptlite.capture(model, (x,), method=method)
     except ptlite.CaptureError as exc:  # one line: the operators it names
@@ -72,11 +62,66 @@ def run_one(name: str, method: str, size: int) -> str:
     return ", ".join(parts)
 
 
+def _build(name: str, size: int):
+    """The calibrated torchvision model and a photograph (random frames for a video model)."""
+    import warnings
+
+    import torch
+    import torchvision
+
+    from ptlite.zoo import calibrate, sample_images
+
+    warnings.filterwarnings("ignore")
+    groups = (torchvision.models, torchvision.models.segmentation, torchvision.models.video)
+    builder = next(getattr(g, name) for g in groups if hasattr(g, name))
+    torch.manual_seed(0)
+    options = {"weights_backbone": None} if ".segmentation." in builder.__module__ else {}
+    if ".video." in builder.__module__:
+        return builder(weights=None).eval(), torch.randn(1, 3, 8, size, size)
+    return calibrate(builder(weights=None, **options), sizes=(size,), batch=2), sample_images(1, size)
+
+
+def against_float64(name: str, method: str, size: int) -> str:
+    """How far each float32 answer is from a float64 run of the model (largest difference relative to its largest
+    output): eager PyTorch, ptlite captured, optimized, and optimized without WINOGRAD. Says whose rounding a
+    difference between ptlite and PyTorch is."""
+    import copy
+
+    import numpy as np
+    import torch
+
+    import ptlite
+    from ptlite.compare import flatten_outputs, result_to_numpy
+
+    model, x = _build(name, size)
+
+    def first(result):  # the main output ('out' of a segmentation model)
+        return flatten_outputs(result)[0][1]
+
+    with torch.inference_mode():
+        exact = first(result_to_numpy(copy.deepcopy(model).double()(x.double()), torch))
+        answers = {"PyTorch": first(result_to_numpy(model(x), torch))}
+    captured = ptlite.capture(model, (x,), method=method)
+    for label, program in (("captured", captured), ("optimized", ptlite.optimize_for_mobile(captured)),
+                           ("optimized without WINOGRAD",
+                            ptlite.optimize_for_mobile(captured, optimization_blocklist=("WINOGRAD",)))):
+        answers[f"ptlite {label}"] = first(ptlite.Module(program)(x.numpy()))
+    scale = np.abs(exact).max()
+    return ", ".join(f"{label} {np.abs(a - exact).max() / scale:.1e}" for label, a in answers.items())
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("names", nargs="*", help="models to sweep (default: all)")
+    parser.add_argument("--float64", action="store_true",
+                        help="for the models named: each float32 answer's distance from a float64 run instead")
     parser.add_argument("--one", nargs=3, metavar=("NAME", "METHOD", "SIZE"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.float64:
+        for name, method, size in SWEEP:
+            if name in args.names and name not in REFUSED:
+                print(f"{name} {method} {size}, from float64: {against_float64(name, method, size)}", flush=True)
+        return 0
     if args.one:
         print(run_one(args.one[0], args.one[1], int(args.one[2])))
         return 0

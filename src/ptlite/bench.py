@@ -517,7 +517,7 @@ def _child_pytorch(config: dict[str, Any]) -> dict[str, Any]:
     import torch
 
     from .cli import _make_model
-    from .compare import _to_numpy
+    from .compare import result_to_numpy
 
     settings = _settings(config)
     torch.set_num_threads(settings.threads)
@@ -530,7 +530,7 @@ def _child_pytorch(config: dict[str, Any]) -> dict[str, Any]:
         result = {"runtime": "pytorch", "version": torch.__version__, "load_ms": None,
                   "latency_ms": latency_stats(times), "times_ms": times,
                   "rss_bytes": {"before_load": rss_before, "peak": rss_peak}}
-        _save_or_note(result, lambda: _to_numpy(model(*inputs), torch), _outputs_path(config, "pytorch"))
+        _save_or_note(result, lambda: result_to_numpy(model(*inputs), torch), _outputs_path(config, "pytorch"))
     if config.get("onnx"):  # after measuring, so that exporting adds nothing to PyTorch's figures
         result["onnx_error"] = _export_onnx(torch, model, inputs, config["onnx"])
     return result
@@ -593,7 +593,8 @@ def _ms(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}" if value < 10 else f"{value:.2f}" if value < 100 else f"{value:.1f}"
 
 
-def _describe_input(item: dict[str, Any]) -> str:
+def describe_input(item: dict[str, Any]) -> str:
+    """One input as the reports show it: 'x float32[1, 3, 224, 224]', or 'n = 3'."""
     if "shape" in item:
         return f"{item['name']} {item['dtype']}[{', '.join(str(d) for d in item['shape'])}]"
     return f"{item['name']} = {item['value']!r}"
@@ -622,7 +623,7 @@ def format_report(result: dict[str, Any]) -> str:
     where = "; ptlite measured in a fresh process" if result.get("compare") else ""
     lines = [
         f"model:    {result['model']} ({_file_size(result['file_bytes'])})",
-        f"inputs:   {', '.join(_describe_input(i) for i in result['inputs']) or 'none'}"
+        f"inputs:   {', '.join(describe_input(i) for i in result['inputs']) or 'none'}"
         + (f" ({result['input_source']})" if result.get("input_source") else ""),
         f"threads:  {result['threads']}{where}",
         f"BLAS:     {_blas_line(result)}",

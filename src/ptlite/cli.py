@@ -530,7 +530,7 @@ def _fix_input_shapes(program: ptlite.Program, shapes: list[tuple[int, ...]], dt
 
 
 def _check_blocklist(args: argparse.Namespace) -> None:
-    """--blocklist's names, checked before anything is captured."""
+    """--blocklist's names (convert, compare), checked before anything is captured or run."""
     if args.blocklist and args.no_optimize:
         raise CliError("--blocklist skips some optimizations, --no-optimize all of them: give one or the other")
     from .passes import blocklist_names
@@ -867,7 +867,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     from . import compare
-    from .bench import SEED, describe_inputs
+    from .bench import SEED, describe_input, describe_inputs
 
     _require_file(args.model)
     if args.inputs and args.input_shape:
@@ -885,18 +885,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if (args.no_optimize or args.blocklist) and not pytorch_mobile:
         raise CliError("--no-optimize and --blocklist are for a .ptl file, optimized at load; a .ptlite file runs "
                        "as it was written (convert it again with 'ptlite convert --blocklist ...' to change that)")
-    if args.no_optimize and args.blocklist:
-        raise CliError("--blocklist skips some optimizations, --no-optimize all of them: give one or the other")
+    _check_blocklist(args)
     if not os.path.isfile(reference) and ":" not in reference:
         raise CliError(f"--with {reference}: no such file, and not 'module:function'")
     _import_torch()  # before running anything: the reference needs it
     if args.blocklist:
-        from .passes import blocklist_names
-
-        try:
-            blocklist_names(args.blocklist)
-        except ValueError as exc:
-            raise CliError(f"--blocklist: {exc}") from None
         module = ptlite.Module(ptlite.optimize_for_mobile(ptlite.load_program(args.model),
                                                           optimization_blocklist=args.blocklist))
     else:
@@ -910,8 +903,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     tolerance = compare.DEFAULT_TOLERANCE if args.tolerance is None else args.tolerance
     differences = compare.compare_outputs(ours, theirs, tolerance)
     source = f"from {', '.join(args.inputs)}" if args.inputs else f"random, seed {SEED}"
-    described = ", ".join(f"{d['name']} {d['dtype']}[{', '.join(map(str, d['shape']))}]" if "shape" in d
-                          else f"{d['name']} = {d['value']!r}" for d in describe_inputs(specs, inputs))
+    described = ", ".join(map(describe_input, describe_inputs(specs, inputs)))
     how = ", not optimized" if args.no_optimize else ""
     how += f", without {', '.join(args.blocklist)}" if args.blocklist else ""
     print(f"ptlite:    {args.model} ({args.method}{how})")

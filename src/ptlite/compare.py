@@ -202,10 +202,10 @@ def run_reference(reference: str, inputs: list[Any], method: str = "forward") ->
             first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
             raise CliError(f"the reference, {reference} on {title}, failed on these inputs: "
                            f"{type(exc).__name__}: {first}") from None
-    return _to_numpy(result, torch), title
+    return result_to_numpy(result, torch), title
 
 
-def _to_numpy(value: Any, torch: Any) -> Any:
+def result_to_numpy(value: Any, torch: Any) -> Any:
     """PyTorch's result with every tensor as a NumPy array (a namedtuple becomes a tuple)."""
     if isinstance(value, torch.Tensor):
         tensor = value.detach().cpu()
@@ -213,8 +213,8 @@ def _to_numpy(value: Any, torch: Any) -> Any:
             tensor = tensor.float()
         return tensor.resolve_conj().resolve_neg().numpy()
     if isinstance(value, dict):
-        return {k: _to_numpy(v, torch) for k, v in value.items()}
+        return {k: result_to_numpy(v, torch) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        items = [_to_numpy(v, torch) for v in value]
+        items = [result_to_numpy(v, torch) for v in value]
         return items if isinstance(value, list) else tuple(items)
     return value
