@@ -292,3 +292,135 @@ def test_missing_operators_of_every_method_in_one_error():
     next(n for n in second.walk() if n.op == "test::gt_zero").op = "evil::in_other"
     with pytest.raises(UnsupportedOperatorError, match=r"(?s)2 operator.*evil::in_forward.*evil::in_other"):
         ptlite.Module(program)
+
+
+# ------------------------------------------------------------------ hostile files that once escaped as raw errors
+# Each was found by mutating a saved program's JSON (the seeded fuzz test below does the same): before the fix it
+# raised a TypeError, KeyError or ValueError from inside the loader or the interpreter instead of a ptlite error.
+
+def test_only_if_and_loop_hold_blocks(saved):
+    def mutate(body):
+        nodes = body["methods"][0]["body"]["nodes"]
+        nodes[4]["blocks"] = nodes[5]["blocks"]  # test::gt_zero with the If's branches: liveness would walk them
+    _rewrite_program(saved, mutate)
+    with pytest.raises(ptlite.FormatError, match="only prim::If and prim::Loop hold blocks, this node has 2"):
+        ptlite.load(saved)
+
+
+def test_dict_constant_with_unhashable_keys(saved):
+    def mutate(body):
+        body["methods"][0]["body"]["nodes"][2]["attrs"]["value"] = {"dict": [[[1], 2]]}
+    _rewrite_program(saved, mutate)
+    with pytest.raises(ptlite.FormatError, match="invalid constant encoding"):
+        ptlite.load(saved)
+
+
+def test_spec_dtype_must_be_one_ptlite_runs(saved):
+    def mutate(body):
+        body["methods"][0]["input_specs"][0]["dtype"] = ""
+    _rewrite_program(saved, mutate)
+    with pytest.raises(ptlite.FormatError, match="spec 'x' has the dtype '', not one ptlite runs"):
+        ptlite.load(saved)
+
+
+def test_a_program_needs_forward(saved):
+    _rewrite_program(saved, lambda body: body.update(methods=[]))
+    with pytest.raises(ptlite.FormatError, match="the program has no 'forward' method"):
+        ptlite.load(saved)
+
+
+def test_if_condition_must_be_a_bool(saved):
+    def mutate(body):
+        body["methods"][0]["body"]["nodes"][4]["op"] = "aten::relu"  # the condition is now an array
+    _rewrite_program(saved, mutate)
+    module = ptlite.load(saved)
+    with pytest.raises(ptlite.errors.ExecutionError, match=r"prim::If: its condition is a float32 array of shape "
+                                                           r"\(2, 4\), not a bool"):
+        module(np.ones((2, 4), np.float32))
+
+
+def make_loop_program(trip_count) -> Program:
+    """y = x, then y = y + y `trip_count` times (a prim::Loop carrying y)."""
+    x, trip, cond, y = Value("x", "Tensor"), Value("n", "int"), Value("c", "bool"), Value("y", "Tensor")
+    i, carried, doubled, one = Value("i", "int"), Value("acc", "Tensor"), Value("d", "Tensor"), Value("one", "int")
+    body = Block([i, carried], [Node("aten::add.Tensor", [carried, carried, one], [doubled])], [cond, doubled])
+    nodes = [Node("prim::Constant", [], [trip], {"value": trip_count}),
+             Node("prim::Constant", [], [cond], {"value": True}),
+             Node("prim::Constant", [], [one], {"value": 1}),
+             Node("prim::Loop", [trip, cond, x], [y], blocks=[body])]
+    graph = Graph("forward", [x], nodes, [y])
+    graph.input_specs = [ValueSpec("x", "Tensor", "float32", (3,))]
+    graph.output_specs = [ValueSpec("y", "Tensor", "float32", (3,))]
+    return Program({"forward": graph}, {}, {})
+
+
+def test_loop_trip_count_must_be_an_int(tmp_path):
+    ptlite.save(make_loop_program(3), tmp_path / "ok.ptlite")
+    np.testing.assert_array_equal(ptlite.load(tmp_path / "ok.ptlite")(np.ones(3, np.float32)), np.full(3, 8.0))
+    ptlite.save(make_loop_program(None), tmp_path / "bad.ptlite")
+    with pytest.raises(ptlite.errors.ExecutionError, match=r"prim::Loop: its trip count is a NoneType \(None\), "
+                                                           "not an int"):
+        ptlite.load(tmp_path / "bad.ptlite")(np.ones(3, np.float32))
+
+
+def _json_paths(node, prefix=()):
+    yield prefix
+    children = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+    for key, child in children:
+        yield from _json_paths(child, (*prefix, key))
+
+
+_REPLACEMENTS = [None, -1, 0, 1, 2, 2**63, 1.5, float("inf"), "", "x", "float32", "Tensor", "aten::relu",
+                 "prim::If", "prim::Loop", "prim::TupleUnpack", True, [], {}, [1], [[1], 2], {"dict": [[[1], 2]]},
+                 {"tuple": [1]}]
+
+
+def _mutated(body: dict, rng: np.random.Generator) -> dict:
+    """The program JSON with one to three random edits: a number moved by a little, a string or any node swapped
+    for a value of another kind, a key or list element dropped or duplicated."""
+    body = json.loads(json.dumps(body))
+    for _ in range(int(rng.integers(1, 4))):
+        paths = [p for p in _json_paths(body) if p]
+        path = paths[int(rng.integers(len(paths)))]
+        parent = body
+        for key in path[:-1]:
+            parent = parent[key]
+        key, current, r = path[-1], parent[path[-1]], rng.random()
+        if type(current) is int and r < 0.5:
+            parent[key] = current + int(rng.choice([-2, -1, 1, 2, 100]))
+        elif isinstance(parent, dict) and r < 0.65:
+            del parent[key]
+        elif isinstance(parent, list) and r < 0.65:
+            parent.insert(key, json.loads(json.dumps(current))) if rng.random() < 0.5 else parent.pop(key)
+        else:
+            parent[key] = json.loads(json.dumps(_REPLACEMENTS[int(rng.integers(len(_REPLACEMENTS)))]))
+    return body
+
+
+@pytest.mark.parametrize("which", ["branch", "loop"])
+def test_mutated_programs_fail_with_ptlite_errors_only(tmp_path, which):
+    """600 seeded random edits of a program's JSON (checksum made valid, as a hostile file's would be): each file
+    loads and runs, or fails with one of ptlite's errors (FormatError, UnsupportedOperatorError, InputError,
+    ExecutionError), never another exception from inside the loader, the interpreter or NumPy."""
+    original = tmp_path / "original.ptlite"
+    ptlite.save(make_program() if which == "branch" else make_loop_program(3), original)
+    raw = original.read_bytes()
+    fields = HEADER.unpack_from(raw, 0)
+    body = json.loads(raw[HEADER_SIZE:HEADER_SIZE + fields[4]])
+    x = np.ones((2, 4) if which == "branch" else (3,), np.float32)
+    rng = np.random.default_rng(0)
+    outcomes = {"ran": 0, "refused": 0}
+    case = tmp_path / "case.ptlite"
+    for i in range(600):
+        case.write_bytes(raw)
+        mutated = _mutated(body, rng)
+        _rewrite_program(case, lambda b, mutated=mutated: (b.clear(), b.update(mutated)))
+        try:
+            ptlite.load(case)(x)
+            outcomes["ran"] += 1
+        except ptlite.errors.PtliteError:
+            outcomes["refused"] += 1
+        except Exception as exc:  # noqa: BLE001 - the point of the test
+            pytest.fail(f"edit {i} of the {which} program: {type(exc).__name__} escaped: {exc}\n"
+                        f"{json.dumps(mutated)[:2000]}")
+    assert outcomes["ran"] > 20 and outcomes["refused"] > 200, outcomes  # the edits reach both outcomes

@@ -7,6 +7,7 @@ import math
 from typing import Any
 
 from ptlite.errors import FormatError
+from ptlite.ir.dtypes import SUPPORTED_NUMPY
 from ptlite.ir.graph import Block, Graph, Node, Value, ValueSpec
 
 
@@ -39,7 +40,9 @@ def decode_constant(data: Any) -> Any:
         if tag == "tuple" and isinstance(body, list):
             return tuple(decode_constant(v) for v in body)
         if tag == "dict" and isinstance(body, list) and all(isinstance(p, list) and len(p) == 2 for p in body):
-            return {decode_constant(k): decode_constant(v) for k, v in body}
+            pairs = [(decode_constant(k), decode_constant(v)) for k, v in body]
+            if all(isinstance(k, (str, int, float, bool)) or k is None for k, _ in pairs):  # TorchScript's keys
+                return dict(pairs)
     raise FormatError(f"invalid constant encoding: {str(data)[:80]}")
 
 
@@ -181,6 +184,8 @@ def _decode_spec(data: Any, where: str) -> ValueSpec:
     _expect(isinstance(data, dict), f"{where}: spec must be an object")
     spec = ValueSpec(name=_str(data.get("name"), where), type=_str(data.get("type"), where),
                      dtype=_str(data.get("dtype"), where, optional=True), shape=_shape(data.get("shape"), where))
+    _expect(spec.dtype is None or spec.dtype in SUPPORTED_NUMPY,
+            f"{where}: spec {spec.name!r} has the dtype {str(spec.dtype)[:40]!r}, not one ptlite runs")
     if "default" in data:
         spec.default, spec.has_default = decode_constant(data["default"]), True
     return spec

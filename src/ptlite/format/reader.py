@@ -133,8 +133,9 @@ def _decode_methods(methods: list, program: Program, name: str) -> None:
             program.methods[graph.name] = graph
     except RecursionError:
         raise FormatError(f"{name}: program nests too deeply") from None
-    if "forward" not in program.methods and program.methods:
-        raise FormatError(f"{name}: the program has no 'forward' method")
+    if "forward" not in program.methods:
+        raise FormatError(f"{name}: the program has no 'forward' method"
+                          + (f" (its methods: {', '.join(program.methods)[:200]})" if program.methods else ""))
     problems = [f"{g.name}: {p}" for g in program.methods.values()
                 for p in verify_graph(g, program, check_operators=False)]
     if problems:

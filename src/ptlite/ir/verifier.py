@@ -37,6 +37,9 @@ def _check_node(node: Node, scope: set[int], program: Program, problems: list[st
             if len(body.inputs) != carried + 1 or len(body.outputs) != carried + 1 or len(node.outputs) != carried:
                 problems.append(f"{_where(node)}: body inputs/outputs do not match {carried} carried values")
     else:
+        if node.blocks:  # a kernel never runs blocks: they would be dead code that liveness still walks
+            problems.append(f"{_where(node)}: only prim::If and prim::Loop hold blocks, this node has "
+                            f"{len(node.blocks)}")
         op = registry.lookup(node.op)
         if op is None:
             if ops:

@@ -111,7 +111,7 @@ class _Compiler:
         outs = [self.slot(v) for v in node.outputs]
 
         def step(env: list) -> None:
-            if env[cond]:
+            if _condition(env[cond], node):
                 steps, results = then_steps, then_outs
             else:
                 steps, results = else_steps, else_outs
@@ -133,7 +133,7 @@ class _Compiler:
         outs = [self.slot(v) for v in node.outputs]
 
         def step(env: list) -> None:
-            max_trip, keep_going = env[trip], env[cond]
+            max_trip, keep_going = _trip_count(env[trip], node), _condition(env[cond], node)
             values = [env[i] for i in carried_in]
             i = 0
             while keep_going and i < max_trip:
@@ -142,12 +142,39 @@ class _Compiler:
                     env[p] = v
                 for s in body_steps:
                     s(env)
-                keep_going = env[body_cond]
+                keep_going = _condition(env[body_cond], node)
                 values = [env[r] for r in body_results]
                 i += 1
             for o, v in zip(outs, values):
                 env[o] = v
         return step
+
+
+def _condition(value: Any, node: Node) -> bool:
+    """A prim::If / prim::Loop condition: TorchScript's are bools (a tensor goes through aten::Bool first); anything
+    else comes from a corrupt or hostile file, and is refused by name rather than tested for truth."""
+    if value is True or value is False:
+        return value
+    if isinstance(value, np.bool_):
+        return bool(value)
+    raise ExecutionError(f"{_where(node)}: its condition is {_describe(value)}, not a bool; the file is corrupt")
+
+
+def _trip_count(value: Any, node: Node) -> int:
+    """A prim::Loop's trip count: an int (TorchScript's while loops give the largest int64)."""
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    raise ExecutionError(f"{_where(node)}: its trip count is {_describe(value)}, not an int; the file is corrupt")
+
+
+def _where(node: Node) -> str:
+    return node.op + (f" (from {node.source})" if node.source else "")
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, np.ndarray):
+        return f"a {value.dtype} array of shape {tuple(value.shape)}"
+    return f"a {type(value).__name__} ({str(value)[:40]})"
 
 
 def _read_only(array: Any) -> Any:
@@ -171,8 +198,7 @@ def _located(step: Step, node: Node) -> Step:
         except PtliteError:  # includes ScriptError: an exception the model raised itself
             raise
         except Exception as exc:
-            where = f" (from {node.source})" if node.source else ""
-            raise ExecutionError(f"{node.op}{where} failed: {type(exc).__name__}: {exc}") from exc
+            raise ExecutionError(f"{_where(node)} failed: {type(exc).__name__}: {exc}") from exc
     return located
 
 
