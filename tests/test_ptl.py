@@ -741,6 +741,20 @@ def test_malformed_bytecode_is_refused(files, tmp_path, instruction, message):
         ptlite.load(crafted)
 
 
+@pytest.mark.parametrize("constant, shown", [(4, "'q'"), (8, "100")])
+def test_to_list_of_a_bad_dimension_count_is_refused(files, tmp_path, constant, shown):
+    """TO_LIST's dimension count comes from the constant table: a string there raised a ValueError from int(), and a
+    large count would build a nested type name that long (found by fuzzing the bytecode)."""
+    def edit(code):
+        rows = _code_table(code, "Interfaces.forward", "instructions")
+        at = next(i for i, row in enumerate(rows) if row[0] == "TO_LIST")
+        assert rows[at - 2][0] == "LOADC"  # the dimension count, then the element type
+        rows[at - 2] = ["LOADC", constant, 0]
+    crafted = _edit_bytecode(files["interfaces"], tmp_path / "bad.ptl", edit)
+    with pytest.raises(ptlite.FormatError, match=rf"TO_LIST of {shown} dimensions \(an int from 0 to 64 expected\)"):
+        ptlite.load(crafted)
+
+
 def test_every_missing_operator_is_listed(files, tmp_path):
     def edit(code):
         for row in _code_table(code, "Scripted.forward", "operators"):
@@ -882,3 +896,100 @@ def test_a_ptl_that_cannot_be_optimized_still_loads(files, monkeypatch):
     compare_calls(files["scripted"], _scripted_calls(seed=2)[:2], what="unoptimized fallback")
     with pytest.raises(RuntimeError, match="a pass failed"):
         ptlite.load(files["scripted"], optimize=True)
+
+
+# ------------------------------------------------------------------------------------------------ fuzzing
+
+_BYTECODE_WORDS = ["OP", "OPN", "LOADC", "MOVE", "STOREN", "LOAD", "DROPR", "JF", "JMP", "LOOP", "RET", "STORE",
+                   "LIST_CONSTRUCT", "LIST_UNPACK", "TUPLE_CONSTRUCT", "TUPLE_SLICE", "DICT_CONSTRUCT", "TO_LIST",
+                   "ISINSTANCE", "GET_ATTR", "SET_ATTR", "CALL", "INTERFACE_CALL", "RAISE_EXCEPTION", "FORMAT",
+                   "aten::add", "aten::relu", "Tensor", "int", "float", "List[int]", "Tuple[int, int]",
+                   "Dict[str, int]", "Optional[Tensor]", "__torch__.Foo", ""]
+
+
+def _edited_bytecode(code: list, rng: np.random.Generator) -> list:
+    """One to three random edits of the bytecode tables (nested lists): an int moved a little, a string swapped
+    for an instruction, operator or type name, an element dropped or repeated, or a value of another kind."""
+    code = pickle.loads(pickle.dumps(code))
+    for _ in range(int(rng.integers(1, 4))):
+        paths, stack = [], [((), code)]
+        while stack:
+            path, value = stack.pop()
+            if path:
+                paths.append(path)
+            if isinstance(value, list):
+                stack.extend(((*path, i), v) for i, v in enumerate(value))
+        path = paths[int(rng.integers(len(paths)))]
+        parent = code
+        for key in path[:-1]:
+            parent = parent[key]
+        key, current, r = path[-1], parent[path[-1]], rng.random()
+        if type(current) is int and r < 0.8:
+            parent[key] = current + int(rng.choice([-3, -1, 1, 2, 50]))
+        elif type(current) is str and r < 0.8:
+            parent[key] = _BYTECODE_WORDS[int(rng.integers(len(_BYTECODE_WORDS)))]
+        elif r < 0.9:
+            parent.insert(key, pickle.loads(pickle.dumps(current))) if rng.random() < 0.5 else parent.pop(key)
+        else:
+            parent[key] = [None, 0, -1, "x", [], [1], 1.5, True][int(rng.integers(8))]
+    return code
+
+
+def _edited_pickle_values(data: bytes, rng: np.random.Generator) -> bytes:
+    """The pickle with one to three of its ints, floats, strings, bools or Nones replaced (another value, or one of
+    another kind), the structure (tuples, globals, storages, memo) left as it was."""
+    import pickletools
+
+    ops = list(pickletools.genops(data))
+    kinds = {"BININT1", "BININT2", "BININT", "LONG1", "BINFLOAT", "SHORT_BINUNICODE", "BINUNICODE", "NEWTRUE",
+             "NEWFALSE", "NONE"}
+    candidates = [i for i, (op, _, _) in enumerate(ops) if op.name in kinds]
+    chosen = set(rng.choice(candidates, size=min(len(candidates), int(rng.integers(1, 4))), replace=False).tolist())
+    out = bytearray()
+    for i, (_, arg, pos) in enumerate(ops):
+        raw = data[pos:ops[i + 1][2] if i + 1 < len(ops) else len(data)]
+        if i in chosen:
+            if type(arg) is int:
+                value = int(arg) + int(rng.choice([-1, 1, 7])) if rng.random() < 0.8 else int(rng.choice([-1, 2**30]))
+                raw = b"J" + struct.pack("<i", max(-2**31, min(2**31 - 1, value)))
+            elif type(arg) is str:
+                raw = _binunicode(_BYTECODE_WORDS[int(rng.integers(len(_BYTECODE_WORDS)))])
+            else:  # a float, bool or None: a value of another kind
+                raw = [b"N", b"\x88", b"\x89", b"K\x00", _binunicode("x"), b"G" + struct.pack(">d", float("nan"))][
+                    int(rng.integers(6))]
+        out += raw
+    return bytes(out)
+
+
+@pytest.mark.parametrize("name", ["scripted", "interfaces"])
+def test_edited_ptl_files_fail_with_ptlite_errors_only(files, tmp_path, name):
+    """Hostile .ptl files: 150 seeded random edits of the bytecode tables (pickled again) and 150 of the values in
+    data.pkl and bytecode.pkl (re-encoded in place): each loads and runs, or fails with one of ptlite's errors,
+    never another exception from inside the reader, the translator or the interpreter. (A string dimension count
+    for the interfaces module's TO_LIST once raised a ValueError here.)"""
+    source = files[name]
+    with zipfile.ZipFile(source) as z:
+        prefix = z.namelist()[0].split("/")[0]
+        records = {record: z.read(f"{prefix}/{record}") for record in ("bytecode.pkl", "data.pkl")}
+    code = _as_lists(unpickle(records["bytecode.pkl"], "test"))
+    gen = np.random.default_rng(0)
+    args = (gen.standard_normal((3, 4)).astype(np.float32),) if name == "scripted" else \
+        (gen.standard_normal((3, 5)).astype(np.float32), "a")
+    rng = np.random.default_rng(0)
+    outcomes = {"ran": 0, "refused": 0}
+    for i in range(300):
+        if i < 150:
+            change = {"bytecode.pkl": pickle.dumps(_as_tuples(_edited_bytecode(code, rng)), protocol=2)}
+        else:
+            record = ("bytecode.pkl", "data.pkl")[i % 2]
+            change = {record: _edited_pickle_values(records[record], rng)}
+        case = _rewrite(source, tmp_path / "case.ptl", change)
+        try:
+            ptlite.load(case)(*args)
+            outcomes["ran"] += 1
+        except ptlite.errors.PtliteError:
+            outcomes["refused"] += 1
+        except Exception as exc:  # noqa: BLE001 - the point of the test
+            shutil.copy(case, tmp_path / f"escaped_{i}.ptl")
+            pytest.fail(f"{name}, edit {i} ({', '.join(change)}): {type(exc).__name__} escaped: {exc}")
+    assert outcomes["ran"] > 20 and outcomes["refused"] > 100, outcomes  # the edits reach both outcomes

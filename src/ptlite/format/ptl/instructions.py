@@ -326,9 +326,11 @@ class Instructions:
         dim = self.pop(frame, pc)
         tensor = self.pop(frame, pc)
         out_type = "Any"
-        if isinstance(dim, Const) and isinstance(elem, Const) and elem.value in (0, 1, 2):
+        if isinstance(dim, Const) and isinstance(elem, Const) and type(elem.value) is int and elem.value in (0, 1, 2):
+            if type(dim.value) is not int or not 0 <= dim.value <= 64:  # a tensor has at most 64 dimensions
+                self.fail(frame, pc, f"TO_LIST of {repr(dim.value)[:20]} dimensions (an int from 0 to 64 expected)")
             out_type = ("int", "float", "bool")[elem.value]
-            for _ in range(int(dim.value)):
+            for _ in range(dim.value):
                 out_type = f"List[{out_type}]"
         self.push_node(frame, pc, "prim::tolist", [tensor, dim, elem], out_type)
 
