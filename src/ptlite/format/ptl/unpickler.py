@@ -378,7 +378,9 @@ def check_global(module: str, name: str, where: str) -> None:
 
 class _Unpickler(pickle.Unpickler):
     def __init__(self, data: bytes, where: str, storages: StorageSource | None, classes: ClassTable) -> None:
-        super().__init__(io.BytesIO(data))
+        # A reader with peek(): the C unpickler then takes the data in large chunks instead of calling read() once
+        # per opcode (~3x faster on a bytecode pickle's ~90,000 small opcodes).
+        super().__init__(io.BufferedReader(io.BytesIO(data)))
         self.where = where
         self.storages = storages
         self.classes = classes
