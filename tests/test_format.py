@@ -307,6 +307,21 @@ def test_only_if_and_loop_hold_blocks(saved):
         ptlite.load(saved)
 
 
+def test_a_constant_defines_exactly_one_value(saved):
+    def mutate(body):
+        body["methods"][0]["body"]["nodes"][2]["out"] = []  # the interpreter reads a constant's one output
+    _rewrite_program(saved, mutate)
+    with pytest.raises(ptlite.FormatError, match="prim::Constant: takes no inputs and defines one value, not 0 and 0"):
+        ptlite.load(saved)
+
+
+@pytest.mark.parametrize("key", ["passes", "optimization_blocklist"])
+def test_metadata_ptlite_acts_on_is_checked(saved, key):
+    _rewrite_program(saved, lambda body: body["metadata"].update({key: None}))
+    with pytest.raises(ptlite.FormatError, match=f"metadata '{key}' must be a list of pass names, not None"):
+        ptlite.load(saved)
+
+
 def test_dict_constant_with_unhashable_keys(saved):
     def mutate(body):
         body["methods"][0]["body"]["nodes"][2]["attrs"]["value"] = {"dict": [[[1], 2]]}

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from ptlite.errors import FormatError
-from ptlite.ir.graph import Program
+from ptlite.ir.graph import BLOCKLIST_KEY, Program
 from ptlite.ir.verifier import verify_graph
 
 from .encoding import decode_constant, decode_graph, parse_json
@@ -108,6 +108,9 @@ def read_program(path: str | os.PathLike) -> Program:
         return _read_sections(body, buf, data_off, data_size, name)
 
 
+_PASS_LISTS = ("passes", BLOCKLIST_KEY)
+
+
 def _read_sections(body: bytes, buf: Any, data_off: int, data_size: int, name: str) -> Program:
     """The Program from the program section (its JSON) and the data section (its weights)."""
     try:
@@ -121,6 +124,10 @@ def _read_sections(body: bytes, buf: Any, data_off: int, data_size: int, name: s
     if not isinstance(metadata, dict):
         raise FormatError(f"{name}: metadata must be an object")
     program = Program(weights=weights, metadata={k: decode_constant(v) for k, v in metadata.items()})
+    for key in _PASS_LISTS:  # the metadata ptlite acts on at load (the memory plan is checked with the graphs)
+        value = program.metadata.get(key, [])
+        if type(value) is not list or not all(type(v) is str for v in value):
+            raise FormatError(f"{name}: metadata {key!r} must be a list of pass names, not {str(value)[:60]}")
     program.metadata.setdefault("producer", doc.get("producer"))
     _decode_methods(doc["methods"], program, name)
     return program

@@ -15,10 +15,17 @@ def _where(node: Node) -> str:
     return f"{node.op}" + (f" ({node.source})" if node.source else "")
 
 
+# Nodes the interpreter turns into one register of its template instead of a step.
+_SINGLE_VALUE = ("prim::Constant", "ptlite::module_state")
+
+
 def _check_node(node: Node, scope: set[int], program: Program, problems: list[str], ops: bool) -> None:
     for v in node.inputs:
         if v.id not in scope:
             problems.append(f"{_where(node)}: input {v!r} is used before it is defined")
+    if node.op in _SINGLE_VALUE and (node.inputs or len(node.outputs) != 1):
+        problems.append(f"{_where(node)}: takes no inputs and defines one value, not {len(node.inputs)} and "
+                        f"{len(node.outputs)}")
     if node.op == "prim::Constant":
         if "weight" in node.attrs and node.attrs["weight"] not in program.weights:
             problems.append(f"{_where(node)}: weight {node.attrs['weight']!r} is missing from the program")
