@@ -159,6 +159,14 @@ def test_optimizing_again_replans_or_drops_the_plan(case):
     assert ptlite.Module(unplanned).memory_plan() is None
 
 
+def _arena_beyond_any_machine(node, plan) -> None:
+    """One buffer of 2^50 bytes (a pebibyte, past x86-64's 47-bit user space), the arena just big enough for it:
+    consistent, so only allocating the arena can tell."""
+    entry = node.attrs[OUT_ATTR]
+    entry.update(offset=0, shape=[1] * (len(entry["shape"]) - 1) + [(1 << 50) // np.dtype(entry["dtype"]).itemsize])
+    plan.update(arena_bytes=1 << 50)
+
+
 @pytest.mark.parametrize("tamper,problem", [
     (lambda node, plan: node.attrs[OUT_ATTR].update(offset=plan["arena_bytes"]), "planned buffer .* outside the"),
     (lambda node, plan: node.attrs[OUT_ATTR].update(offset=-64), "planned buffer has an invalid offset"),
@@ -166,7 +174,8 @@ def test_optimizing_again_replans_or_drops_the_plan(case):
     (lambda node, plan: node.attrs[OUT_ATTR].update(shape=[1, -3]), "planned buffer has an invalid shape"),
     (lambda node, plan: plan.update(arena_bytes=-1), "invalid arena_bytes"),
     (lambda node, plan: plan.update(arena_bytes=plan["arena_bytes"] * 1000), "more than its buffers need"),
-], ids=["offset-past-arena", "negative-offset", "dtype", "shape", "negative-arena", "huge-arena"])
+    (_arena_beyond_any_machine, "asks for a 1,125,899,906,842,624-byte arena, more than this machine can allocate"),
+], ids=["offset-past-arena", "negative-offset", "dtype", "shape", "negative-arena", "huge-arena", "unallocatable"])
 def test_hostile_plan_is_refused(case, tmp_path, monkeypatch, tamper, problem):
     name, _, program, _ = case
     hostile = copy_program(program)

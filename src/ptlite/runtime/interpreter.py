@@ -285,7 +285,12 @@ class _Arena:
         problems = memory_plan.plan_problems(graph, program)
         if problems:
             raise FormatError(f"method {graph.name}: invalid memory plan:\n  " + "\n  ".join(problems[:20]))
-        buffer = np.empty(plan["arena_bytes"], dtype=np.uint8)
+        try:
+            buffer = np.empty(plan["arena_bytes"], dtype=np.uint8)
+        except MemoryError:  # a plan is checked against its own entries only: their sizes come from the file
+            raise FormatError(f"method {graph.name}: its memory plan asks for a {plan['arena_bytes']:,}-byte arena, "
+                              "more than this machine can allocate; if the file is genuine, convert the model again "
+                              "with --blocklist MEMORY_PLAN") from None
         planned_steps = []
         for step, node in steps:
             buffer_entry = node.attrs.get(memory_plan.OUT_ATTR)
