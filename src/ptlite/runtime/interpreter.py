@@ -152,19 +152,21 @@ class _Compiler:
 
 def _condition(value: Any, node: Node) -> bool:
     """A prim::If / prim::Loop condition: TorchScript's are bools (a tensor goes through aten::Bool first); anything
-    else comes from a corrupt or hostile file, and is refused by name rather than tested for truth."""
+    else comes from a malformed program (a corrupt or hostile file), refused by name rather than tested for truth."""
     if value is True or value is False:
         return value
     if isinstance(value, np.bool_):
         return bool(value)
-    raise ExecutionError(f"{_where(node)}: its condition is {_describe(value)}, not a bool; the file is corrupt")
+    raise ExecutionError(f"{_where(node)}: its condition is {_describe(value)}, not a bool: the program is "
+                         "malformed (a corrupt file?)")
 
 
 def _trip_count(value: Any, node: Node) -> int:
     """A prim::Loop's trip count: an int (TorchScript's while loops give the largest int64)."""
     if isinstance(value, (int, np.integer)):
         return int(value)
-    raise ExecutionError(f"{_where(node)}: its trip count is {_describe(value)}, not an int; the file is corrupt")
+    raise ExecutionError(f"{_where(node)}: its trip count is {_describe(value)}, not an int: the program is "
+                         "malformed (a corrupt file?)")
 
 
 def _where(node: Node) -> str:
