@@ -276,6 +276,19 @@ def test_run_stacks_several_images_into_a_batch(work, capsys, tmp_path):
     assert len(_top_lines(out)) == 3
 
 
+@pytest.mark.parametrize("damage, expected", [
+    (lambda data: data[:len(data) // 2], "the image cannot be decoded (image file is truncated)"),
+    (lambda data: b"not an image at all", "not an image that Pillow can read"),
+])
+def test_run_names_a_damaged_image_once(work, capsys, tmp_path, damage, expected):
+    path = tmp_path / "photo.png"
+    write_png(path)
+    path.write_bytes(damage(path.read_bytes()))
+    code, out, err = cli(capsys, "run", work["export"], path)
+    assert code == 2 and err.strip() == f"ptlite: error: {path}: {expected}" + (
+        "; the file is truncated or corrupt" if "decoded" in expected else ""), err
+
+
 def test_run_other_method_and_float64_input(work, capsys, tmp_path):
     x64 = tmp_path / "x64.npy"
     np.save(x64, work["x"].astype(np.float64))

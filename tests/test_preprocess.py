@@ -98,6 +98,16 @@ def test_load_image_rejects_a_file_that_is_not_an_image(tmp_path):
         load_image(path)
 
 
+@pytest.mark.parametrize("suffix", ["png", "jpg"])
+def test_load_image_names_a_damaged_file(tmp_path, suffix):
+    """Pillow opens a truncated file (the header is intact) and fails while decoding it, with an OSError."""
+    path = tmp_path / f"cut.{suffix}"
+    Image.fromarray(np.random.default_rng(0).integers(0, 255, (64, 64, 3), dtype=np.uint8)).save(path)
+    path.write_bytes(path.read_bytes()[:len(path.read_bytes()) // 3])
+    with pytest.raises(ValueError, match=rf"cut\.{suffix}: the image cannot be decoded \(.*\); the file is truncated"):
+        load_image(path)
+
+
 def test_bad_arguments_are_value_errors():
     with pytest.raises(ValueError, match="positive"):
         preprocess_image(random_image(20, 20), 0)

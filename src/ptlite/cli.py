@@ -617,7 +617,8 @@ def _read_images(paths: list[str], spec: ptlite.ValueSpec | None, args: argparse
             images.append(load_image(path, (height, width), channels=channels,
                                      normalized=not args.no_normalize))
         except ValueError as exc:
-            raise CliError(f"{path}: {exc}") from None
+            text = str(exc)
+            raise CliError(text if text.startswith(f"{path}:") else f"{path}: {text}") from None
     if batched:
         return np.stack(images)
     if len(images) > 1:

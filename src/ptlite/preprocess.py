@@ -140,8 +140,13 @@ def load_image(path: str | os.PathLike, size: int | Sequence[int] = 224, **optio
     from PIL import ImageOps, UnidentifiedImageError
 
     try:
-        with Image.open(path) as image:
-            image = ImageOps.exif_transpose(image)  # photos store their rotation in EXIF
-            return preprocess_image(image, size, **options)
+        opened = Image.open(path)
     except UnidentifiedImageError:
         raise ValueError(f"{os.fspath(path)}: not an image that Pillow can read") from None
+    with opened as image:
+        try:
+            image = ImageOps.exif_transpose(image)  # photos store their rotation in EXIF
+            return preprocess_image(image, size, **options)
+        except (OSError, SyntaxError) as exc:  # Pillow decodes lazily: a damaged file fails here, not at open
+            raise ValueError(f"{os.fspath(path)}: the image cannot be decoded ({exc}); the file is truncated or "
+                             "corrupt") from None
