@@ -289,6 +289,12 @@ def test_run_names_a_damaged_image_once(work, capsys, tmp_path, damage, expected
         "; the file is truncated or corrupt" if "decoded" in expected else ""), err
 
 
+def test_run_refuses_a_number_for_a_tensor_input_by_name(work, capsys):
+    code, out, err = cli(capsys, "run", work["export"], "1.5")
+    assert code == 2 and "input x: Tensor float32" in err and "takes an .npy file or an image, not the number 1.5" \
+        in err, err
+
+
 def test_run_other_method_and_float64_input(work, capsys, tmp_path):
     x64 = tmp_path / "x64.npy"
     np.save(x64, work["x"].astype(np.float64))

@@ -663,6 +663,8 @@ def _read_inputs(args: argparse.Namespace, specs: list[ptlite.ValueSpec]) -> lis
         if spec is not None and spec.type in _SCALAR_INPUTS and not os.path.exists(item):
             values.append(_parse_scalar(item, spec.type))
             continue
+        if spec is not None and not os.path.exists(item) and _is_number(item):
+            raise CliError(f"input {spec.describe()} takes an .npy file or an image, not the number {item}")
         _require_file(item)
         if _looks_like_image(item) and not _is_npy(item):
             values.append(_read_images([item], spec, args))
@@ -672,6 +674,14 @@ def _read_inputs(args: argparse.Namespace, specs: list[ptlite.ValueSpec]) -> lis
         value = _read_npy(item)
         values.append(_convert_dtype(value, spec, item) if spec is not None else value)
     return values
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _looks_like_image(path: str) -> bool:
