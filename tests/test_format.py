@@ -439,3 +439,10 @@ def test_mutated_programs_fail_with_ptlite_errors_only(tmp_path, which):
             pytest.fail(f"edit {i} of the {which} program: {type(exc).__name__} escaped: {exc}\n"
                         f"{json.dumps(mutated)[:2000]}")
     assert outcomes["ran"] > 20 and outcomes["refused"] > 200, outcomes  # the edits reach both outcomes
+
+
+@pytest.mark.parametrize("path", [0, 2, None, 1.5])
+def test_load_takes_paths_not_file_descriptors(path):
+    """open() would read an int as a file descriptor (and close it afterwards): stdin for 0, stderr for 2."""
+    with pytest.raises(TypeError, match=f"expected a file path .*got {type(path).__name__}"):
+        ptlite.load(path)

@@ -94,6 +94,8 @@ def _read(path: str | os.PathLike) -> tuple[Program, bool]:
     """The program in a file, and whether it came from a PyTorch Mobile file."""
     from .format.reader import is_ptlite_file, read_program
 
+    if not isinstance(path, (str, bytes, os.PathLike)):  # open() would take an int as a file descriptor
+        raise TypeError(f"expected a file path (str or os.PathLike), got {type(path).__name__}: {str(path)[:60]}")
     with open(path, "rb") as f:
         head = f.read(8)
     if not is_ptlite_file(head):  # the legacy reader is imported only for files that may need it
