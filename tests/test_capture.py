@@ -137,3 +137,9 @@ def test_set_num_threads_round_trip():
             ptlite.set_num_threads(0)
     finally:
         ptlite.set_num_threads(before)
+
+
+def test_a_function_is_refused_with_how_to_wrap_it():
+    expected = "must be a torch.nn.Module, a ScriptModule or an ExportedProgram, got function; wrap a function"
+    with pytest.raises(ptlite.CaptureError, match=expected):
+        ptlite.capture(lambda x: x + 1, (torch.randn(2),))

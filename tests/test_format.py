@@ -446,3 +446,9 @@ def test_load_takes_paths_not_file_descriptors(path):
     """open() would read an int as a file descriptor (and close it afterwards): stdin for 0, stderr for 2."""
     with pytest.raises(TypeError, match=f"expected a file path .*got {type(path).__name__}"):
         ptlite.load(path)
+
+
+def test_save_into_a_missing_folder_names_the_path(tmp_path):
+    target = tmp_path / "missing" / "m.ptlite"
+    with pytest.raises(FileNotFoundError, match=f"cannot write {target}: no directory {target.parent}"):
+        ptlite.save(make_program(), target)

@@ -59,6 +59,9 @@ def save(program: Program, path: str | os.PathLike) -> None:
     header = HEADER.pack(MAGIC, FORMAT_VERSION, 0, HEADER_SIZE, len(body), data_offset, data_size,
                          zlib.crc32(body), b"\0" * 12)
     tmp = f"{os.fspath(path)}.tmp{os.getpid()}"
+    folder = os.path.dirname(os.path.abspath(os.fspath(path)))
+    if not os.path.isdir(folder):  # else open() would name the temporary file
+        raise FileNotFoundError(f"cannot write {os.fspath(path)}: no directory {folder}")
     try:
         with open(tmp, "wb") as f:
             f.write(header)

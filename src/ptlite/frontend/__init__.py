@@ -133,6 +133,9 @@ def capture(model: Any, example_inputs: Any = None, method: str = "auto", *, dyn
     """
     if method not in METHODS:
         raise CaptureError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
+    if not isinstance(model, (torch.nn.Module, torch.export.ExportedProgram)):  # ScriptModules are nn.Modules
+        raise CaptureError(f"the model must be a torch.nn.Module, a ScriptModule or an ExportedProgram, got "
+                           f"{type(model).__name__}; wrap a function in an nn.Module whose forward calls it")
     example_inputs = _as_tuple(example_inputs)
     if method == "auto":
         if isinstance(model, torch.export.ExportedProgram):
