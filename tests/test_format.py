@@ -11,6 +11,7 @@ import zlib
 
 import numpy as np
 import pytest
+from fuzzing import random_place
 
 import ptlite
 from ptlite.format.layout import ALIGN, HEADER, HEADER_SIZE, MAGIC
@@ -378,13 +379,6 @@ def test_loop_trip_count_must_be_an_int(tmp_path):
         ptlite.load(tmp_path / "bad.ptlite")(np.ones(3, np.float32))
 
 
-def _json_paths(node, prefix=()):
-    yield prefix
-    children = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
-    for key, child in children:
-        yield from _json_paths(child, (*prefix, key))
-
-
 _REPLACEMENTS = [None, -1, 0, 1, 2, 2**63, 1.5, float("inf"), "", "x", "float32", "Tensor", "aten::relu",
                  "prim::If", "prim::Loop", "prim::TupleUnpack", True, [], {}, [1], [[1], 2], {"dict": [[[1], 2]]},
                  {"tuple": [1]}]
@@ -395,12 +389,8 @@ def _mutated(body: dict, rng: np.random.Generator) -> dict:
     for a value of another kind, a key or list element dropped or duplicated."""
     body = json.loads(json.dumps(body))
     for _ in range(int(rng.integers(1, 4))):
-        paths = [p for p in _json_paths(body) if p]
-        path = paths[int(rng.integers(len(paths)))]
-        parent = body
-        for key in path[:-1]:
-            parent = parent[key]
-        key, current, r = path[-1], parent[path[-1]], rng.random()
+        parent, key = random_place(body, rng)
+        current, r = parent[key], rng.random()
         if type(current) is int and r < 0.5:
             parent[key] = current + int(rng.choice([-2, -1, 1, 2, 100]))
         elif isinstance(parent, dict) and r < 0.65:

@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import assert_close
+from fuzzing import random_place
 from models import flatten
 
 import ptlite
@@ -912,18 +913,8 @@ def _edited_bytecode(code: list, rng: np.random.Generator) -> list:
     for an instruction, operator or type name, an element dropped or repeated, or a value of another kind."""
     code = pickle.loads(pickle.dumps(code))
     for _ in range(int(rng.integers(1, 4))):
-        paths, stack = [], [((), code)]
-        while stack:
-            path, value = stack.pop()
-            if path:
-                paths.append(path)
-            if isinstance(value, list):
-                stack.extend(((*path, i), v) for i, v in enumerate(value))
-        path = paths[int(rng.integers(len(paths)))]
-        parent = code
-        for key in path[:-1]:
-            parent = parent[key]
-        key, current, r = path[-1], parent[path[-1]], rng.random()
+        parent, key = random_place(code, rng)
+        current, r = parent[key], rng.random()
         if type(current) is int and r < 0.8:
             parent[key] = current + int(rng.choice([-3, -1, 1, 2, 50]))
         elif type(current) is str and r < 0.8:
