@@ -861,6 +861,20 @@ def test_convert_with_input_shape_plans_memory(tmp_path, capsys):
     assert "forward takes 1 tensor input(s)" in capsys.readouterr().err
 
 
+def test_convert_notes_input_shapes_the_model_cannot_run(tmp_path, capsys):
+    """A .ptl file records no input shapes, so any rank is taken: a shape without the batch dimension is written,
+    but convert's trial run on random inputs of it says so (and a right one says nothing)."""
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.ReLU()).eval()
+    path = tmp_path / "cnn.ptl"
+    torch.jit.script(model)._save_for_lite_interpreter(str(path))
+    assert main(["convert", str(path), "--input-shape", "1,3,16,16", "-o", str(tmp_path / "right.ptlite")]) == 0
+    assert "note:" not in capsys.readouterr().err
+    assert main(["convert", str(path), "--input-shape", "3,16", "-o", str(tmp_path / "wrong.ptlite")]) == 0
+    err = capsys.readouterr().err
+    assert "note: forward fails on random inputs of the shapes given (input [3, 16]): aten::conv2d" in err, err
+    assert "check --input-shape" in err, err
+
+
 def test_load_optimizes_legacy_files_only(tmp_path):
     """ptlite.load optimizes a .ptl file (its bytecode is never optimized) unless optimize=False; a .ptlite file
     runs as written unless optimize=True. All four give the model's result."""

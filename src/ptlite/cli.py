@@ -504,10 +504,26 @@ def _convert_pytorch_mobile(args: argparse.Namespace) -> int:
     read_s = time.perf_counter() - start
     if args.input_shape:
         _fix_input_shapes(program, args.input_shape, args.input_dtype)
+        _try_input_shapes(program)
     elif args.input_dtype:
         raise CliError("--input-dtype needs --input-shape")
     return _optimize_and_save(program, args, f"read {args.model} (PyTorch Mobile, bytecode version "
                                              f"{program.metadata.get('bytecode_version')}) in {read_s:.1f} s")
+
+
+def _try_input_shapes(program: ptlite.Program) -> None:
+    """Run forward once on random inputs of the --input-shape given: a .ptl file records no shapes, so a wrong one
+    (a missing batch dimension, channels last) would otherwise surface only when the converted file refuses every
+    real input. A note, not an error: a model may refuse random data for reasons of its own."""
+    from .bench import random_inputs
+
+    specs = program.methods["forward"].input_specs
+    try:
+        ptlite.Module(program).forward(*random_inputs(specs))
+    except (ptlite.errors.PtliteError, ValueError) as exc:
+        shapes = ", ".join(f"{s.name} {list(s.shape)}" for s in specs if s.type == "Tensor")
+        print(f"note: forward fails on random inputs of the shapes given ({shapes}): {str(exc)[:300]}; the file is "
+              "written with these shapes, and accepts no others: check --input-shape", file=sys.stderr)
 
 
 def _fix_input_shapes(program: ptlite.Program, shapes: list[tuple[int, ...]], dtypes: list[str]) -> None:
