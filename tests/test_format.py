@@ -11,7 +11,7 @@ import zlib
 
 import numpy as np
 import pytest
-from fuzzing import random_place
+from fuzzing import random_edits
 
 import ptlite
 from ptlite.format.layout import ALIGN, HEADER, HEADER_SIZE, MAGIC
@@ -382,24 +382,7 @@ def test_loop_trip_count_must_be_an_int(tmp_path):
 _REPLACEMENTS = [None, -1, 0, 1, 2, 2**63, 1.5, float("inf"), "", "x", "float32", "Tensor", "aten::relu",
                  "prim::If", "prim::Loop", "prim::TupleUnpack", True, [], {}, [1], [[1], 2], {"dict": [[[1], 2]]},
                  {"tuple": [1]}]
-
-
-def _mutated(body: dict, rng: np.random.Generator) -> dict:
-    """The program JSON with one to three random edits: a number moved by a little, a string or any node swapped
-    for a value of another kind, a key or list element dropped or duplicated."""
-    body = json.loads(json.dumps(body))
-    for _ in range(int(rng.integers(1, 4))):
-        parent, key = random_place(body, rng)
-        current, r = parent[key], rng.random()
-        if type(current) is int and r < 0.5:
-            parent[key] = current + int(rng.choice([-2, -1, 1, 2, 100]))
-        elif isinstance(parent, dict) and r < 0.65:
-            del parent[key]
-        elif isinstance(parent, list) and r < 0.65:
-            parent.insert(key, json.loads(json.dumps(current))) if rng.random() < 0.5 else parent.pop(key)
-        else:
-            parent[key] = json.loads(json.dumps(_REPLACEMENTS[int(rng.integers(len(_REPLACEMENTS)))]))
-    return body
+_WORDS = [r for r in _REPLACEMENTS if isinstance(r, str)]
 
 
 @pytest.mark.parametrize("which", ["branch", "loop"])
@@ -418,7 +401,7 @@ def test_mutated_programs_fail_with_ptlite_errors_only(tmp_path, which):
     case = tmp_path / "case.ptlite"
     for i in range(600):
         case.write_bytes(raw)
-        mutated = _mutated(body, rng)
+        mutated = random_edits(body, rng, _WORDS, _REPLACEMENTS)
         _rewrite_program(case, lambda b, mutated=mutated: (b.clear(), b.update(mutated)))
         try:
             ptlite.load(case)(x)

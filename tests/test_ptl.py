@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import assert_close
-from fuzzing import random_place
+from fuzzing import random_edits
 from models import flatten
 
 import ptlite
@@ -920,24 +920,7 @@ _BYTECODE_WORDS = ["OP", "OPN", "LOADC", "MOVE", "STOREN", "LOAD", "DROPR", "JF"
                    "ISINSTANCE", "GET_ATTR", "SET_ATTR", "CALL", "INTERFACE_CALL", "RAISE_EXCEPTION", "FORMAT",
                    "aten::add", "aten::relu", "Tensor", "int", "float", "List[int]", "Tuple[int, int]",
                    "Dict[str, int]", "Optional[Tensor]", "__torch__.Foo", ""]
-
-
-def _edited_bytecode(code: list, rng: np.random.Generator) -> list:
-    """One to three random edits of the bytecode tables (nested lists): an int moved a little, a string swapped
-    for an instruction, operator or type name, an element dropped or repeated, or a value of another kind."""
-    code = pickle.loads(pickle.dumps(code))
-    for _ in range(int(rng.integers(1, 4))):
-        parent, key = random_place(code, rng)
-        current, r = parent[key], rng.random()
-        if type(current) is int and r < 0.8:
-            parent[key] = current + int(rng.choice([-3, -1, 1, 2, 50]))
-        elif type(current) is str and r < 0.8:
-            parent[key] = _BYTECODE_WORDS[int(rng.integers(len(_BYTECODE_WORDS)))]
-        elif r < 0.9:
-            parent.insert(key, pickle.loads(pickle.dumps(current))) if rng.random() < 0.5 else parent.pop(key)
-        else:
-            parent[key] = [None, 0, -1, "x", [], [1], 1.5, True][int(rng.integers(8))]
-    return code
+_OTHER_VALUES = [None, 0, -1, "x", [], [1], 1.5, True]
 
 
 def _edited_pickle_values(data: bytes, rng: np.random.Generator) -> bytes:
@@ -984,7 +967,8 @@ def test_edited_ptl_files_fail_with_ptlite_errors_only(files, tmp_path, name):
     outcomes = {"ran": 0, "refused": 0}
     for i in range(300):
         if i < 150:
-            change = {"bytecode.pkl": pickle.dumps(_as_tuples(_edited_bytecode(code, rng)), protocol=2)}
+            edited = random_edits(code, rng, _BYTECODE_WORDS, _OTHER_VALUES)
+            change = {"bytecode.pkl": pickle.dumps(_as_tuples(edited), protocol=2)}
         else:
             record = ("bytecode.pkl", "data.pkl")[i % 2]
             change = {record: _edited_pickle_values(records[record], rng)}
