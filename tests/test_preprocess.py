@@ -108,6 +108,13 @@ def test_load_image_names_a_damaged_file(tmp_path, suffix):
         load_image(path)
 
 
+def test_load_image_names_the_file_in_every_error(tmp_path):
+    path = tmp_path / "rgb.png"
+    Image.fromarray(np.zeros((8, 8, 3), np.uint8)).save(path)
+    with pytest.raises(ValueError, match=rf"^{path}: images have 1, 3 or 4 channels; the model wants 2"):
+        load_image(path, 4, channels=2)
+
+
 def test_bad_arguments_are_value_errors():
     with pytest.raises(ValueError, match="positive"):
         preprocess_image(random_image(20, 20), 0)

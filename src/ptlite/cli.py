@@ -632,9 +632,8 @@ def _read_images(paths: list[str], spec: ptlite.ValueSpec | None, args: argparse
         try:
             images.append(load_image(path, (height, width), channels=channels,
                                      normalized=not args.no_normalize))
-        except ValueError as exc:
-            text = str(exc)
-            raise CliError(text if text.startswith(f"{path}:") else f"{path}: {text}") from None
+        except ValueError as exc:  # load_image's errors name the file
+            raise CliError(str(exc)) from None
     if batched:
         return np.stack(images)
     if len(images) > 1:

@@ -135,7 +135,8 @@ def preprocess_image(image: Any, size: int | Sequence[int] = 224, *, channels: i
 
 
 def load_image(path: str | os.PathLike, size: int | Sequence[int] = 224, **options: Any) -> np.ndarray:
-    """Read an image file (png, jpg, ...) into a float32 [C, H, W] array; options as `preprocess_image`."""
+    """Read an image file (png, jpg, ...) into a float32 [C, H, W] array; options as `preprocess_image`. Every
+    ValueError it raises (not an image, damaged, unusable size or channels) starts with the path."""
     Image = require_pillow()
     from PIL import ImageOps, UnidentifiedImageError
 
@@ -150,3 +151,5 @@ def load_image(path: str | os.PathLike, size: int | Sequence[int] = 224, **optio
         except (OSError, SyntaxError) as exc:  # Pillow decodes lazily: a damaged file fails here, not at open
             raise ValueError(f"{os.fspath(path)}: the image cannot be decoded ({exc}); the file is truncated or "
                              "corrupt") from None
+        except ValueError as exc:  # preprocess_image's (channels, sizes): say which file
+            raise ValueError(f"{os.fspath(path)}: {exc}") from None
