@@ -36,6 +36,7 @@ import ptlite
 import ptlite.runtime.kernels.conv_block as conv_block
 import ptlite.runtime.kernels.prepacked as prepacked
 from ptlite.bench import random_inputs, time_pair
+from ptlite.compare import flatten_outputs
 
 
 def _one_pass_silu(x: np.ndarray, scratch: np.ndarray) -> None:
@@ -82,8 +83,8 @@ STANDINS: dict[str, Callable[[], contextlib.AbstractContextManager]] = {
 
 
 def _flat(result) -> np.ndarray:
-    parts = result if isinstance(result, (tuple, list)) else [result]
-    return np.concatenate([np.asarray(p, dtype=np.float64).ravel() for p in parts])
+    """Every array of a result (tuples, lists, dicts: a segmentation model's), as one float64 vector."""
+    return np.concatenate([np.asarray(leaf, dtype=np.float64).ravel() for _, leaf in flatten_outputs(result)])
 
 
 def measure(path: str, runs: int, warmup: int) -> dict[str, tuple[float, float, float] | None]:
