@@ -15,13 +15,13 @@ from __future__ import annotations
 import argparse
 
 import ptlite
-from ptlite import zoo
-from ptlite.bench import side_by_side
+from ptlite.tools import zoo
+from ptlite.tools.bench import side_by_side
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("model", help=f"a ptlite.zoo model: {', '.join(zoo.VISION)}")
+    parser.add_argument("model", help=f"a ptlite.tools.zoo model: {', '.join(zoo.VISION)}")
     parser.add_argument("--blocklist", action="append", required=True, help="optimization(s) variant B skips")
     parser.add_argument("--method", default="export", choices=["export", "script", "trace"])
     parser.add_argument("--runs", type=int, default=40)

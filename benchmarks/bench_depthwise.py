@@ -14,8 +14,8 @@ from functools import partial
 
 import numpy as np
 
-from ptlite.bench import time_calls
-from ptlite.runtime.kernels.prepacked import _conv_depthwise_einsum, _conv_depthwise_taps
+from ptlite.backends.numpy.kernels.prepacked import _conv_depthwise_einsum, _conv_depthwise_taps
+from ptlite.tools.bench import time_calls
 
 # (image side, channels, kernel, stride): MobileNetV2's and EfficientNet-B0's depthwise layers
 LAYERS = [(112, 32, 3, 1), (112, 96, 3, 2), (56, 144, 3, 1), (56, 144, 5, 2), (28, 192, 3, 1), (28, 240, 5, 1),

@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 
 import ptlite
-from ptlite.bench import random_inputs, side_by_side
+from ptlite.tools.bench import random_inputs, side_by_side
 
 
 def main() -> None:

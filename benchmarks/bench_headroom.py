@@ -33,10 +33,10 @@ import numpy as np
 from bench_models import cpu_name  # this directory's: the same machine line as docs/benchmarks.md
 
 import ptlite
-import ptlite.runtime.kernels.conv_block as conv_block
-import ptlite.runtime.kernels.prepacked as prepacked
-from ptlite.bench import random_inputs, time_pair
-from ptlite.compare import flatten_outputs
+import ptlite.backends.numpy.kernels.conv_block as conv_block
+import ptlite.backends.numpy.kernels.prepacked as prepacked
+from ptlite.tools.bench import random_inputs, time_pair
+from ptlite.tools.compare import flatten_outputs
 
 
 def _one_pass_silu(x: np.ndarray, scratch: np.ndarray) -> None:
@@ -145,7 +145,7 @@ def main() -> None:
         doc = "\n\n".join([
             "# Headroom: what native kernels would gain",
             paragraphs[0],
-            f"Written by `{command}` (files from `ptlite convert ptlite.zoo:NAME --input-shape 1,3,224,224`); "
+            f"Written by `{command}` (files from `ptlite convert ptlite.tools.zoo:NAME --input-shape 1,3,224,224`); "
             "batch 1, medians of the alternating calls.",
             *paragraphs[2:5],
             f"Machine: {cpu_name()}, {os.cpu_count()} cores; NumPy {np.__version__}, BLAS (threadpoolctl) {blas}.",

@@ -3,7 +3,7 @@
     python benchmarks/bench_models.py [--models resnet18,mobilenet_v2] [--runs 30] [--rounds 3] [--warmup 3]
                                       [--out docs/benchmarks.md]
 
-For each model a preparation process builds it (ptlite.zoo) and writes, next to its input: two .ptlite files (as
+For each model a preparation process builds it (ptlite.tools.zoo) and writes, next to its input: two .ptlite files (as
 captured, and after ptlite.optimize_for_mobile, which is what `ptlite convert` writes by default), a .ptl file for
 PyTorch's lite interpreter (torch.jit.script, or torch.jit.trace where scripting fails, then
 _save_for_lite_interpreter) and an .onnx file (torch.onnx.export with dynamo=False, or dynamo=True where that
@@ -42,7 +42,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# model -> (ptlite capture method, input shape or None; inputs come from ptlite.zoo.example_inputs)
+# model -> (ptlite capture method, input shape or None; inputs come from ptlite.tools.zoo.example_inputs)
 MODELS = {
     "mobilenet_v2": ("export", (1, 3, 224, 224)),
     "mobilenet_v3_small": ("export", (1, 3, 224, 224)),
@@ -117,7 +117,7 @@ def prepare_lite(model: Any, inputs: tuple, base: str) -> str:
 
 def prepare_converted(inputs: tuple, base: str) -> str:
     """`ptlite convert` the lite interpreter's .ptl file, with the example inputs' shapes and dtypes."""
-    from ptlite.cli import main
+    from ptlite.tools.cli import main
 
     args = ["convert", base + RUNTIMES["lite"][1], "-o", base + RUNTIMES["converted"][1]]
     for t in inputs:
@@ -149,7 +149,7 @@ def prepare(name: str, method: str, base: str) -> dict:
     import numpy as np
     import torch
 
-    from ptlite import zoo
+    from ptlite.tools import zoo
 
     model = getattr(zoo, name)()
     inputs = zoo.example_inputs(name)
@@ -201,7 +201,7 @@ def timeit(fn: Callable[[], Any], warmup: int, runs: int) -> list[float]:
 
 def peak_rss_mb() -> float:
     """Peak resident set size of this process so far, in MB (10^6 bytes): VmHWM on Linux (ru_maxrss there also
-    counts the parent's peak at exec), ru_maxrss elsewhere. Read here rather than through ptlite.bench so that the
+    counts the parent's peak at exec), ru_maxrss elsewhere. Read here rather than through ptlite.tools.bench so that the
     other runtimes' processes don't import ptlite."""
     try:
         with open("/proc/self/status") as status:
@@ -220,7 +220,7 @@ def time_torch(name: str, base: str, warmup: int, runs: int) -> dict:
     """Time the eager zoo model under inference_mode."""
     import torch
 
-    from ptlite import zoo
+    from ptlite.tools import zoo
 
     torch.set_num_threads(THREADS)
     model = getattr(zoo, name)()
@@ -476,7 +476,7 @@ def describe(args: argparse.Namespace, info: dict, load_before: float, load_afte
     return [
         "# Benchmarks: ptlite vs eager PyTorch, PyTorch's lite interpreter and ONNX Runtime (batch 1, 2 threads)",
         "",
-        f"Written by `{command}`. For each model a preparation process builds it (`ptlite.zoo`) and writes each "
+        f"Written by `{command}`. For each model a preparation process builds it (`ptlite.tools.zoo`) and writes each "
         "runtime's file; then a fresh process per runtime, one at a time, loads it and times it, in "
         f"{args.rounds} interleaved rounds of {args.runs} timed runs (after {args.warmup} warm-up runs), all with "
         f"batch 1 and {THREADS} threads; the table gives the median over all {args.rounds * args.runs} timed runs.",

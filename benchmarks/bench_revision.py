@@ -7,7 +7,7 @@ against the previous revision" come from it.
     python benchmarks/bench_revision.py HEAD~1 mobilenet_v2 resnet18 [--runs 40]
     python benchmarks/bench_revision.py HEAD~1 lstm_classifier gru_classifier transformer_encoder --runs 400
 
-Models are ptlite.zoo names, vision or sequence (run on zoo.example_inputs), captured with torch.export and
+Models are ptlite.tools.zoo names, vision or sequence (run on zoo.example_inputs), captured with torch.export and
 optimized by the working tree's ptlite (so both revisions run the same file; a change to the passes is not what
 this measures); needs torch. Prints each
 revision's median latency, the median of the per-pair ratios (above 1: the working tree is faster) and the largest
@@ -27,8 +27,8 @@ import tempfile
 from pathlib import Path
 
 import ptlite
-from ptlite import zoo
-from ptlite.bench import side_by_side
+from ptlite.tools import zoo
+from ptlite.tools.bench import side_by_side
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -57,7 +57,7 @@ def import_revision(rev: str, into: Path):
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("revision", help="the git revision to compare with (e.g. HEAD, HEAD~1, a commit)")
-    parser.add_argument("models", nargs="+", help=f"ptlite.zoo models: {', '.join([*zoo.VISION, *zoo.SEQUENCE])}")
+    parser.add_argument("models", nargs="+", help=f"ptlite.tools.zoo models: {', '.join([*zoo.VISION, *zoo.SEQUENCE])}")
     parser.add_argument("--runs", type=int, default=40)
     parser.add_argument("--warmup", type=int, default=5)
     args = parser.parse_args()

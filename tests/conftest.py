@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ptlite.runtime.kernels import _parallel
+from ptlite.backends.numpy.kernels import _parallel
 
 # ptlite's own kernel threads are off by default (see _parallel); the tests run them on 2 threads so that the
 # multi-threaded code paths are checked too.

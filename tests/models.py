@@ -8,11 +8,11 @@ from typing import Any
 
 import torch
 
-from ptlite import zoo
+from ptlite.tools import zoo
 
 
 def real_images(batch: int, size: int) -> torch.Tensor:
-    """Photographs the models were not calibrated on (ptlite.zoo.sample_images, offset 0)."""
+    """Photographs the models were not calibrated on (ptlite.tools.zoo.sample_images, offset 0)."""
     return zoo.sample_images(batch, size)
 
 

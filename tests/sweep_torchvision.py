@@ -1,12 +1,12 @@
 """Sweep more torchvision models through ptlite than the tests run: capture (export, script or trace), optimize, run
-on a photograph, compare with eager PyTorch (ptlite.compare's criterion: 1e-4 x max |reference|).
+on a photograph, compare with eager PyTorch (ptlite.tools.compare's criterion: 1e-4 x max |reference|).
 
 Not part of the test suite (about 7 minutes on two cores): run by hand, `python tests/sweep_torchvision.py`
 (or `... NAME ...` for some of them; `--float64 NAME ...` measures each float32 answer against a float64 run),
 and update docs/models.md's list of models checked this way. It exits with
 status 1 if a model fails, except the known case OVER_TOLERANCE lists (reported as KNOWN). Each model runs in
-its own process. Weights are re-drawn and batch norms re-estimated on photographs (ptlite.zoo.calibrate), as the tests
-do; segmentation models are built without a pretrained backbone (nothing can be downloaded).
+its own process. Weights are re-drawn and batch norms re-estimated on photographs (ptlite.tools.zoo.calibrate), as
+the tests do; segmentation models are built without a pretrained backbone (nothing can be downloaded).
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ def run_one(name: str, method: str, size: int) -> str:
     import torch
 
     import ptlite
-    from ptlite.compare import compare_outputs, result_to_numpy, summary
+    from ptlite.tools.compare import compare_outputs, result_to_numpy, summary
 
     model, x = _build(name, size)
     # the scripted module is the reference for a script capture: it may return more than eager does (googlenet's
@@ -69,7 +69,7 @@ def _build(name: str, size: int):
     import torch
     import torchvision
 
-    from ptlite.zoo import calibrate, sample_images
+    from ptlite.tools.zoo import calibrate, sample_images
 
     warnings.filterwarnings("ignore")
     groups = (torchvision.models, torchvision.models.segmentation, torchvision.models.video)
@@ -91,7 +91,7 @@ def against_float64(name: str, method: str, size: int) -> str:
     import torch
 
     import ptlite
-    from ptlite.compare import flatten_outputs, result_to_numpy
+    from ptlite.tools.compare import flatten_outputs, result_to_numpy
 
     model, x = _build(name, size)
 

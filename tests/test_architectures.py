@@ -3,7 +3,7 @@ tensors, shifted windows, class tokens, grouped and asymmetric convolutions, squ
 captured by torch.export, written, loaded and run as captured and as optimized, on a photograph, against eager
 PyTorch.
 
-Weights are re-drawn and batch-norm statistics re-estimated (ptlite.zoo.calibrate) so that outputs are O(1).
+Weights are re-drawn and batch-norm statistics re-estimated (ptlite.tools.zoo.calibrate) so that outputs are O(1).
 Tolerance as test_models.py: max |ptlite - torch| <= 1e-4 x max |torch|. `pytest tests/test_architectures.py -s`
 prints each difference (when these tests were written: at most 5.5e-5, inception_v3 optimized at 299x299).
 """
@@ -16,7 +16,7 @@ from architectures import ARCHITECTURES
 from conftest import assert_close
 
 import ptlite
-from ptlite import zoo
+from ptlite.tools import zoo
 
 torchvision = pytest.importorskip("torchvision")
 

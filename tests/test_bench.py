@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 
 import ptlite
-from ptlite import bench
-from ptlite.cli import main
 from ptlite.errors import InputError
 from ptlite.ir.graph import ValueSpec
+from ptlite.tools import bench
+from ptlite.tools.cli import main
 
 torch = pytest.importorskip("torch")
 
@@ -243,7 +243,7 @@ def test_errors_are_one_clear_line(files, capsys, tmp_path, argv, expected):
 
 def test_bench_needs_no_torch(files):
     code = BLOCK_TORCH + textwrap.dedent("""
-        from ptlite.cli import main
+        from ptlite.tools.cli import main
         status = main(sys.argv[1:])
         assert "torch" not in sys.modules, "torch was imported"
         sys.exit(status)
@@ -266,7 +266,7 @@ def test_peak_rss_of_a_child_is_its_own():
     parent = bench.peak_rss_bytes()
     if parent is None:
         pytest.skip("no peak RSS on this system")
-    code = "from ptlite.bench import peak_rss_bytes; print(peak_rss_bytes())"
+    code = "from ptlite.tools.bench import peak_rss_bytes; print(peak_rss_bytes())"
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([SRC, os.environ.get("PYTHONPATH", "")]))
     child = int(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
                                check=True, timeout=60).stdout)

@@ -34,7 +34,7 @@ def test_unsupported_operators_listed_together_with_places(method):
 
 
 def test_auto_falls_back_to_script_for_data_dependent_branch():
-    from ptlite.zoo import MyDecisionGate
+    from ptlite.tools.zoo import MyDecisionGate
 
     program = ptlite.capture(MyDecisionGate(), (torch.ones(1, 4),))
     assert program.metadata["capture"] == "script"
@@ -109,7 +109,7 @@ def test_script_compile_error_is_reported():
 
 
 def test_printer_shows_nested_blocks():
-    from ptlite.zoo import MyDecisionGate
+    from ptlite.tools.zoo import MyDecisionGate
 
     text = format_graph(ptlite.capture(MyDecisionGate(), method="script").forward)
     assert "prim::If" in text and "block0" in text and "block1" in text and "aten::neg" in text

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 import ptlite
-from ptlite.cli import main
 from ptlite.passes import BLOCKLIST_KEY
+from ptlite.tools.cli import main
 
 torch = pytest.importorskip("torch")
 
@@ -308,7 +308,7 @@ def test_run_other_method_and_float64_input(work, capsys, tmp_path):
 
 def test_run_needs_no_torch(work):
     code = BLOCK_TORCH + textwrap.dedent("""
-        from ptlite.cli import main
+        from ptlite.tools.cli import main
         status = main(sys.argv[1:])
         assert "torch" not in sys.modules, "torch was imported"
         sys.exit(status)
@@ -395,8 +395,8 @@ def test_version_and_help(capsys):
 
 
 def test_entry_point_module_runs_without_importing_torch():
-    code = ("import sys; import ptlite.cli; assert 'torch' not in sys.modules; "
-            "sys.exit(ptlite.cli.main(['--help']))")
+    code = ("import sys; import ptlite.tools.cli; assert 'torch' not in sys.modules; "
+            "sys.exit(ptlite.tools.cli.main(['--help']))")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([SRC, os.environ.get("PYTHONPATH", "")]))
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
     assert proc.returncode == 0, proc.stderr
@@ -557,7 +557,7 @@ def test_wrong_input_shape_is_reported_by_the_module(work, capsys, tmp_path):
 
 
 def test_convert_without_torch_says_how_to_install(tmp_path):
-    code = BLOCK_TORCH + "from ptlite.cli import main\nsys.exit(main(sys.argv[1:]))\n"
+    code = BLOCK_TORCH + "from ptlite.tools.cli import main\nsys.exit(main(sys.argv[1:]))\n"
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([SRC, os.environ.get("PYTHONPATH", "")]))
     proc = subprocess.run([sys.executable, "-c", code, "convert", "torchvision.models:resnet18"],
                           cwd=tmp_path, capture_output=True, text=True, env=env, timeout=60)

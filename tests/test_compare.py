@@ -1,4 +1,4 @@
-"""ptlite.compare's criterion: each output's largest difference relative to the reference's magnitude, exact for
+"""ptlite.tools.compare's criterion: each output's largest difference relative to the reference's magnitude, exact for
 integers, booleans and strings, with NaN, infinities, shapes, dtypes and structure handled. NumPy only."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ptlite.compare import compare_outputs, difference, flatten_outputs, format_table, summary
+from ptlite.tools.compare import compare_outputs, difference, flatten_outputs, format_table, summary
 
 
 def test_relative_difference_against_the_largest_reference_magnitude():

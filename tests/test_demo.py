@@ -9,8 +9,8 @@ import re
 import numpy as np
 import pytest
 
-from ptlite import demo
-from ptlite.cli import main
+from ptlite.tools import demo
+from ptlite.tools.cli import main
 
 pytest.importorskip("torch")
 pytest.importorskip("sklearn")

@@ -4,7 +4,7 @@ and keeps everything when asked to (for debugging)."""
 from __future__ import annotations
 
 import numpy as np
-from passes.irbuild import GraphBuilder  # the hand-built-graph helper of the pass tests
+from irbuild import GraphBuilder  # the hand-built-graph helper of the pass tests
 
 from ptlite.runtime.interpreter import CompiledGraph
 

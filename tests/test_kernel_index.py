@@ -11,13 +11,13 @@ import textwrap
 import numpy as np
 
 import ptlite
+from ptlite.backends.numpy.kernels import INDEX_COMMAND, family_names
+from ptlite.backends.numpy.kernels._index import FAMILY_OPERATORS
 from ptlite.ir import registry
 from ptlite.ir.graph import Graph, Node, Program, Value, ValueSpec
 from ptlite.runtime.interpreter import INTERPRETED_OPS
-from ptlite.runtime.kernels import INDEX_COMMAND, family_names
-from ptlite.runtime.kernels._index import FAMILY_OPERATORS
 
-KERNELS = "ptlite.runtime.kernels"
+KERNELS = "ptlite.backends.numpy.kernels"
 
 
 def _fresh(code: str) -> str:
@@ -33,7 +33,7 @@ def test_kernel_index_is_current():
     stored = {key: family for family, keys in FAMILY_OPERATORS.items() for key in keys.split()}
     differing = sorted(key for key in registered.keys() | stored.keys() if registered.get(key) != stored.get(key))
     examples = ", ".join(f"{k} (registered by {registered.get(k)}, index says {stored.get(k)})" for k in differing[:5])
-    assert not differing, (f"ptlite/runtime/kernels/_index.py is stale for {len(differing)} operator(s), e.g. "
+    assert not differing, (f"ptlite/backends/numpy/kernels/_index.py is stale for {len(differing)} operator(s), e.g. "
                            f"{examples}; regenerate it with `{INDEX_COMMAND}`")
     duplicated = sum(len(keys.split()) for keys in FAMILY_OPERATORS.values()) - len(stored)
     assert duplicated == 0, f"_index.py lists {duplicated} operator(s) under two families; run `{INDEX_COMMAND}`"
@@ -96,7 +96,7 @@ def test_loading_imports_only_the_kernel_families_its_operators_use(tmp_path):
 def test_stale_or_missing_index_entries_still_find_every_kernel():
     out = _fresh("""
         from ptlite.ir import registry
-        from ptlite.runtime.kernels._index import FAMILY_OPERATORS
+        from ptlite.backends.numpy.kernels._index import FAMILY_OPERATORS
         registry._INDEX = {"aten::relu": "linalg", "aten::conv2d": "no_such_family"}  # stale on purpose
         assert registry.lookup("aten::relu").impl.__module__.endswith(".activation")
         assert registry.lookup("aten::conv2d") is not None

@@ -13,11 +13,11 @@ import torch
 from conftest import assert_close
 
 import ptlite
-from ptlite import cli, zoo
 from ptlite.errors import FormatError
 from ptlite.ir.memory_plan import METADATA_KEY, OUT_ATTR, planned_nodes
 from ptlite.passes.base import copy_program
 from ptlite.runtime.interpreter import CompiledGraph
+from ptlite.tools import cli, zoo
 
 RTOL = 1e-4
 MODELS = ["mobilenet_v2", "resnet18"]

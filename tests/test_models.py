@@ -1,7 +1,7 @@
 """Every model of the foundation issue, through every capture method PyTorch can apply, matches eager PyTorch.
 
 Tolerance: max |ptlite - torch| <= 1e-4 x max |torch| per output (float32 kernels summing in a different order
-than PyTorch's; the models' outputs are O(1) thanks to ptlite.zoo.calibrate).
+than PyTorch's; the models' outputs are O(1) thanks to ptlite.tools.zoo.calibrate).
 """
 
 from __future__ import annotations

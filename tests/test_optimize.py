@@ -14,9 +14,9 @@ from models import CASES, flatten
 from torch import nn
 
 import ptlite
-from ptlite import zoo
 from ptlite.ir import verify
 from ptlite.passes import NOTHING_TO_SKIP, PIPELINE, accepted_names
+from ptlite.tools import zoo
 
 RTOL = 1e-4
 MODELS = ["resnet18", "mobilenet_v2", "mobilenet_v3_small"]

@@ -7,7 +7,7 @@ import sys
 import numpy as np
 import pytest
 
-from ptlite.preprocess import (
+from ptlite.tools.preprocess import (
     IMAGENET_MEAN,
     IMAGENET_STD,
     center_crop,

@@ -24,11 +24,11 @@ from fuzzing import random_edits
 from models import flatten
 
 import ptlite
-from ptlite import zoo
-from ptlite.cli import main
+from ptlite.backends.numpy.kernels.state import get_attr, set_attr
 from ptlite.format.ptl import read_ptl, unpickler
 from ptlite.format.ptl.unpickler import rebuild_tensor, unpickle
-from ptlite.runtime.kernels.state import get_attr, set_attr
+from ptlite.tools import zoo
+from ptlite.tools.cli import main
 
 torch = pytest.importorskip("torch")
 from torch import nn  # noqa: E402
@@ -462,7 +462,7 @@ def test_load_and_convert_without_torch(files, tmp_path):
     ptl, out = files["lstm_classifier"], tmp_path / "lstm.ptlite"
     code = BLOCK_TORCH + f"""
 import numpy as np, ptlite
-from ptlite.cli import main
+from ptlite.tools.cli import main
 x = np.load({str(tmp_path / 'x.npy')!r})
 np.save({str(tmp_path / 'loaded.npy')!r}, ptlite.load({str(ptl)!r})(x))
 assert main(["convert", {str(ptl)!r}, "-o", {str(out)!r}]) == 0

@@ -12,9 +12,9 @@ import pytest
 from test_ptl import assert_same, compare, save_variants
 
 import ptlite
-from ptlite import zoo
-from ptlite.cli import main
 from ptlite.format.ptl import read_ptl
+from ptlite.tools import zoo
+from ptlite.tools.cli import main
 
 torch = pytest.importorskip("torch")
 from torch.jit.mobile import _load_for_lite_interpreter  # noqa: E402
@@ -116,7 +116,7 @@ def test_weights_made_at_load_are_sealed(zoo_files, tmp_path, name, how):
     """ptlite.load folds and packs a .ptl file's weights (or, with optimize=True, a .ptlite file's) into new arrays:
     they are sealed read-only, as a .ptlite file's mapped weights are, so that kernels keep what they derive from
     them without comparing at every call."""
-    from ptlite.runtime.kernels._derived import frozen
+    from ptlite.backends.numpy.kernels._derived import frozen
 
     path = zoo_files(name)
     if how == "ptl":

@@ -2,7 +2,7 @@
 
 import pytest
 
-from ptlite.ir.schema import parse_schema
+from ptlite.ops.schema import parse_schema
 
 
 def test_parses_overload_kwargs_and_defaults():

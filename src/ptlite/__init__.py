@@ -118,7 +118,7 @@ def load(path: str | os.PathLike, optimize: bool | None = None) -> Module:
         translated). True: optimize any file (errors raise); False: never.
 
     The Module's weights are read-only: a .ptlite file's map them, and those made at load (a .ptl file's, folded
-    and packed ones) are sealed (`runtime/kernels/_derived.py`, `seal`).
+    and packed ones) are sealed (`backends/numpy/kernels/_derived.py`, `seal`).
     """
     program, legacy = _read(path)
     if optimize or (optimize is None and legacy):
@@ -138,7 +138,7 @@ def load(path: str | os.PathLike, optimize: bool | None = None) -> Module:
     if legacy or optimize:
         # Arrays made here (a .ptl file's weights, folded and packed ones) are this call's own: sealed read-only,
         # like a .ptlite file's mapped weights, so that kernels need not compare them with copies at every call.
-        from .runtime.kernels._derived import seal
+        from .backends.numpy.kernels._derived import seal
 
         program.weights = {name: seal(w) for name, w in program.weights.items()}
     return Module(program)
@@ -157,7 +157,7 @@ _STRUCTURAL_OPS = frozenset({"prim::Constant", "prim::If", "prim::Loop"})
 def set_num_threads(n: int) -> None:
     """Use n threads for matrix products (the BLAS library NumPy uses, through threadpoolctl when it is installed;
     without it, set OPENBLAS_NUM_THREADS before starting Python). The default is the machine's core count.
-    ptlite's other kernels run on the calling thread (see ptlite.runtime.kernels._parallel for why)."""
+    ptlite's other kernels run on the calling thread (see ptlite.backends.numpy.kernels._parallel for why)."""
     global _num_threads
     if int(n) < 1:
         raise ValueError(f"number of threads must be at least 1, got {n}")

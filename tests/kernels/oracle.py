@@ -15,7 +15,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from ptlite.ir.registry import get  # noqa: E402
-from ptlite.ir.schema import parse_schema  # noqa: E402
+from ptlite.ops.schema import parse_schema  # noqa: E402
 
 # torch's "unsafe" view ops and its dropouts at inference return (a view of) their input although their
 # schemas do not say so; ptlite does the same.

@@ -10,8 +10,8 @@ torch = pytest.importorskip("torch")
 
 from oracle import compare, to_numpy  # noqa: E402
 
+from ptlite.backends.numpy.kernels.attention import NestedArray  # noqa: E402
 from ptlite.ir.registry import get  # noqa: E402
-from ptlite.runtime.kernels.attention import NestedArray  # noqa: E402
 
 
 def _mha_weights(embed: int, seed: int = 0):
@@ -240,7 +240,7 @@ def test_softmax_of_scores_with_infinities_and_nan():
     PyTorch's softmax gives, without warnings; rows without them are unaffected."""
     import warnings
 
-    from ptlite.runtime.kernels.attention import _softmax_
+    from ptlite.backends.numpy.kernels.attention import _softmax_
 
     rng = np.random.default_rng(0)
     scores = rng.standard_normal((2, 5, 6)).astype(np.float32)

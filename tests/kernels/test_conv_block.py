@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from oracle import compare, op, randn, torch
 
-from ptlite.passes.prepack import pack_conv2d_weight
-from ptlite.runtime.kernels import _derived, conv_block
-from ptlite.runtime.kernels._layout import is_channels_last
+from ptlite.backends.numpy.kernels import _derived, conv_block
+from ptlite.backends.numpy.kernels._layout import is_channels_last
+from ptlite.backends.numpy.lower.prepack import pack_conv2d_weight
 
 F = torch.nn.functional
 ACT = {"none": ([], lambda t: t), "relu": ([], F.relu), "clamp": ([0.0, 6.0], F.relu6),

@@ -11,8 +11,8 @@ import oracle
 import pytest
 import torch
 
+from ptlite.backends.numpy.kernels.elementwise import result_type
 from ptlite.ir import registry
-from ptlite.runtime.kernels.elementwise import result_type
 
 RNG = np.random.default_rng(0)
 rand = functools.partial(oracle.rand, RNG)

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 from conftest import assert_close
 
+from ptlite.backends.numpy.kernels._layout import is_channels_last
+from ptlite.backends.numpy.kernels.winograd import LAVIN_G, pack_winograd_weight
+from ptlite.backends.numpy.lower.prepack import pack_conv2d_weight
 from ptlite.ir import registry
-from ptlite.passes.prepack import pack_conv2d_weight
-from ptlite.runtime.kernels._layout import is_channels_last
-from ptlite.runtime.kernels.winograd import LAVIN_G, pack_winograd_weight
 
 RNG = np.random.default_rng(0)
 

@@ -11,9 +11,9 @@ torch = pytest.importorskip("torch")
 
 from oracle import op, torch_op, torch_schema  # noqa: E402
 
+from ptlite.backends.numpy.kernels.prim import ScriptError, script_str  # noqa: E402
 from ptlite.ir.registry import all_ops  # noqa: E402
-from ptlite.ir.schema import parse_schema  # noqa: E402
-from ptlite.runtime.kernels.prim import ScriptError, script_str  # noqa: E402
+from ptlite.ops.schema import parse_schema  # noqa: E402
 
 _OUR_MODULES = ("prim", "tensor_meta", "rnn", "attention")
 
@@ -299,7 +299,7 @@ def test_isinstance_at_run_time() -> None:
 
 
 def test_isinstance_types_checkable_at_translation() -> None:
-    from ptlite.runtime.kernels.script_types import check_type
+    from ptlite.backends.numpy.kernels.script_types import check_type
 
     for ok in ("Tensor", "Optional[List[Tensor]]", "Union[int, float, Tensor]", "Dict[str, Tuple[int, float]]",
                "Tuple[()]", "NoneType"):

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from oracle import compare, op, randn, torch
 
-from ptlite.passes.prepack import pack_conv2d_weight
-from ptlite.runtime.kernels._layout import is_channels_last
+from ptlite.backends.numpy.kernels._layout import is_channels_last
+from ptlite.backends.numpy.lower.prepack import pack_conv2d_weight
 
 F = torch.nn.functional
 ACT = {"relu": F.relu, "silu": F.silu, "none": lambda t: t}

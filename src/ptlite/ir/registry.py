@@ -1,9 +1,9 @@
 """The operator table: for each operator, its schema and the kernel that runs it.
 
 Capture, passes, the loader's missing-operator check and the interpreter all read this one table. Kernels
-register themselves with the `kernel` decorator in the family modules of `ptlite.runtime.kernels`.
+register themselves with the `kernel` decorator in the family modules of `ptlite.backends.numpy.kernels`.
 Families are imported lazily: looking up an operator imports the one family that a generated index
-(`ptlite/runtime/kernels/_index.py`: operator key -> family) names for it, so that loading a program imports only
+(`ptlite/backends/numpy/kernels/_index.py`: operator key -> family) names for it, so that loading a program imports only
 the kernels it uses; listing the table (`all_ops`, `overloads`) imports every family. The index is only a hint:
 a key it lacks or names wrongly makes the lookup import every family, so a stale index costs time, never a kernel.
 """
@@ -15,7 +15,7 @@ from collections.abc import Callable
 from functools import cached_property
 from typing import Any
 
-from .schema import Schema, parse_schema
+from ptlite.ops.schema import Schema, parse_schema
 
 
 class OpDef:
@@ -59,7 +59,7 @@ def _registering_module() -> str:
     return frame.f_globals.get("__name__", "") if frame is not None else ""
 
 
-_KERNELS_PACKAGE = "ptlite.runtime.kernels"
+_KERNELS_PACKAGE = "ptlite.backends.numpy.kernels"
 # Operator key -> its row: an OpDef or, until the operator is first looked up, the arguments that make it (so that
 # importing a family costs little more than a dict entry per kernel: most of a family's kernels are never looked
 # up by a given program). Read it through `_row`.
@@ -107,7 +107,7 @@ def _ensure_loaded() -> None:
     global _LOADED
     if not _LOADED:
         _LOADED = True
-        from ptlite.runtime import kernels
+        from ptlite.backends.numpy import kernels
 
         kernels.load_all()
 
@@ -116,7 +116,7 @@ def _family_of(key: str) -> str | None:
     """The family the generated index names for `key`, found by searching the index's text (one line per key):
     a program looks up a handful of keys, which costs less than reading all of them into a dict."""
     if key not in _INDEX:
-        from ptlite.runtime.kernels._index import FAMILY_OPERATORS
+        from ptlite.backends.numpy.kernels._index import FAMILY_OPERATORS
 
         line = f" {key}\n"  # keys hold no whitespace, so this matches a whole line's key only
         _INDEX[key] = next((family for family, keys in FAMILY_OPERATORS.items() if line in keys), None)
@@ -129,7 +129,7 @@ def _load_family_of(key: str) -> None:
     family = _family_of(key)
     if family is None:
         return
-    from ptlite.runtime import kernels
+    from ptlite.backends.numpy import kernels
 
     try:
         kernels.load_family(family)
@@ -172,7 +172,7 @@ def overloads(name: str) -> list[OpDef]:
 
 
 def kernel_index() -> dict[str, str]:
-    """Operator key -> family module name, for every kernel that a family of `ptlite.runtime.kernels` registers
+    """Operator key -> family module name, for every kernel that a family of `ptlite.backends.numpy.kernels` registers
     (imports every family): the contents of the generated index."""
     return {key: op.module.removeprefix(_FAMILY_PREFIX) for key, op in sorted(all_ops().items())
             if op.module.startswith(_FAMILY_PREFIX)}

@@ -17,6 +17,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from ptlite.backends.numpy.lower.fuse_activations import FuseActivations
+from ptlite.backends.numpy.lower.fuse_pointwise_depthwise import FusePointwiseDepthwise
+from ptlite.backends.numpy.lower.fuse_squeeze_excite import FuseSqueezeExcite
+from ptlite.backends.numpy.lower.plan_memory import PlanMemory
+from ptlite.backends.numpy.lower.prepack import Prepack
+from ptlite.backends.numpy.lower.winograd import Winograd
 from ptlite.ir.graph import BLOCKLIST_KEY, Program
 from ptlite.ir.memory_plan import drop_memory_plan
 from ptlite.ir.verifier import verify
@@ -25,15 +31,9 @@ from .base import Pass, PassResult, copy_program
 from .dead_code import DeadCode
 from .fold_constants import FoldConstants
 from .fold_conv_bn import FoldConvBatchNorm
-from .fuse_activations import FuseActivations
 from .fuse_add_relu import FuseAddRelu
-from .fuse_pointwise_depthwise import FusePointwiseDepthwise
-from .fuse_squeeze_excite import FuseSqueezeExcite
-from .plan_memory import PlanMemory
-from .prepack import Prepack
 from .remove_dropout import RemoveDropout
 from .remove_noops import RemoveNoops
-from .winograd import Winograd
 
 __all__ = ["PIPELINE", "NOTHING_TO_SKIP", "Pass", "PassResult", "DeadCode", "FoldConstants", "FoldConvBatchNorm",
            "FuseActivations", "FuseAddRelu", "FusePointwiseDepthwise", "FuseSqueezeExcite",

@@ -21,7 +21,7 @@ from ptlite.errors import ExecutionError, FormatError, PtliteError, UnsupportedO
 from ptlite.ir import memory_plan, registry
 from ptlite.ir.graph import Block, Graph, Node, Program, Value
 
-MODULE_STATE = "ptlite::module_state"  # see ptlite.runtime.kernels.state
+MODULE_STATE = "ptlite::module_state"  # see ptlite.backends.numpy.kernels.state
 
 Step = Callable[[list], None]
 # Wraps the step of one operator node (for profiling): instrument(step, node) -> step.

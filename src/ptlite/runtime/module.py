@@ -47,7 +47,7 @@ def _shape_text(shape: tuple) -> str:
 def _check_union(spec: ValueSpec, value: Any, method: str) -> Any:
     """An Optional or Union input: the value must have one of the types (arrays from other libraries become NumPy
     arrays); types ptlite cannot check pass unchecked."""
-    from .kernels.script_types import check_type, isinstance_
+    from ptlite.backends.numpy.kernels.script_types import check_type, isinstance_
 
     try:
         check_type(spec.type)
@@ -77,8 +77,8 @@ class Method:
     optimized) whose inputs are all tensors is specialized at its first call for that call's shapes and dtypes:
     the program is copied with those input shapes; if it was optimized, the shape-dependent passes that could not
     run without shapes run now (WINOGRAD, which picks Winograd for large 3x3 convolutions from a run on zeros);
-    then it is planned like the MEMORY_PLAN pass does (ptlite.passes.plan_memory), so later calls with the same
-    shapes allocate nothing for their intermediates. Calls with other shapes run the program as loaded. The first
+    then it is planned like the MEMORY_PLAN pass does (ptlite.backends.numpy.lower.plan_memory), so later calls with the
+    same shapes allocate nothing for their intermediates. Calls with other shapes run the program as loaded. The first
     call costs one or two more runs. Skipped: what the optimization's blocklist named; methods with loops (a run
     on zeros might not end) and methods keeping values in the Module's state are not planned; a specialization
     that fails leaves the method as loaded."""
@@ -151,8 +151,8 @@ class Method:
             self._plan_at_first_call = False
             if not all(isinstance(a, np.ndarray) and a.flags.c_contiguous for a in args):
                 return
+            from ptlite.backends.numpy.lower.plan_memory import plan_method
             from ptlite.passes.base import copy_program
-            from ptlite.passes.plan_memory import plan_method
 
             program = copy_program(self.program)
             graph = program.methods[self.name]
@@ -160,8 +160,8 @@ class Method:
                                  for spec, a in zip(graph.input_specs, args)]
             try:
                 if "passes" in program.metadata and "WINOGRAD" not in program.metadata.get(BLOCKLIST_KEY, ()):
+                    from ptlite.backends.numpy.lower.winograd import Winograd
                     from ptlite.passes.dead_code import DeadCode
-                    from ptlite.passes.winograd import Winograd
 
                     if Winograd().run(graph, program):
                         DeadCode().run(graph, program)

@@ -8,10 +8,10 @@ from typing import Any
 
 import numpy as np
 
+from ptlite.backends.numpy.kernels.script_types import check_type
 from ptlite.errors import UnsupportedOperatorError
 from ptlite.ir import registry
 from ptlite.ir.graph import Block, Node, Value
-from ptlite.runtime.kernels.script_types import check_type
 
 from . import upgraders
 from .bytecode import Operator

@@ -22,9 +22,9 @@ from typing import Any
 
 import numpy as np
 
+from ptlite.backends.numpy.kernels.script_types import type_arguments
 from ptlite.errors import FormatError, UnsupportedOperatorError
 from ptlite.ir.graph import Block, Graph, Node, Program, Value, ValueSpec
-from ptlite.runtime.kernels.script_types import type_arguments
 
 from .bytecode import Argument, Function
 from .instructions import Instructions

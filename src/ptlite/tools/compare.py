@@ -171,8 +171,9 @@ def run_reference(reference: str, inputs: list[Any], method: str = "forward") ->
     """
     import warnings
 
+    from ptlite.format.ptl import is_pytorch_mobile
+
     from .cli import CliError, _import_torch, _load_torchscript, _make_model
-    from .format.ptl import is_pytorch_mobile
 
     torch = _import_torch()
     args = [torch.from_numpy(np.array(v)) if isinstance(v, np.ndarray) else v for v in inputs]

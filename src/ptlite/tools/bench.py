@@ -277,8 +277,8 @@ def load_inputs(saved: dict[str, Any]) -> list[Any]:
 
 
 def save_outputs(result: Any, path: str) -> list[str]:
-    """Write a call's outputs (flattened as ptlite.compare names them; numbers and lists of numbers as arrays; None
-    and strings, which ONNX Runtime does not return either, left out) to an .npz file; returns their names, in
+    """Write a call's outputs (flattened as ptlite.tools.compare names them; numbers and lists of numbers as arrays;
+    None and strings, which ONNX Runtime does not return either, left out) to an .npz file; returns their names, in
     order."""
     from .compare import flatten_outputs
 
@@ -350,7 +350,7 @@ def _load_ms(path: str) -> float:
 
 
 def _profile(module: ptlite.Module, inputs: list[Any], settings: Settings) -> dict[str, Any]:
-    from .runtime.profile import profile
+    from ptlite.runtime.profile import profile
 
     prof = profile(module, inputs, runs=settings.runs, warmup=1)
     per_run = 1e3 / prof.runs
@@ -378,7 +378,7 @@ def compare(path: str, inputs: Sequence[Any], entry: str, settings: Settings) ->
     on that model exported with torch.onnx.export, all on the same inputs, each in a fresh process, one at a time.
 
     Returns ptlite's measurement (as `measure` does) with "compare": the other runtimes' figures, each with the
-    ratio ptlite / other and "outputs_check" (whether ptlite's outputs match that runtime's, by ptlite.compare's
+    ratio ptlite / other and "outputs_check" (whether ptlite's outputs match that runtime's, by ptlite.tools.compare's
     criterion: "match", "summary", "largest_relative"), or with "error" (and "install" when a package is missing).
     """
     with tempfile.TemporaryDirectory(prefix="ptlite-bench-") as folder:
@@ -418,7 +418,7 @@ def compare(path: str, inputs: Sequence[Any], entry: str, settings: Settings) ->
 
 def _check_outputs(folder: str, ptlite_result: dict[str, Any], other: dict[str, Any]) -> dict[str, Any]:
     """ptlite's outputs against another runtime's (PyTorch's by name; ONNX Runtime's, a flat list, by position), by
-    ptlite.compare's criterion."""
+    ptlite.tools.compare's criterion."""
     from .compare import compare_outputs, summary
 
     ours = load_outputs(os.path.join(folder, "ptlite.outputs.npz"), ptlite_result["outputs"])
@@ -461,7 +461,7 @@ def child_env(threads: int) -> dict[str, str]:
     return env
 
 
-_CHILD = "import sys; from ptlite.bench import child_main; sys.exit(child_main(sys.argv[1:]))"
+_CHILD = "import sys; from ptlite.tools.bench import child_main; sys.exit(child_main(sys.argv[1:]))"
 
 
 def _run_child(kind: str, config: dict[str, Any], folder: str) -> dict[str, Any]:

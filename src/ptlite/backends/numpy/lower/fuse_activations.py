@@ -14,8 +14,7 @@ import math
 from typing import Any
 
 from ptlite.ir.graph import Graph, Node, Program, Value
-
-from .base import NOT_CONSTANT, ConstantPool, Pass, blocks, constant_value, owners, replace_all_uses, uses
+from ptlite.passes.base import NOT_CONSTANT, ConstantPool, Pass, blocks, constant_value, owners, replace_all_uses, uses
 
 PRODUCERS = frozenset({"ptlite::conv2d_prepacked", "ptlite::conv2d_winograd", "ptlite::conv2d_winograd_v2",
                        "ptlite::linear_prepacked"})

@@ -47,7 +47,7 @@ class _NoTorch(importlib.abc.MetaPathFinder):
         return None
 sys.meta_path.insert(0, _NoTorch())
 """
-_CHECK = "from ptlite.demo import torch_free_check\ntorch_free_check(sys.argv[1], sys.argv[2])\n"
+_CHECK = "from ptlite.tools.demo import torch_free_check\ntorch_free_check(sys.argv[1], sys.argv[2])\n"
 
 
 if torch is not None:

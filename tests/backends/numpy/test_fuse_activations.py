@@ -10,11 +10,11 @@ import pytest
 from conftest import assert_close
 from irbuild import GraphBuilder, ops
 
+from ptlite.backends.numpy.lower.fuse_activations import FuseActivations
+from ptlite.backends.numpy.lower.prepack import Prepack
 from ptlite.ir import verify
 from ptlite.passes.base import constant_value, copy_program
 from ptlite.passes.dead_code import DeadCode
-from ptlite.passes.fuse_activations import FuseActivations
-from ptlite.passes.prepack import Prepack
 from ptlite.runtime.module import Module
 
 CASES = [

@@ -7,12 +7,12 @@ import numpy as np
 from conftest import assert_close
 from irbuild import GraphBuilder, ops
 
+from ptlite.backends.numpy.lower.fuse_activations import FuseActivations
+from ptlite.backends.numpy.lower.fuse_pointwise_depthwise import FusePointwiseDepthwise
+from ptlite.backends.numpy.lower.prepack import Prepack
 from ptlite.ir import verify
 from ptlite.passes.base import copy_program
 from ptlite.passes.dead_code import DeadCode
-from ptlite.passes.fuse_activations import FuseActivations
-from ptlite.passes.fuse_pointwise_depthwise import FusePointwiseDepthwise
-from ptlite.passes.prepack import Prepack
 from ptlite.runtime.module import Module
 
 

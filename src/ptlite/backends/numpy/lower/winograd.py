@@ -22,8 +22,8 @@ import weakref
 import numpy as np
 
 from ptlite.ir.graph import Graph, Node, Program
+from ptlite.passes.base import ConstantPool, Pass, blocks, constant_value, weight_constant, weight_of
 
-from .base import ConstantPool, Pass, blocks, constant_value, weight_constant, weight_of
 from .observe import observed_shapes
 from .prepack import unpack_dense_conv2d_weight
 
@@ -63,7 +63,7 @@ class Winograd(Pass):
         return changed
 
     def _rewrite(self, node: Node, program: Program, pool: ConstantPool, shape) -> list[Node] | None:
-        from ptlite.runtime.kernels.winograd import pack_winograd_weight
+        from ptlite.backends.numpy.kernels.winograd import pack_winograd_weight
 
         if shape is None or len(shape) != 4 or not all(isinstance(s, int) and s >= MIN_SIZE for s in shape[2:]):
             return None

@@ -7,11 +7,11 @@ import numpy as np
 from conftest import assert_close
 from irbuild import GraphBuilder, ops
 
+from ptlite.backends.numpy.lower.prepack import Prepack
+from ptlite.backends.numpy.lower.winograd import MIN_SIZE, Winograd
 from ptlite.ir import verify
 from ptlite.passes.base import copy_program
 from ptlite.passes.dead_code import DeadCode
-from ptlite.passes.prepack import Prepack
-from ptlite.passes.winograd import MIN_SIZE, Winograd
 from ptlite.runtime.module import Module
 
 
@@ -65,7 +65,7 @@ def test_size_from_a_run_on_zeros_when_inputs_are_static(rng):
 def test_observed_shapes():
     """Shapes of a run on zeros, for top-level and nested values; none when an input is not static or the run
     fails."""
-    from ptlite.passes.observe import observed_shapes
+    from ptlite.backends.numpy.lower.observe import observed_shapes
 
     b = GraphBuilder("x", shapes={"x": (2, 3)})
     y = b.op("aten::relu", b.inputs[0])
@@ -83,7 +83,7 @@ def test_observed_shapes():
 def test_run_on_zeros_made_once_per_graph_across_rounds(rng, monkeypatch):
     """A candidate left alone (here: too small) is still a candidate in the pipeline's next round; the shapes seen
     in the first round's run on zeros answer it, without running the method again."""
-    import ptlite.passes.winograd as pass_module
+    import ptlite.backends.numpy.lower.winograd as pass_module
 
     calls = []
     real = pass_module.observed_shapes

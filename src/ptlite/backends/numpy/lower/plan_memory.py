@@ -24,14 +24,13 @@ from typing import Any
 
 import numpy as np
 
+from ptlite.backends.numpy.kernels._layout import is_channels_last
 from ptlite.ir import registry
 from ptlite.ir.dtypes import SUPPORTED_NUMPY
 from ptlite.ir.graph import Graph, Node, Program, ValueSpec
 from ptlite.ir.memory_plan import METADATA_KEY, OUT_ATTR, align, drop_memory_plan, entry
+from ptlite.passes.base import Pass, PassResult
 from ptlite.runtime.interpreter import CompiledGraph, last_reads, reads
-from ptlite.runtime.kernels._layout import is_channels_last
-
-from .base import Pass, PassResult
 
 
 class PlanMemory(Pass):

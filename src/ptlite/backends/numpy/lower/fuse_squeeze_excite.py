@@ -1,4 +1,4 @@
-"""Run a squeeze-and-excitation block as one operator (FUSE_SQUEEZE_EXCITE; runtime/kernels/squeeze_excite.py):
+"""Run a squeeze-and-excitation block as one operator (FUSE_SQUEEZE_EXCITE; backends/numpy/kernels/squeeze_excite.py):
 
     p = aten::adaptive_avg_pool2d(x, [1, 1])
     h = ptlite::conv2d_prepacked(p, W1, b1, [1, 1], [1, 1], [0, 0, 0, 0], dilation, 1, act1, args1)
@@ -16,9 +16,9 @@ node reads x once, where the multiplication stood.
 from __future__ import annotations
 
 from ptlite.ir.graph import Graph, Node, Program
+from ptlite.passes.base import ConstantPool, Pass, blocks, constant_value, uses, weight_of
+from ptlite.passes.mutation import Mutations
 
-from .base import ConstantPool, Pass, blocks, constant_value, uses, weight_of
-from .mutation import Mutations
 from .prepack import is_prepacked_pointwise
 
 FUSED = "ptlite::squeeze_excite"

@@ -6,14 +6,13 @@ variance-preserving scales, gives batch-norm layers random affine parameters, an
 statistics on random images so that every normalised activation is O(1) in eval mode.
 
 Every builder is a `package.module:function` entry point usable with `ptlite convert`, e.g.
-`ptlite convert ptlite.zoo:resnet18 --input-shape 1,3,224,224 -o resnet18.ptlite`. Needs torch and torchvision.
+`ptlite convert ptlite.tools.zoo:resnet18 --input-shape 1,3,224,224 -o resnet18.ptlite`. Needs torch and torchvision.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Dict, List, Tuple  # noqa: UP035  (TorchScript needs typing generics)
 
 import numpy as np
 import torch
@@ -196,10 +195,10 @@ class ControlFlowModule(nn.Module):
     def __init__(self) -> None:
         super().__init__()
         self.layers = nn.ModuleList([nn.Linear(8, 8) for _ in range(3)])
-        self.scales: List[float] = [0.5, 1.0, 2.0]
+        self.scales: list[float] = [0.5, 1.0, 2.0]
 
-    def forward(self, x: torch.Tensor, repeats: int = 2) -> Tuple[torch.Tensor, Dict[str, torch.Tensor]]:
-        outs: List[torch.Tensor] = []
+    def forward(self, x: torch.Tensor, repeats: int = 2) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        outs: list[torch.Tensor] = []
         for layer in self.layers:
             x = torch.relu(layer(x))
             outs.append(x)

@@ -26,8 +26,7 @@ from typing import Any
 import numpy as np
 
 import ptlite
-
-from .errors import PtliteError
+from ptlite.errors import PtliteError
 
 EXIT_ERROR = 2
 EXIT_DIFFERENT = 1  # compare, bench --compare: the outputs differ
@@ -196,7 +195,7 @@ getrusage's ru_maxrss elsewhere; n/a where neither exists).
 time, ptlite included, without OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE. It checks that the runtimes' outputs agree
 (as 'ptlite compare' does) and exits with status 1, after the report, when they do not.
 
-example: ptlite bench mobilenet_v2.ptlite --profile --compare ptlite.zoo:mobilenet_v2"""
+example: ptlite bench mobilenet_v2.ptlite --profile --compare ptlite.tools.zoo:mobilenet_v2"""
 
 
 def _add_input_options(parser: argparse.ArgumentParser) -> None:
@@ -243,8 +242,8 @@ own tests hold models to); integer, boolean and string outputs must be equal. Ex
 matches, 1 when one differs, 2 on an error.
 
 examples:
-  ptlite compare mobilenet_v2.ptlite --with ptlite.zoo:mobilenet_v2
-  ptlite compare mobilenet_v2.ptlite --with ptlite.zoo:mobilenet_v2 --inputs cat.jpg
+  ptlite compare mobilenet_v2.ptlite --with ptlite.tools.zoo:mobilenet_v2
+  ptlite compare mobilenet_v2.ptlite --with ptlite.tools.zoo:mobilenet_v2 --inputs cat.jpg
   ptlite compare model.ptl --input-shape 1,3,224,224      (against PyTorch's lite interpreter)
   ptlite compare model.ptlite --with model.ptl --inputs cat.jpg"""
 
@@ -487,7 +486,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
 
 
 def _is_pytorch_mobile(path: str) -> bool:
-    from .format.ptl import is_pytorch_mobile
+    from ptlite.format.ptl import is_pytorch_mobile
 
     return is_pytorch_mobile(path)
 
@@ -549,7 +548,7 @@ def _check_blocklist(args: argparse.Namespace) -> None:
     """--blocklist's names (convert, compare), checked before anything is captured or run."""
     if args.blocklist and args.no_optimize:
         raise CliError("--blocklist skips some optimizations, --no-optimize all of them: give one or the other")
-    from .passes import blocklist_names
+    from ptlite.passes import blocklist_names
 
     try:
         blocklist_names(args.blocklist)
@@ -859,7 +858,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.inputs and args.input_shape:
         raise CliError("give --inputs or --input-shape, not both")
     if args.compare is not None and ":" not in args.compare:
-        raise CliError(f"--compare {args.compare!r} must be 'module:function', like ptlite.zoo:mobilenet_v2")
+        raise CliError(f"--compare {args.compare!r} must be 'module:function', like ptlite.tools.zoo:mobilenet_v2")
     settings = bench.Settings(warmup=args.warmup, runs=args.runs, threads=args.threads or os.cpu_count() or 1,
                               profile=args.profile, top=args.top)
     if args.compare:
@@ -1000,12 +999,12 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     for op, n in sorted(counts.items(), key=lambda item: (-item[1], item[0])):
         print(f"  {op:<{width}}  {n}")
     _print_weights(program)
-    from .ir.memory_plan import summary
+    from ptlite.ir.memory_plan import summary
 
     for graph in program.methods.values():
         plan = summary(program, graph.name)
         print(f"memory:     {graph.name}: {plan.describe() if plan else _NO_PLAN}")
-    from .runtime.interpreter import missing_operators
+    from ptlite.runtime.interpreter import missing_operators
 
     missing = missing_operators(program)
     if missing:

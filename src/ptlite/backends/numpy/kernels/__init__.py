@@ -4,7 +4,7 @@ Importing a family module registers its kernels in the operator table (`ptlite.i
 this package registers nothing. The registry finds an operator's family in the generated index `_index.py`, so
 that loading a program imports only the families it uses; `load_all()` imports every family. A new family is a
 new module here, found by name: after adding, moving or removing kernels, regenerate the index with
-`python -m ptlite.runtime.kernels --write-index` (tests/test_kernel_index.py fails, naming that command, until
+`python -m ptlite.backends.numpy.kernels --write-index` (tests/test_kernel_index.py fails, naming that command, until
 then). A stale index never breaks a lookup, it only makes it import every family.
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import importlib
 
-INDEX_COMMAND = "python -m ptlite.runtime.kernels --write-index"
+INDEX_COMMAND = "python -m ptlite.backends.numpy.kernels --write-index"
 
 
 def family_names() -> list[str]:

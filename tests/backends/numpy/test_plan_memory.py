@@ -9,11 +9,11 @@ import numpy as np
 from conftest import assert_close
 from irbuild import GraphBuilder
 
+from ptlite.backends.numpy.lower.plan_memory import PlanMemory
 from ptlite.ir import verify
 from ptlite.ir.graph import Node, Program, Value
 from ptlite.ir.memory_plan import METADATA_KEY, OUT_ATTR, entry_nbytes
 from ptlite.passes.base import copy_program
-from ptlite.passes.plan_memory import PlanMemory
 from ptlite.runtime.module import Module
 
 SHAPE = (1, 4, 8, 8)
