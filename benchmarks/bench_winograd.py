@@ -5,7 +5,7 @@
 Both are ptlite's prepacked kernels on a channels-last input (what the WINOGRAD pass chooses between); the error
 is max |result - float64 reference| / max |reference| (and its root mean square, rms, over the output), for
 ptlite::conv2d_winograd_v2's points (0, 1, -1, 2, -1/2: what the pass writes) and for Lavin & Gray's (0, 1, -1, 2,
--2: ptlite::conv2d_winograd, older files). The thresholds in ptlite/passes/winograd.py come from this.
+-2: ptlite::conv2d_winograd, older files). The thresholds in ptlite/backends/numpy/lower/winograd.py come from this.
 """
 
 from __future__ import annotations

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from kernel_backend import names as kernel_backends
+from kernel_backend import select as select_kernel_backend
 
 from ptlite.backends.numpy.kernels import _parallel
 
@@ -26,3 +28,23 @@ def assert_close(actual, expected, *, what: str, rtol: float = 1e-4) -> None:
 @pytest.fixture
 def rng() -> np.random.Generator:
     return np.random.default_rng(0)
+
+
+@pytest.fixture(autouse=True)
+def kernel_backend(request: pytest.FixtureRequest):
+    """The backend the kernel tests (tests/kernels) run on; each of them runs once per backend (see
+    pytest_generate_tests). Other tests run on whatever they load."""
+    name = getattr(request, "param", None)
+    if name is None:
+        yield None
+        return
+    previous = select_kernel_backend(name)
+    try:
+        yield name
+    finally:
+        select_kernel_backend(previous)
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "kernel_backend" in metafunc.fixturenames and metafunc.definition.path.parent.name == "kernels":
+        metafunc.parametrize("kernel_backend", kernel_backends(), indirect=True)

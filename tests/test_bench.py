@@ -16,6 +16,7 @@ import ptlite
 from ptlite.errors import InputError
 from ptlite.ir.graph import ValueSpec
 from ptlite.tools import bench
+from ptlite.tools.bench import runtimes
 from ptlite.tools.cli import main
 
 torch = pytest.importorskip("torch")
@@ -317,7 +318,7 @@ def test_compare_measures_pytorch_and_onnxruntime(files, capsys, tmp_path, monke
 
 def test_compare_exits_1_when_the_outputs_differ(files, capsys, tmp_path, monkeypatch):
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(files["folder"]), os.environ.get("PYTHONPATH", "")]))
-    monkeypatch.setattr(bench, "installed", lambda name: name == "torch")  # PyTorch only: quicker
+    monkeypatch.setattr(runtimes, "installed", lambda name: name == "torch")  # PyTorch only: quicker
     path = tmp_path / "figures.json"
     code, out, err = cli(capsys, "bench", files["static"], *FAST, "--compare", f"{MODULE}:tiny_reseeded",
                          "--json", path)
@@ -356,13 +357,13 @@ def test_save_outputs_keeps_numbers_and_number_lists(tmp_path):
 def test_compare_names_a_missing_package(files, capsys, tmp_path, monkeypatch, package, install):
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(files["folder"]), os.environ.get("PYTHONPATH", "")]))
     # the other package counts as installed (without torch, ONNX Runtime is never started: nothing exports)
-    monkeypatch.setattr(bench, "installed", lambda name: name != package)
+    monkeypatch.setattr(runtimes, "installed", lambda name: name != package)
     out, figures = bench_json(capsys, tmp_path, files["static"], *FAST, "--compare", f"{MODULE}:tiny")
     assert f"{package} is not installed: {install}" in out
-    runtimes = figures["compare"]["runtimes"]
-    assert runtimes["onnxruntime"]["install"] == install  # ONNX Runtime needs PyTorch to export the model
+    measured = figures["compare"]["runtimes"]
+    assert measured["onnxruntime"]["install"] == install  # ONNX Runtime needs PyTorch to export the model
     if package == "onnxruntime":
-        assert "ratio" in runtimes["pytorch"], runtimes["pytorch"]
+        assert "ratio" in measured["pytorch"], measured["pytorch"]
     assert "latency:" in out and figures["latency_ms"]["median"] > 0  # ptlite's own figures are still there
 
 

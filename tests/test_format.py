@@ -14,17 +14,18 @@ import pytest
 from fuzzing import random_edits
 
 import ptlite
+from ptlite import ops
+from ptlite.backends.numpy import kernel
 from ptlite.format.layout import ALIGN, HEADER, HEADER_SIZE, MAGIC
 from ptlite.ir.graph import Block, Graph, Node, Program, Value, ValueSpec
-from ptlite.ir.registry import kernel
 
 
-@kernel("test::affine(Tensor x, Tensor w, float s=1.0) -> Tensor")
+@kernel(ops.declare("test::affine(Tensor x, Tensor w, float s=1.0) -> Tensor"))
 def _affine(x, w, s):
     return x * w * s
 
 
-@kernel("test::gt_zero(Tensor x) -> bool")
+@kernel(ops.declare("test::gt_zero(Tensor x) -> bool"))
 def _gt_zero(x):
     return bool(x.sum() > 0)
 

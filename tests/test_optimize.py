@@ -14,9 +14,19 @@ from models import CASES, flatten
 from torch import nn
 
 import ptlite
+from ptlite.backends.numpy.lower import PASSES as LOWERING
 from ptlite.ir import verify
-from ptlite.passes import NOTHING_TO_SKIP, PIPELINE, accepted_names
+from ptlite.passes import NOTHING_TO_SKIP, PIPELINE
+from ptlite.passes import accepted_names as names_with
 from ptlite.tools import zoo
+
+# optimize_for_mobile's passes by blocklist name: the target-independent pipeline's, then the NumPy backend's lowering
+PASSES = {**PIPELINE, **LOWERING}
+
+
+def accepted_names() -> dict[str, str]:
+    return names_with({name: f"the {p.name} pass" for name, p in LOWERING.items()})
+
 
 RTOL = 1e-4
 MODELS = ["resnet18", "mobilenet_v2", "mobilenet_v3_small"]
@@ -79,7 +89,7 @@ def test_program_shrinks(optimized):
 def test_passes_are_recorded(optimized):
     _, _, result = optimized
     assert {"fold_conv_bn", "dead_code"} <= set(result.metadata["passes"])
-    assert set(result.metadata["passes"]) <= {p.name for p in PIPELINE.values()}
+    assert set(result.metadata["passes"]) <= {p.name for p in PASSES.values()}
 
 
 def test_program_given_is_unchanged(optimized):
@@ -128,7 +138,8 @@ def test_small_net_folds_linear_batch_norm_too(small, how):
     model, x, expected = small
     result = ptlite.optimize_for_mobile(ptlite.capture(model, (x,), method=how))
     assert not [op for op in op_names(result) if any(r in op for r in REMOVED_OPS)]
-    assert result.metadata["passes"] == ["remove_dropout", "fold_conv_bn", "prepack", "fuse_activations", "dead_code"]
+    # the target-independent passes settle first (dead code drops the folded batch norms), then the lowering
+    assert result.metadata["passes"] == ["remove_dropout", "fold_conv_bn", "dead_code", "prepack", "fuse_activations"]
     assert_close(ptlite.Module(result)(x.numpy()), expected, what=f"optimized SmallNet ({how})", rtol=RTOL)
 
 
@@ -159,9 +170,9 @@ def test_blocklist_accepts_torch_mobile_optimizer_types(small_program):
 
 def test_unknown_blocklist_name_lists_the_valid_ones(small_program):
     valid = ", ".join(accepted_names())
-    assert valid.startswith("REMOVE_DROPOUT, REMOVE_NOOPS, FOLD_CONSTANTS, CONV_BN_FUSION, INSERT_FOLD_PREPACK_OPS, "
-                            "WINOGRAD, FUSE_ACTIVATIONS, FUSE_POINTWISE_DEPTHWISE, FUSE_SQUEEZE_EXCITE, FUSE_ADD_RELU, "
-                            "DEAD_CODE, ")
+    assert valid.startswith("REMOVE_DROPOUT, REMOVE_NOOPS, FOLD_CONSTANTS, CONV_BN_FUSION, FUSE_ADD_RELU, DEAD_CODE, "
+                            "INSERT_FOLD_PREPACK_OPS, WINOGRAD, FUSE_ACTIVATIONS, FUSE_POINTWISE_DEPTHWISE, "
+                            "FUSE_SQUEEZE_EXCITE, MEMORY_PLAN, ")
     with pytest.raises(ValueError, match="FUSE_EVERYTHING.*valid names: " + valid):
         ptlite.optimize_for_mobile(small_program, optimization_blocklist=["FUSE_EVERYTHING", "DEAD_CODE"])
 
@@ -173,7 +184,7 @@ def test_every_mobile_optimizer_type_is_accepted(small_program):
     members = list(MobileOptimizerType.__members__.values())
     assert {m.name for m in members} <= set(accepted_names())
     default = ptlite.optimize_for_mobile(small_program)
-    unskipped = [m for m in members if m.name not in PIPELINE] + [n for n in NOTHING_TO_SKIP if n not in PIPELINE]
+    unskipped = [m for m in members if m.name not in PASSES] + [n for n in NOTHING_TO_SKIP if n not in PASSES]
     result = ptlite.optimize_for_mobile(small_program, optimization_blocklist=unskipped)
     assert op_names(result) == op_names(default) and result.metadata["passes"] == default.metadata["passes"]
     result = ptlite.optimize_for_mobile(small_program, optimization_blocklist=members)  # all of them
@@ -189,7 +200,7 @@ def test_architecture_doc_lists_every_accepted_name():
             if line.startswith("| `") and line.split("|")[1].strip(" `") in accepted_names()}
     assert set(rows) == set(accepted_names()), f"docs/architecture.md misses {set(accepted_names()) - set(rows)}"
     for name, what in rows.items():
-        expected = f"`{PIPELINE[name].name}`" if name in PIPELINE else "nothing"
+        expected = f"`{PASSES[name].name}`" if name in PASSES else "nothing"
         assert expected in what, f"docs/architecture.md: {name} should say {expected}, says {what.strip()!r}"
 
 

@@ -25,7 +25,7 @@ from models import flatten
 
 import ptlite
 from ptlite.backends.numpy.kernels.state import get_attr, set_attr
-from ptlite.format.ptl import read_ptl, unpickler
+from ptlite.format.ptl import unpickler
 from ptlite.format.ptl.unpickler import rebuild_tensor, unpickle
 from ptlite.tools import zoo
 from ptlite.tools.cli import main
@@ -268,7 +268,7 @@ def test_scripted_module_matches_lite_interpreter(files, variant):
     variant of the file: bytecode 8, back-ported to 4-7, flatbuffer."""
     path = files["scripted" if variant == "zip" else f"scripted_{variant}"]
     expected_version = {"zip": 8, "flatbuffer": 9}.get(variant) or int(variant[1:])
-    assert read_ptl(path).metadata["bytecode_version"] == expected_version
+    assert ptlite.load_program(path).metadata["bytecode_version"] == expected_version
     module = compare_calls(path, _scripted_calls(), what=f"scripted ({variant})")
     assert module.state == {"calls": 4}, f"scripted ({variant}): state after four forward calls: {module.state}"
     assert module.method_names == ["forward", "rescale"]
@@ -311,12 +311,12 @@ def test_state_across_calls_and_methods(files, tmp_path, variant):
 
 
 def test_state_attributes_are_typed_from_their_assignments(files):
-    program = read_ptl(files["stateful"])
+    program = ptlite.load_program(files["stateful"])
     assert program.metadata["state"] == {"smooth.last": "Optional[Tensor]", "smooth.seen": "int", "total": "float",
                                          "acc": "Tensor", "sizes": "List[Any]"}
     ops = program.operator_names()
     assert "ptlite::get_attr" in ops and "ptlite::set_attr" in ops
-    plain = read_ptl(files["interfaces"])
+    plain = ptlite.load_program(files["interfaces"])
     assert "state" not in plain.metadata and "ptlite::module_state" not in plain.operator_names()
 
 
@@ -348,7 +348,7 @@ def test_old_operator_version_divides_integers_with_truncation(tmp_path):
     """Files of operator version <= 3 (PyTorch < 1.9) meant truncation for integer `/`: the upgrader applies."""
     fresh = _save(IntDivision(), tmp_path / "div.ptl")
     old = _rewrite(fresh, tmp_path / "div_v3.ptl", {"version": b"3\n"})
-    assert read_ptl(old).metadata["operator_version"] == 3
+    assert ptlite.load_program(old).metadata["operator_version"] == 3
     ints = (torch.tensor([7, -7, 9, 5]), torch.tensor([2, 2, 4, 3]))
     floats = (ints[0].float(), ints[1])
     for path in (fresh, old):
@@ -371,9 +371,9 @@ def test_old_operator_versions_gelu_linspace_logspace(tmp_path):
     linspace / logspace)."""
     fresh = _save(OldSignatures(), tmp_path / "signatures.ptl")
     x = torch.randn(3, 4)
-    assert read_ptl(fresh).metadata["operator_version"] == 10
+    assert ptlite.load_program(fresh).metadata["operator_version"] == 10
     gelu_v9 = _rewrite(fresh, tmp_path / "signatures_v9.ptl", {".data/version": b"9\n"})
-    assert read_ptl(gelu_v9).metadata["operator_version"] == 9
+    assert ptlite.load_program(gelu_v9).metadata["operator_version"] == 9
     compare(gelu_v9, (x,), what="operator version 9")
 
     def none_steps(code):
@@ -411,7 +411,7 @@ def test_isinstance_decided_at_run_time(tmp_path):
     an int or a float, so those calls are checked against the scripted module."""
     path = _save(RunTimeTypes(), tmp_path / "types.ptl")
     x, y = torch.randn(2, 3), torch.randn(2, 3)
-    assert "ptlite::isinstance" in read_ptl(path).operator_names()
+    assert "ptlite::isinstance" in ptlite.load_program(path).operator_names()
     compare_calls(path, [("forward", (x,)), ("forward", (x, y)), ("forward", (x, None)), ("forward", (x, y, y))],
                   what="run-time isinstance")
     scripted = torch.jit.script(RunTimeTypes())

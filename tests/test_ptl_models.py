@@ -12,6 +12,7 @@ import pytest
 from test_ptl import assert_same, compare, save_variants
 
 import ptlite
+from ptlite.backends import reference
 from ptlite.format.ptl import read_ptl
 from ptlite.tools import zoo
 from ptlite.tools.cli import main
@@ -67,18 +68,19 @@ CASES = [pytest.param(name, variant, id=f"{name}-{variant}", marks=[pytest.mark.
 @pytest.mark.parametrize("name, variant", CASES)
 def test_zoo_model_matches_lite_interpreter(zoo_files, name, variant):
     path = zoo_files(name, variant)
-    assert read_ptl(path).metadata["bytecode_version"] == {"zip": 8, "flatbuffer": 9}.get(variant) or int(variant[1:])
+    version = ptlite.load_program(path).metadata["bytecode_version"]
+    assert version == {"zip": 8, "flatbuffer": 9}.get(variant) or int(variant[1:])
     compare(path, inputs(name), what=f"{name} ({variant})", rtol=RTOL.get(name, 1e-5))
 
 
 def test_methods_translated_by_default(zoo_files):
     """forward and the public methods; torchvision's `_forward_impl` (inlined into forward) only on request."""
     path = zoo_files("resnet18")
-    assert list(read_ptl(path).methods) == ["forward"]
-    both = read_ptl(path, methods=["_forward_impl", "forward"])
+    assert list(ptlite.load_program(path).methods) == ["forward"]
+    both = read_ptl(path, methods=["_forward_impl", "forward"], evaluate=reference().evaluate)
     assert list(both.methods) == ["forward", "_forward_impl"]
     with pytest.raises(ValueError, match="no method nope"):
-        read_ptl(path, methods=["nope"])
+        read_ptl(path, methods=["nope"], evaluate=reference().evaluate)
 
 
 # In-place operators in the bytecode, and what optimize_for_mobile makes of them (with conv + batch norm folded and
@@ -95,7 +97,7 @@ def test_convert_optimizes_legacy_cnn(zoo_files, tmp_path, name):
     """`ptlite convert model.ptl -o model.ptlite`: issue 3's passes apply to the bytecode's in-place operators as
     to ptlite's own capture, and the optimized file gives the lite interpreter's results."""
     path, out = zoo_files(name), tmp_path / f"{name}.ptlite"
-    before = read_ptl(path).operator_names()
+    before = ptlite.load_program(path).operator_names()
     assert set(IN_PLACE[name]) <= set(before), f"{name}: the .ptl no longer has {IN_PLACE[name]}: {before}"
     assert main(["convert", str(path), "-o", str(out)]) == 0
     program = ptlite.load_program(out)
@@ -116,7 +118,7 @@ def test_weights_made_at_load_are_sealed(zoo_files, tmp_path, name, how):
     """ptlite.load folds and packs a .ptl file's weights (or, with optimize=True, a .ptlite file's) into new arrays:
     they are sealed read-only, as a .ptlite file's mapped weights are, so that kernels keep what they derive from
     them without comparing at every call."""
-    from ptlite.backends.numpy.kernels._derived import frozen
+    from ptlite.ir.weights import frozen
 
     path = zoo_files(name)
     if how == "ptl":

@@ -8,7 +8,7 @@ Workstation side (needs torch)::
 
 Device side (NumPy only)::
 
-    module = ptlite.load("model.ptlite")
+    module = ptlite.load("model.ptlite")             # backends=("numpy",): which run it (ptlite.backends() lists)
     logits = module(image)
 """
 
@@ -18,6 +18,9 @@ import os
 from collections.abc import Iterable
 from typing import Any
 
+from . import backends
+from .backends import BackendInfo
+from .backends.base import Backend
 from .errors import (
     CaptureError,
     ExecutionError,
@@ -29,11 +32,10 @@ from .errors import (
 )
 from .ir.graph import Program, ValueSpec
 from .runtime.module import Module
+from .version import __version__
 
-__version__ = "0.1.0"
-
-__all__ = ["capture", "optimize_for_mobile", "save", "load", "export_opnames", "set_num_threads", "get_num_threads",
-           "Program", "Module", "ValueSpec",
+__all__ = ["capture", "optimize_for_mobile", "save", "load", "load_program", "export_opnames", "backends",
+           "set_num_threads", "get_num_threads", "Program", "Module", "ValueSpec", "Backend", "BackendInfo",
            "PtliteError", "FormatError", "CaptureError", "InputError", "UnsupportedOperatorError", "ExecutionError",
            "ScriptError", "__version__"]
 
@@ -45,7 +47,7 @@ def capture(model: Any, example_inputs: tuple | None = None, method: str = "auto
     return _capture(model, example_inputs, method=method, **options)
 
 
-def optimize_for_mobile(program: Program, backend: str = "cpu", optimization_blocklist: Iterable[Any] = (),
+def optimize_for_mobile(program: Program, backend: str | Backend = "cpu", optimization_blocklist: Iterable[Any] = (),
                         preserved_methods: Iterable[str] = ()) -> Program:
     """Optimize a captured program for inference and return the result as a new Program (`program` is unchanged).
 
@@ -55,9 +57,11 @@ def optimize_for_mobile(program: Program, backend: str = "cpu", optimization_blo
     feeding them, convolution and linear weights are prepacked into their kernels' layouts (Winograd-transformed
     for large 3x3 convolutions), activations and add + relu are fused, dead code and unused weights are dropped,
     and a memory plan is made where input shapes are static; docs/architecture.md lists the passes.
-    `metadata["passes"]` lists the passes that changed the program.
+    `metadata["passes"]` lists the passes that changed the program, `metadata["backend"]` the backend it is lowered
+    for (the file then runs anywhere: a backend that is missing at load is replaced by the NumPy reference).
 
-    backend: "cpu" (the only backend so far).
+    backend: the backend whose kernels the program is lowered for (prepacked weight layouts, fusions, memory plan),
+        by name ("numpy"; "cpu": the CPU backend, NumPy's so far) or as a Backend object.
     optimization_blocklist: optimizations to skip, by PyTorch's MobileOptimizerType names ("CONV_BN_FUSION",
         "REMOVE_DROPOUT", ...; members of torch's enum work too; those without a ptlite equivalent skip nothing) or
         ptlite's ("REMOVE_NOOPS", "FOLD_CONSTANTS", "DEAD_CODE", ...; see ptlite.passes); an unknown name raises
@@ -67,14 +71,38 @@ def optimize_for_mobile(program: Program, backend: str = "cpu", optimization_blo
     """
     from .passes import blocklist_names, optimize
 
-    if str(backend).lower() != "cpu":
-        raise ValueError(f"backend {backend!r} is not supported; ptlite optimizes for 'cpu' only so far")
+    target = _lowering_backend(backend)
     missing = [m for m in ([preserved_methods] if isinstance(preserved_methods, str) else preserved_methods)
                if m not in program.methods]
     if missing:
         raise ValueError(f"preserved method(s) {', '.join(missing)} not in the program, which has: "
                          f"{', '.join(program.methods)}; capture with preserved_methods=... to keep them")
-    return optimize(program, blocklist_names(optimization_blocklist))
+    blocked = blocklist_names(optimization_blocklist, target.lowering_passes())
+    return optimize(program, blocked, evaluate=backends.reference().evaluate, lowering=_lowering(target))
+
+
+def _lowering_backend(backend: str | Backend) -> Backend:
+    """The backend optimize_for_mobile lowers for: by name ("cpu": see ptlite.backends.ALIASES) or as given."""
+    if not isinstance(backend, str):
+        return backend
+    try:
+        return backends.get(backend.lower())
+    except ValueError as exc:
+        raise ValueError(f"cannot optimize for backend {backend!r}: {exc}") from None
+
+
+def _lowering(target: Backend) -> Any:
+    """The target's lowering as ptlite.passes.optimize takes it, running methods on zeros on the target alone."""
+    from .backends.base import LoweringContext
+    from .passes import Lowering
+    from .runtime.dispatch import Dispatcher
+    from .runtime.interpreter import CompiledGraph
+
+    def run(graph, program, instrument=None):  # noqa: ANN001, ANN202
+        return CompiledGraph(graph, program, instrument, dispatcher=Dispatcher([target]))
+
+    return Lowering(target.name, target.lowering_passes(),
+                    lambda program, blocked: target.lower(program, LoweringContext(blocked, run)))
 
 
 def save(program: Program, path: str | os.PathLike) -> None:
@@ -102,13 +130,18 @@ def _read(path: str | os.PathLike) -> tuple[Program, bool]:
         from .format.ptl import read_ptl, sniff_file
 
         if sniff_file(path) is not None:
-            return read_ptl(path), True
+            return read_ptl(path, evaluate=backends.reference().evaluate), True
     return read_program(path), False
 
 
-def load(path: str | os.PathLike, optimize: bool | None = None) -> Module:
+def load(path: str | os.PathLike, optimize: bool | None = None,
+         backends: Iterable[str | Backend] | str | None = None) -> Module:
     """Load a .ptlite (or PyTorch Mobile .ptl) file, check that every operator it uses is available, and return a
     runnable Module.
+
+    backends: the backends to run it on, asked in order for each node (names, or Backend objects of your own; the
+        NumPy reference is always added last and runs what the others decline). None: every backend available here
+        (`ptlite.backends()` lists them). `Module.placements()` says which runs each node.
 
     optimize: apply `optimize_for_mobile` to the program before running it. None (the default): only to a PyTorch
         Mobile file, whose bytecode is never optimized (PyTorch's own optimizer fails on current wheels), so that it
@@ -118,7 +151,7 @@ def load(path: str | os.PathLike, optimize: bool | None = None) -> Module:
         translated). True: optimize any file (errors raise); False: never.
 
     The Module's weights are read-only: a .ptlite file's map them, and those made at load (a .ptl file's, folded
-    and packed ones) are sealed (`backends/numpy/kernels/_derived.py`, `seal`).
+    and packed ones) are sealed (`ptlite.ir.weights.seal`).
     """
     program, legacy = _read(path)
     if optimize or (optimize is None and legacy):
@@ -138,20 +171,19 @@ def load(path: str | os.PathLike, optimize: bool | None = None) -> Module:
     if legacy or optimize:
         # Arrays made here (a .ptl file's weights, folded and packed ones) are this call's own: sealed read-only,
         # like a .ptlite file's mapped weights, so that kernels need not compare them with copies at every call.
-        from .backends.numpy.kernels._derived import seal
+        from .ir.weights import seal
 
         program.weights = {name: seal(w) for name, w in program.weights.items()}
-    return Module(program)
+    return Module(program, backends)
 
 
 def export_opnames(program_or_path: Program | str | os.PathLike) -> list[str]:
     """Sorted names of the operators a program (or a saved file) uses, as PyTorch's `_export_operator_list`."""
+    from .ops import lookup
+
     program = program_or_path if isinstance(program_or_path, Program) else load_program(program_or_path)
-    return [name for name in program.operator_names() if name not in _STRUCTURAL_OPS]
-
-
-# Nodes that structure the program rather than compute (PyTorch Mobile has instructions for them, not operators).
-_STRUCTURAL_OPS = frozenset({"prim::Constant", "prim::If", "prim::Loop"})
+    # Structural nodes (constants, control flow) are the interpreter's own: PyTorch Mobile has instructions for them.
+    return [name for name in program.operator_names() if not ((op := lookup(name)) is not None and op.structural)]
 
 
 def set_num_threads(n: int) -> None:

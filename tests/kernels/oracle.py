@@ -14,7 +14,9 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from ptlite.ir.registry import get  # noqa: E402
+from kernel_backend import kernel  # noqa: E402
+
+from ptlite import ops  # noqa: E402
 from ptlite.ops.schema import parse_schema  # noqa: E402
 
 # torch's "unsafe" view ops and its dropouts at inference return (a view of) their input although their
@@ -29,8 +31,8 @@ ALIASING_DESPITE_SCHEMA = {"aten::_unsafe_view", "aten::unsafe_split.Tensor", "a
 # ----------------------------------------------------------------------------------------------------
 
 def op(key: str) -> Any:
-    """ptlite's kernel registered under key ("aten::add.Tensor")."""
-    return get(key).impl
+    """The kernel for operator key ("aten::add.Tensor") of the backend under test (kernel_backend.py)."""
+    return kernel(key)
 
 
 def torch_op(key: str) -> Any:
@@ -53,7 +55,7 @@ def check_schemas(keys: list[str]) -> None:
     """ptlite's schema for each key is PyTorch's, parsed."""
     for key in keys:
         theirs = parse_schema(str(torch_op(key)._schema))
-        assert get(key).schema == theirs, f"{key}: schema differs from torch's {theirs}"
+        assert ops.get(key).schema == theirs, f"{key}: schema differs from torch's {theirs}"
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -166,7 +168,7 @@ def check(key: str, *args: Any, tol: float = 1e-5, float16_tol: float | None = N
     (so an in-place operator must return args[0]).
     """
     pos, kw = [], {}
-    for arg, value in zip(get(key).schema.arguments, args, strict=True):
+    for arg, value in zip(ops.get(key).schema.arguments, args, strict=True):
         if arg.kwarg_only:
             kw[arg.name] = to_torch(value)
         else:

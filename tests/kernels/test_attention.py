@@ -8,10 +8,10 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from kernel_backend import kernel as op  # noqa: E402
 from oracle import compare, to_numpy  # noqa: E402
 
 from ptlite.backends.numpy.kernels.attention import NestedArray  # noqa: E402
-from ptlite.ir.registry import get  # noqa: E402
 
 
 def _mha_weights(embed: int, seed: int = 0):
@@ -51,7 +51,7 @@ def test_native_multi_head_attention_matches_torch(mask_name, need_weights, aver
         want = torch._native_multi_head_attention(x, kv, kv, E, H, *w, mask, need_weights, average, mask_type)
     xn = x.numpy()
     kvn = xn if self_attention else kv.numpy()
-    got = get("aten::_native_multi_head_attention").impl(xn, kvn, kvn, E, H, *to_numpy(w), to_numpy(mask),
+    got = op("aten::_native_multi_head_attention")(xn, kvn, kvn, E, H, *to_numpy(w), to_numpy(mask),
                                                           need_weights, average, mask_type)
     key = "aten::_native_multi_head_attention"
     compare(f"{key} output ({mask_name})", got[0], want[0])
@@ -65,7 +65,7 @@ def test_native_multi_head_attention_needs_mask_type():
     w = to_numpy(_mha_weights(E))
     x = np.zeros((B, L, E), np.float32)
     with pytest.raises(ValueError, match="Mask Type"):
-        get("aten::_native_multi_head_attention").impl(x, x, x, E, H, *w, KPM.numpy(), True, True, None)
+        op("aten::_native_multi_head_attention")(x, x, x, E, H, *w, KPM.numpy(), True, True, None)
 
 
 def _layer(norm_first: bool, activation: str, seed: int = 0) -> torch.nn.TransformerEncoderLayer:
@@ -101,7 +101,7 @@ def test_encoder_layer_dense_matches_torch(norm_first, activation, mask_name):
     args = _layer_args(layer)
     with torch.no_grad():
         want = torch._transformer_encoder_layer_fwd(x, *args, mask, mask_type)
-    got = get("aten::_transformer_encoder_layer_fwd").impl(x.numpy(), *_ours(args), to_numpy(mask), mask_type)
+    got = op("aten::_transformer_encoder_layer_fwd")(x.numpy(), *_ours(args), to_numpy(mask), mask_type)
     compare(f"aten::_transformer_encoder_layer_fwd dense, mask {mask_name}", got, want)
 
 
@@ -121,14 +121,14 @@ def test_nested_round_trip_matches_torch(norm_first, activation):
             nested = torch._transformer_encoder_layer_fwd(nested, *_layer_args(layer), None, None)
         want = nested.to_padded_tensor(0.0, x.size())
         want_trimmed = nested.to_padded_tensor(-1.0)
-    ours = get("aten::_nested_tensor_from_mask").impl(x.numpy(), VALID.numpy(), False)
-    assert get("prim::is_nested").impl(ours), "_nested_tensor_from_mask must give a nested array"
+    ours = op("aten::_nested_tensor_from_mask")(x.numpy(), VALID.numpy(), False)
+    assert op("prim::is_nested")(ours), "_nested_tensor_from_mask must give a nested array"
     for layer in layers:
-        ours = get("aten::_transformer_encoder_layer_fwd").impl(ours, *_ours(_layer_args(layer)), None, None)
+        ours = op("aten::_transformer_encoder_layer_fwd")(ours, *_ours(_layer_args(layer)), None, None)
         assert isinstance(ours, NestedArray), "the fused layer must keep a nested input nested"
-    got = get("aten::to_padded_tensor").impl(ours, 0.0, list(x.size()))
+    got = op("aten::to_padded_tensor")(ours, 0.0, list(x.size()))
     compare("aten::to_padded_tensor after two nested layers", got, want)
-    got = get("aten::to_padded_tensor").impl(ours, -1.0, None)
+    got = op("aten::to_padded_tensor")(ours, -1.0, None)
     compare("aten::to_padded_tensor padding -1, no output size", got, want_trimmed)
 
 
@@ -146,14 +146,14 @@ def test_left_aligned_check_matches_torch(name):
     mask = MASKS[name]
     x = torch.zeros(*mask.shape, 4)
     want = torch._nested_tensor_from_mask_left_aligned(x, mask)
-    got = get("aten::_nested_tensor_from_mask_left_aligned").impl(x.numpy(), mask.numpy())
+    got = op("aten::_nested_tensor_from_mask_left_aligned")(x.numpy(), mask.numpy())
     assert got == want, f"aten::_nested_tensor_from_mask_left_aligned({name}): ptlite {got}, torch {want}"
 
 
 def test_nested_from_mask_checks_alignment():
     mask = MASKS["hole"].numpy()
     with pytest.raises(ValueError, match="left-aligned"):
-        get("aten::_nested_tensor_from_mask").impl(np.zeros((1, 3, 2), np.float32), mask, True)
+        op("aten::_nested_tensor_from_mask")(np.zeros((1, 3, 2), np.float32), mask, True)
 
 
 def test_transformer_encoder_fast_path_matches_torch():
@@ -166,11 +166,11 @@ def test_transformer_encoder_fast_path_matches_torch():
     with torch.no_grad():
         want = encoder(x, src_key_padding_mask=padding)
     keep = ~padding.numpy()
-    assert get("aten::_nested_tensor_from_mask_left_aligned").impl(x.numpy(), keep)
-    out = get("aten::_nested_tensor_from_mask").impl(x.numpy(), keep, False)
+    assert op("aten::_nested_tensor_from_mask_left_aligned")(x.numpy(), keep)
+    out = op("aten::_nested_tensor_from_mask")(x.numpy(), keep, False)
     for mod in encoder.layers:
-        out = get("aten::_transformer_encoder_layer_fwd").impl(out, *_ours(_layer_args(mod)), None, None)
-    got = get("aten::to_padded_tensor").impl(out, 0.0, list(x.shape))
+        out = op("aten::_transformer_encoder_layer_fwd")(out, *_ours(_layer_args(mod)), None, None)
+    got = op("aten::to_padded_tensor")(out, 0.0, list(x.shape))
     compare("nn.TransformerEncoder fast path encoder output", got, want)
     assert not np.any(got[~keep]), "padded positions must be zero, as torch's to_padded_tensor(0.0) makes"
 
@@ -183,9 +183,9 @@ def test_inputs_are_not_modified():
     for a in args:
         if isinstance(a, np.ndarray):
             a.flags.writeable = False
-    get("aten::_transformer_encoder_layer_fwd").impl(x, *args, None, None)
-    get("aten::_native_multi_head_attention").impl(x, x, x, *args[:6], None, True, True, None)
-    get("aten::scaled_dot_product_attention").impl(x, x, x, None, 0.0, False, None, False)
+    op("aten::_transformer_encoder_layer_fwd")(x, *args, None, None)
+    op("aten::_native_multi_head_attention")(x, x, x, *args[:6], None, True, True, None)
+    op("aten::scaled_dot_product_attention")(x, x, x, None, 0.0, False, None, False)
 
 
 # (query shape, key shape, value shape, mask, is_causal, scale, enable_gqa)
@@ -229,7 +229,7 @@ def test_scaled_dot_product_attention_matches_torch(name):
     with torch.no_grad():
         want = torch.ops.aten.scaled_dot_product_attention(q, k, v, mask, 0.0, causal, scale=scale,
                                                             enable_gqa=gqa)
-    got = get("aten::scaled_dot_product_attention").impl(*to_numpy((q, k, v, mask)), 0.0, causal,
+    got = op("aten::scaled_dot_product_attention")(*to_numpy((q, k, v, mask)), 0.0, causal,
                                                           scale, gqa)
     compare(f"aten::scaled_dot_product_attention {name}", got, want)
 

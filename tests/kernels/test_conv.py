@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from kernel_backend import kernel as op
 from oracle import check, check_schemas, randn
-
-from ptlite.ir.registry import get
 
 # (N, C, H, W), (O, kh, kw), stride, padding, dilation, groups, bias
 CONV2D_CASES = [
@@ -78,7 +77,7 @@ def test_convolution_mode_from_traced_string_padding(padding, rng):
 
 def test_conv2d_same_padding_rejects_stride(rng):
     with pytest.raises(ValueError, match="same"):
-        get("aten::conv2d.padding").impl(randn(rng, 1, 2, 5, 5), randn(rng, 2, 2, 3, 3), None, [2, 2],
+        op("aten::conv2d.padding")(randn(rng, 1, 2, 5, 5), randn(rng, 2, 2, 3, 3), None, [2, 2],
                                          "same", [1, 1], 1)
 
 
@@ -135,7 +134,7 @@ def test_convolution_1d_through_generic_op(rng):
 
 def test_conv3d_is_reported_unsupported(rng):
     with pytest.raises(NotImplementedError, match="3-D"):
-        get("aten::convolution").impl(randn(rng, 1, 2, 3, 3, 3), randn(rng, 2, 2, 1, 1, 1), None, [1], [0],
+        op("aten::convolution")(randn(rng, 1, 2, 3, 3, 3), randn(rng, 2, 2, 1, 1, 1), None, [1], [0],
                                       [1], False, [0], 1)
 
 

@@ -9,8 +9,9 @@ import numpy as np
 import oracle
 import pytest
 import torch
+from kernel_backend import kernel as op
 
-from ptlite.ir import registry
+from ptlite import ops
 
 RNG = np.random.default_rng(3)
 rand = functools.partial(oracle.rand, RNG)
@@ -41,7 +42,7 @@ def test_empty_is_zero_filled() -> None:
             ("aten::empty_permuted", ([2, 3, 4], [0, 2, 1], I32, None, None, None), np.int32, (2, 3, 4)),
             ("aten::empty_like", (like, None, None, None, None, None), np.int32, (3, 2)),
             ("aten::new_empty", (like, [5, 1], None, None, None, None), np.int32, (5, 1))]:
-        ours = registry.get(key).impl(*args)
+        ours = op(key)(*args)
         assert ours.dtype == dtype and ours.shape == shape, f"{key}: {ours.dtype} {ours.shape}"
         assert not ours.any(), f"{key} must be zero-filled"
 
@@ -134,18 +135,18 @@ def test_to_dtype(x: np.ndarray, dtype: int) -> None:
     check("aten::to.prim_Device", x, None, dtype, False, False)
     check("aten::to.prim_dtype", x, dtype, False, False)
     check("aten::_to_copy", x, dtype, None, None, None, False, None)
-    other = np.zeros(1, registry.get("aten::zeros").impl([1], dtype).dtype)
+    other = np.zeros(1, op("aten::zeros")([1], dtype).dtype)
     check("aten::to.other", x, other, False, False, None)
     check("aten::type_as", x, other)
 
 
 def test_to_aliases_only_without_change_or_copy() -> None:
     x = rand(3)
-    assert registry.get("aten::to.dtype").impl(x, F32, False, False, None) is x
-    assert registry.get("aten::to.dtype").impl(x, F32, False, True, None) is not x
-    assert registry.get("aten::to.prim_other").impl(x, False, False) is x
-    assert not np.shares_memory(registry.get("aten::to.prim_other").impl(x, False, True), x)
-    copied = registry.get("aten::_to_copy").impl(x, None, None, None, None, False, None)
+    assert op("aten::to.dtype")(x, F32, False, False, None) is x
+    assert op("aten::to.dtype")(x, F32, False, True, None) is not x
+    assert op("aten::to.prim_other")(x, False, False) is x
+    assert not np.shares_memory(op("aten::to.prim_other")(x, False, True), x)
+    copied = op("aten::_to_copy")(x, None, None, None, None, False, None)
     assert not np.shares_memory(copied, x)
     check("aten::_to_copy", x, None, None, None, None, False, None)
 
@@ -160,10 +161,10 @@ def test_tensor_constructors() -> None:
     check("aten::as_tensor", rand(3), None, None)
     for data in ([[1, 2], [3, 4]], [1.5, 2.0], [True, False], [], [[1.0], [2.5]]):
         for dtype in (None, F64):
-            ours = registry.get("aten::tensor").impl(data, dtype, None, False)
+            ours = op("aten::tensor")(data, dtype, None, False)
             want = torch.tensor(data, dtype=None if dtype is None else torch.float64).numpy()
             assert ours.dtype == want.dtype and np.array_equal(ours, want), f"aten::tensor({data}): {ours}"
-            ours = registry.get("aten::as_tensor.list").impl(data, dtype, None)
+            ours = op("aten::as_tensor.list")(data, dtype, None)
             assert ours.dtype == want.dtype and np.array_equal(ours, want), f"aten::as_tensor.list({data})"
 
 
@@ -185,7 +186,7 @@ def test_fills() -> None:
     ours, args = check("aten::zero_", x)
     assert ours is args[0]
     x.flags.writeable = False
-    assert not registry.get("aten::zero_").impl(x).any()
+    assert not op("aten::zero_")(x).any()
 
 
 # The creation operators that the target models (torchvision CNNs, TransformerEncoder, LSTM/GRU
@@ -198,5 +199,5 @@ TARGET_MODEL_OPS = [
 
 
 def test_target_model_operators_are_registered() -> None:
-    missing = [key for key in TARGET_MODEL_OPS if registry.lookup(key) is None]
+    missing = [key for key in TARGET_MODEL_OPS if ops.lookup(key) is None]
     assert not missing, f"operators the target models need are not registered: {missing}"

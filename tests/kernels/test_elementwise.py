@@ -10,9 +10,10 @@ import numpy as np
 import oracle
 import pytest
 import torch
+from kernel_backend import kernel as op
 
+from ptlite import ops
 from ptlite.backends.numpy.kernels.elementwise import result_type
-from ptlite.ir import registry
 
 RNG = np.random.default_rng(0)
 rand = functools.partial(oracle.rand, RNG)
@@ -80,9 +81,9 @@ def test_binary_scalar(op: str, a: np.ndarray, b: Any) -> None:
 def test_python_scalars_in_tensor_overloads() -> None:
     """torch.export graphs pass Python numbers to Tensor overloads: they promote as Python scalars."""
     x = rand(2, 3)
-    ours = registry.get("aten::mul.Tensor").impl(x, 0.5)
+    ours = op("aten::mul.Tensor")(x, 0.5)
     assert ours.dtype == np.float32
-    ours = registry.get("aten::mul.Tensor").impl(rand(3, dtype=np.int64), 0.5)
+    ours = op("aten::mul.Tensor")(rand(3, dtype=np.int64), 0.5)
     assert ours.dtype == np.float32, "int64 tensor times a Python float is float32 (the default dtype)"
 
 
@@ -157,15 +158,15 @@ def test_inplace_scalar(op: str, extra: list) -> None:
 
 def test_inplace_integer_self_refuses_float_result() -> None:
     with pytest.raises(TypeError):
-        registry.get("aten::add_.Scalar").impl(rand(3, dtype=np.int64), 1.5, 1)
+        op("aten::add_.Scalar")(rand(3, dtype=np.int64), 1.5, 1)
 
 
 def test_inplace_on_read_only_self_returns_new_array() -> None:
     x = rand(3, 4)
     x.flags.writeable = False
-    out = registry.get("aten::add_.Tensor").impl(x, np.ones(4, np.float32), 1)
+    out = op("aten::add_.Tensor")(x, np.ones(4, np.float32), 1)
     np.testing.assert_allclose(out, x + 1)
-    out = registry.get("aten::masked_fill_.Scalar").impl(x, x > 0, 0.0)
+    out = op("aten::masked_fill_.Scalar")(x, x > 0, 0.0)
     np.testing.assert_allclose(out, np.where(x > 0, 0, x))
 
 
@@ -329,22 +330,22 @@ def test_square_and_classification() -> None:
     check("aten::square", rand(3, 4, dtype=np.int64))
     check("aten::square", rand(3, dtype=np.bool_))
     x = np.array([np.nan, np.inf, -np.inf, 1.0], np.float32)
-    for op in ("isnan", "isinf", "isfinite"):
-        check(f"aten::{op}", x)
-        check(f"aten::{op}", rand(3, dtype=np.int64))
+    for name in ("isnan", "isinf", "isfinite"):
+        check(f"aten::{name}", x)
+        check(f"aten::{name}", rand(3, dtype=np.int64))
 
 
 def test_minimum_maximum_nan_and_fmin_fmax() -> None:
     a = np.array([np.nan, 1.0, 2.0, np.nan], np.float32)
     b = np.array([0.0, np.nan, 1.0, np.nan], np.float32)
-    for op in ("minimum", "maximum", "fmin", "fmax"):
-        check(f"aten::{op}", a, b)
+    for name in ("minimum", "maximum", "fmin", "fmax"):
+        check(f"aten::{name}", a, b)
 
 
 def test_zero_dim_results_are_arrays() -> None:
-    out = registry.get("aten::add.Tensor").impl(np.asarray(1.0, np.float32), np.asarray(2.0, np.float32), 1)
+    out = op("aten::add.Tensor")(np.asarray(1.0, np.float32), np.asarray(2.0, np.float32), 1)
     assert isinstance(out, np.ndarray) and out.shape == ()
-    out = registry.get("aten::exp").impl(np.asarray(1.0, np.float32))
+    out = op("aten::exp")(np.asarray(1.0, np.float32))
     assert isinstance(out, np.ndarray) and out.shape == ()
 
 
@@ -354,7 +355,7 @@ def test_read_only_inputs_are_not_written() -> None:
     for key, args in [("aten::add.Tensor", (x, x, 1)), ("aten::exp", (x,)),
                       ("aten::where.self", (x > 0, x, x)), ("aten::masked_fill.Scalar", (x, x > 0, 1.0)),
                       ("aten::pow.Tensor_Scalar", (x, 1))]:
-        out = registry.get(key).impl(*args)
+        out = op(key)(*args)
         assert out.flags.writeable, f"{key} returned a read-only array"
 
 
@@ -370,5 +371,5 @@ TARGET_MODEL_OPS = [
 
 
 def test_target_model_operators_are_registered() -> None:
-    missing = [key for key in TARGET_MODEL_OPS if registry.lookup(key) is None]
+    missing = [key for key in TARGET_MODEL_OPS if ops.lookup(key) is None]
     assert not missing, f"operators the target models need are not registered: {missing}"

@@ -9,8 +9,9 @@ import numpy as np
 import oracle
 import pytest
 import torch
+from kernel_backend import kernel as op
 
-from ptlite.ir import registry
+from ptlite import ops
 
 RNG = np.random.default_rng(4)
 rand = functools.partial(oracle.rand, RNG)
@@ -67,7 +68,7 @@ def test_index_put_dtype_and_read_only() -> None:
     check("aten::index_put_", x, [idx(0, 2)], np.asarray(7, np.int64), False)
     y = rand(3, 4)
     y.flags.writeable = False
-    out = registry.get("aten::index_put_").impl(y, [idx(1)], np.zeros(4, np.float32), False)
+    out = op("aten::index_put_")(y, [idx(1)], np.zeros(4, np.float32), False)
     assert not out[1].any() and np.array_equal(out[0], y[0])
 
 
@@ -150,8 +151,8 @@ def test_copy() -> None:
     assert ours is args[0]
     check("aten::copy_", rand(3, 4, dtype=np.int32), rand(3, 4), False)
     check("aten::copy", x, rand(3, 1), False)
-    view = registry.get("aten::slice.Tensor").impl(x, 1, 1, 3, 1)
-    registry.get("aten::copy_").impl(view, np.zeros(2, np.float32), False)
+    view = op("aten::slice.Tensor")(x, 1, 1, 3, 1)
+    op("aten::copy_")(view, np.zeros(2, np.float32), False)
     assert not x[:, 1:3].any(), "copy_ into a view writes into its base (slice assignment)"
 
 
@@ -164,5 +165,5 @@ TARGET_MODEL_OPS = [
 
 
 def test_target_model_operators_are_registered() -> None:
-    missing = [key for key in TARGET_MODEL_OPS if registry.lookup(key) is None]
+    missing = [key for key in TARGET_MODEL_OPS if ops.lookup(key) is None]
     assert not missing, f"operators the target models need are not registered: {missing}"

@@ -8,11 +8,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from conftest import assert_close
+from kernel_backend import kernel as op
 
+from ptlite import ops
 from ptlite.backends.numpy.kernels._layout import is_channels_last
 from ptlite.backends.numpy.kernels.winograd import LAVIN_G, pack_winograd_weight
 from ptlite.backends.numpy.lower.prepack import pack_conv2d_weight
-from ptlite.ir import registry
 
 RNG = np.random.default_rng(0)
 
@@ -100,7 +101,7 @@ def layouts(args: tuple) -> list[tuple[str, tuple]]:
 
 
 def test_every_out_variant_is_tested():
-    declared = {key for key, op in registry.all_ops().items() if op.accepts_out}
+    declared = {key for key, declared_op in ops.all_ops().items() if declared_op.out}
     tested = {key for key, _ in CASES}
     assert not declared - tested, f"out variants without a case in CASES here: add one for {declared - tested}"
     assert not tested - declared, f"cases for kernels without an out variant: {tested - declared}"
@@ -108,7 +109,7 @@ def test_every_out_variant_is_tested():
 
 @pytest.mark.parametrize("key,args", CASES, ids=[f"{k}-{i}" for i, (k, _) in enumerate(CASES)])
 def test_out_of_the_result_shape_is_written_and_returned(key, args):
-    impl = registry.get(key).impl
+    impl = op(key)
     for layout, call_args in layouts(args):
         what = f"{key} ({layout} input)"
         expected = impl(*call_args)
@@ -121,7 +122,7 @@ def test_out_of_the_result_shape_is_written_and_returned(key, args):
 
 @pytest.mark.parametrize("key,args", CASES, ids=[f"{k}-{i}" for i, (k, _) in enumerate(CASES)])
 def test_out_of_another_shape_or_dtype_is_ignored(key, args):
-    impl = registry.get(key).impl
+    impl = op(key)
     expected = impl(*args)
     for wrong in (np.full((expected.size + 1,), 7, dtype=expected.dtype),
                   np.full(expected.shape, 7, dtype=np.float64)):
@@ -137,10 +138,10 @@ def test_out_in_another_layout_is_still_correct():
     values; a convolution, which can only write NHWC, allocates instead."""
     x = channels_last(IMAGE)
     out = np.empty(x.shape, dtype=x.dtype)  # C order
-    assert registry.get("aten::relu").impl(x, out=out) is out
+    assert op("aten::relu")(x, out=out) is out
     assert_close(out, np.maximum(IMAGE, 0), what="relu into a C-order out of a channels-last input", rtol=0)
     args = conv_args(IMAGE, 12, 3, 1, 1, 1)
-    conv = registry.get("ptlite::conv2d_prepacked").impl
+    conv = op("ptlite::conv2d_prepacked")
     expected = conv(*args)
     nchw_out = np.empty(expected.shape, dtype=expected.dtype)
     result = conv(*args, out=nchw_out)

@@ -8,8 +8,9 @@ from typing import Any
 import numpy as np
 import oracle
 import pytest
+from kernel_backend import kernel as op
 
-from ptlite.ir import registry
+from ptlite import ops
 
 RNG = np.random.default_rng(1)
 rand = functools.partial(oracle.rand, RNG)
@@ -71,7 +72,7 @@ def test_mean_all_and_nchw() -> None:
     check("aten::mean.dim", rand(2, 8, 7, 7), [2, 3], True, None)
     check("aten::mean.dim", rand(2, 8, 7, 7), [-1, -2], False, None)
     with pytest.raises(TypeError):
-        registry.get("aten::mean").impl(rand(3, dtype=np.int64), None)
+        op("aten::mean")(rand(3, dtype=np.int64), None)
 
 
 def test_prod() -> None:
@@ -196,7 +197,7 @@ def test_reductions_return_arrays_not_scalars() -> None:
     for key, args in [("aten::sum", (x, None)), ("aten::mean", (x, None)), ("aten::max", (x,)),
                       ("aten::all", (x,)), ("aten::argmax", (x, None, False)), ("aten::var", (x, True)),
                       ("aten::norm.Scalar", (x, 2)), ("aten::prod", (x, None))]:
-        out = registry.get(key).impl(*args)
+        out = op(key)(*args)
         assert isinstance(out, np.ndarray) and out.shape == (), f"{key} returned {type(out).__name__}"
 
 
@@ -209,5 +210,5 @@ TARGET_MODEL_OPS = [
 
 
 def test_target_model_operators_are_registered() -> None:
-    missing = [key for key in TARGET_MODEL_OPS if registry.lookup(key) is None]
+    missing = [key for key in TARGET_MODEL_OPS if ops.lookup(key) is None]
     assert not missing, f"operators the target models need are not registered: {missing}"

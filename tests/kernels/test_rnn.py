@@ -7,9 +7,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from kernel_backend import kernel as op  # noqa: E402
 from oracle import compare, to_numpy  # noqa: E402
-
-from ptlite.ir.registry import get  # noqa: E402
 
 
 def _module(kind: str, **kw) -> torch.nn.Module:
@@ -62,7 +61,7 @@ def test_layer_matches_torch(kind, opts, batch, steps, random_state):
         if not random_state:  # the module itself calls the same operator
             ref = module(x)
             torch.testing.assert_close(ref[0], want[0])
-    got = get(key).impl(x.numpy(), to_numpy(hx), to_numpy(params), *rest)
+    got = op(key)(x.numpy(), to_numpy(hx), to_numpy(params), *rest)
     assert isinstance(got, tuple) and len(got) == len(want), f"{key}: {len(got)} outputs, torch {len(want)}"
     for name, g, w in zip(("output", "h_n", "c_n"), got, want, strict=False):
         compare(f"{key} {name} ({opts}, batch {batch}, steps {steps})", g, w, finite=True)
@@ -73,7 +72,7 @@ def test_long_sequence_stays_accurate():
     x, hx, params, rest = _layer_args("lstm", module, 4, 200, True)
     with torch.no_grad():
         want = torch.ops.aten.lstm.input(x, hx, params, *rest)
-    got = get("aten::lstm.input").impl(x.numpy(), to_numpy(hx), to_numpy(params), *rest)
+    got = op("aten::lstm.input")(x.numpy(), to_numpy(hx), to_numpy(params), *rest)
     for name, g, w in zip(("output", "h_n", "c_n"), got, want, strict=True):
         compare(f"aten::lstm.input {name} after 200 steps", g, w, finite=True)
 
@@ -94,7 +93,7 @@ def test_cell_matches_torch(name, cls, bias):
                None if not bias else cell.bias_ih.detach(), None if not bias else cell.bias_hh.detach()]
     with torch.no_grad():
         want = getattr(torch.ops.aten, name)(x, hx, *weights)
-    got = get(f"aten::{name}").impl(x.numpy(), to_numpy(hx), *to_numpy(weights))
+    got = op(f"aten::{name}")(x.numpy(), to_numpy(hx), *to_numpy(weights))
     compare(f"aten::{name} step", got, want, finite=True)
 
 
@@ -104,19 +103,17 @@ def test_inputs_are_not_modified():
     arrays = [x.numpy(), hx.numpy()] + to_numpy(params)
     for a in arrays:
         a.flags.writeable = False  # a read-only memory map must be enough
-    get("aten::gru.input").impl(arrays[0], arrays[1], arrays[2:], *rest)
+    op("aten::gru.input")(arrays[0], arrays[1], arrays[2:], *rest)
 
 
 def test_lstm_with_one_array_for_both_states_batch_one():
     """TorchScript's nn.LSTM passes (zeros, zeros) - the same tensor - as (h0, c0); the states must not alias."""
-    from ptlite.ir.registry import get
-
     rng = np.random.default_rng(3)
     params = [rng.standard_normal(s).astype(np.float32) * 0.3
               for s in [(128, 16), (128, 32), (128,), (128,), (128, 32), (128, 32), (128,), (128,)]]
     x = rng.standard_normal((1, 10, 16)).astype(np.float32)
     zeros = np.zeros((2, 1, 32), np.float32)
-    ours = get("aten::lstm.input").impl(x, [zeros, zeros], params, True, 2, 0.0, False, False, True)
+    ours = op("aten::lstm.input")(x, [zeros, zeros], params, True, 2, 0.0, False, False, True)
     t_zeros = torch.zeros(2, 1, 32)
     ref = torch.lstm(torch.from_numpy(x), [t_zeros, t_zeros], [torch.from_numpy(p) for p in params],
                      True, 2, 0.0, False, False, True)
@@ -150,7 +147,7 @@ def test_prepared_weights_follow_the_weights():
                     params[1].mul_(0.5)
                 with torch.no_grad():
                     want = getattr(torch.ops.aten, kind).input(x, hx, params, *rest)
-                got = get(key).impl(x.numpy(), to_numpy(hx), arrays, *rest)
+                got = op(key)(x.numpy(), to_numpy(hx), arrays, *rest)
                 for name, g, w in zip(("output", "h_n", "c_n"), got, want, strict=False):
                     compare(f"{key} {name} (weights {round_}, {step})", g, w, finite=True)
         anchor = id(arrays[0])
@@ -168,6 +165,6 @@ def test_cell_prepared_weights_are_not_reused_for_other_weights():
         weights = [cell.weight_ih.detach(), cell.weight_hh.detach(), cell.bias_ih.detach(), cell.bias_hh.detach()]
         with torch.no_grad():
             want = torch.ops.aten.gru_cell(x, h, *weights)
-        compare("aten::gru_cell with new weights", get("aten::gru_cell").impl(x.numpy(), h.numpy(),
+        compare("aten::gru_cell with new weights", op("aten::gru_cell")(x.numpy(), h.numpy(),
                                                                                *to_numpy(weights)), want, finite=True)
 

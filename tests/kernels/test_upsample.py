@@ -7,9 +7,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from kernel_backend import kernel as op  # noqa: E402
 from oracle import check, check_schemas, randn  # noqa: E402
-
-from ptlite.ir.registry import get  # noqa: E402
 
 # Input sizes on both sides of the dense-matmul / gather switch (96), up and down, integer and odd factors.
 BILINEAR_SIZES = [((1, 3, 4, 4), [16, 16]), ((2, 2, 8, 10), [31, 17]), ((1, 2, 45, 50), [90, 101]),
@@ -30,8 +29,8 @@ def test_bilinear_to_output_size(shape, size, align_corners, rng):
 def test_bilinear_by_scale_factors(scales, align_corners, hw, rng):
     x = randn(rng, 1, 2, *hw)
     if len(scales) == 1:  # TorchScript may pass one factor for both axes; torch's op wants two
-        got = get("aten::upsample_bilinear2d.vec").impl(x, None, align_corners, scales)
-        want = get("aten::upsample_bilinear2d.vec").impl(x, None, align_corners, scales * 2)
+        got = op("aten::upsample_bilinear2d.vec")(x, None, align_corners, scales)
+        want = op("aten::upsample_bilinear2d.vec")(x, None, align_corners, scales * 2)
         assert np.array_equal(got, want), "upsample_bilinear2d.vec with one scale factor"
         return
     check("aten::upsample_bilinear2d.vec", x, None, align_corners, scales)
@@ -41,7 +40,7 @@ def test_bilinear_by_scale_factors(scales, align_corners, hw, rng):
 
 def test_bilinear_matches_functional_interpolate(rng):
     x = randn(rng, 1, 4, 9, 9)
-    got = get("aten::upsample_bilinear2d.vec").impl(x, [37, 37], False, None)
+    got = op("aten::upsample_bilinear2d.vec")(x, [37, 37], False, None)
     want = torch.nn.functional.interpolate(torch.from_numpy(x), size=(37, 37), mode="bilinear",
                                            align_corners=False).numpy()
     assert np.max(np.abs(got - want)) <= 1e-5 * max(1.0, np.max(np.abs(want))), "bilinear vs F.interpolate"

@@ -6,7 +6,7 @@ import numpy as np
 from irbuild import GraphBuilder, ops
 
 from ptlite.ir import verify
-from ptlite.passes.dead_code import DeadCode, mutated_arguments
+from ptlite.passes.dead_code import DeadCode
 
 
 def run(program):
@@ -170,10 +170,3 @@ def test_walks_every_method():
     program.methods["other"].name = "other"
     assert run(program).modified
     assert all(not g.nodes for g in program.methods.values())
-
-
-def test_mutated_arguments_read_from_schemas():
-    assert mutated_arguments("aten::relu_(Tensor(a!) self) -> Tensor(a!)") == (0,)
-    assert mutated_arguments("aten::relu(Tensor self) -> Tensor") == ()
-    assert mutated_arguments("aten::_set_item.str(Dict(str, t)(a!) l, str(b -> *) idx, t(c -> *) v) -> ()") == (0,)
-    assert mutated_arguments("aten::foo(Tensor a, *, Tensor(b!) out) -> Tensor(b!)") == (1,)

@@ -9,6 +9,7 @@ import pytest
 from irbuild import GraphBuilder, ops
 
 import ptlite
+from ptlite.backends import reference
 from ptlite.ir import verify
 from ptlite.passes import fold_constants
 from ptlite.passes.base import constant_value, weight_of
@@ -17,7 +18,7 @@ from ptlite.passes.fold_constants import MAX_FOLDED_BYTES, FoldConstants
 
 
 def run(program):
-    result = FoldConstants()(program)
+    result = FoldConstants(reference().evaluate)(program)
     verify(result.program)
     return result
 

@@ -1,0 +1,114 @@
+"""Backends by name: which implementations of the operators this machine has, in the order they are asked.
+
+    ptlite.backends()                       # [BackendInfo(name='numpy', available=True, detail='NumPy 2.3.1 ...')]
+    ptlite.load(path, backends=("numpy",))  # names, or Backend objects of your own (the reference is always added)
+
+A built-in backend is a subpackage here whose `create()` returns its `Backend` (base.py) or raises
+`BackendUnavailable` saying why not (a library not built, no device); adding one is its folder plus its line in
+BUILTIN. The NumPy backend is the reference: complete, always available, asked last.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import types
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+if TYPE_CHECKING:
+    from .base import Backend
+
+# Built-in backends, in the order they are asked for a node (the reference last): name -> module with create().
+BUILTIN: dict[str, str] = {
+    "numpy": "ptlite.backends.numpy",
+}
+REFERENCE = "numpy"
+# Other names get() takes: "cpu" is the CPU backend a program is lowered for by default (optimize_for_mobile's).
+ALIASES: dict[str, str] = {"cpu": "numpy"}
+
+
+class BackendUnavailable(Exception):  # noqa: N818  (a reason, not an error: the backend is skipped)
+    """Raised by a backend's create() when it cannot run here; the message says why."""
+
+
+class BackendInfo(NamedTuple):
+    """A backend's name, whether it runs here, and what it is or why it is not available."""
+
+    name: str
+    available: bool
+    detail: str
+
+
+_CREATED: dict[str, Any] = {}  # name -> the Backend, or the BackendUnavailable raised making it
+
+
+def available() -> list[BackendInfo]:
+    """Every built-in backend, in dispatch order, available or not (and why not)."""
+    infos = []
+    for name in BUILTIN:
+        made = _create(name)
+        if isinstance(made, BackendUnavailable):
+            infos.append(BackendInfo(name, False, str(made)))
+        else:
+            infos.append(BackendInfo(name, True, made.describe()))
+    return infos
+
+
+def get(name: str) -> Backend:
+    """The built-in backend called `name` (or an alias: ALIASES); ValueError naming the known ones, or saying why
+    it is not available."""
+    name = ALIASES.get(name, name)
+    if name not in BUILTIN:
+        raise ValueError(f"no backend named {name!r}; ptlite has {', '.join(BUILTIN)}")
+    made = _create(name)
+    if isinstance(made, BackendUnavailable):
+        raise ValueError(f"backend {name!r} is not available here: {made}")
+    return made
+
+
+def reference() -> Backend:
+    """The NumPy backend: every declared operator has a kernel there."""
+    return get(REFERENCE)
+
+
+def resolve(selection: Iterable[str | Backend] | str | None = None) -> list[Backend]:
+    """The backends to ask, in order, for a selection of names and Backend objects (None: every available
+    built-in one); the reference is added last if the selection lacks it."""
+    if selection is None:
+        chosen = [made for name in BUILTIN if not isinstance(made := _create(name), BackendUnavailable)]
+    else:
+        items = [selection] if isinstance(selection, str) else list(selection)
+        chosen = []
+        for item in items:
+            backend = get(item) if isinstance(item, str) else item
+            if not getattr(backend, "name", ""):
+                raise ValueError(f"{item!r} is not a backend: give a name ({', '.join(BUILTIN)}) or an object "
+                                 "implementing ptlite.backends.base.Backend with a name")
+            if any(b.name == backend.name for b in chosen):
+                raise ValueError(f"backend {backend.name!r} is selected twice")
+            chosen.append(backend)
+    if not any(b.name == REFERENCE for b in chosen):
+        chosen.append(reference())
+    return chosen
+
+
+def _create(name: str) -> Backend | BackendUnavailable:
+    made = _CREATED.get(name)
+    if made is None:
+        try:
+            made = importlib.import_module(BUILTIN[name]).create()
+        except BackendUnavailable as exc:
+            made = exc
+        _CREATED[name] = made
+    return made
+
+
+class _CallablePackage(types.ModuleType):
+    """Lets `ptlite.backends()` (the public listing) be this package called."""
+
+    def __call__(self) -> list[BackendInfo]:
+        return available()
+
+
+sys.modules[__name__].__class__ = _CallablePackage

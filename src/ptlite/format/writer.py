@@ -19,7 +19,7 @@ PRODUCER = "ptlite"
 
 
 def _producer_version() -> str:
-    from ptlite import __version__
+    from ptlite.version import __version__
 
     return f"{PRODUCER} {__version__}"
 

@@ -92,9 +92,9 @@ def _unique_name(hint: str, taken: dict) -> str:
 
 def check_operators(program: Program, how: str) -> None:
     """Raise one CaptureError listing every operator ptlite cannot run, with where each comes from."""
-    from ptlite.runtime.interpreter import missing_operators
+    from ptlite.ir.verifier import unknown_operators
 
-    missing = missing_operators(program)
+    missing = unknown_operators(program)
     if missing:
         lines = []
         for op, places in sorted(missing.items()):

@@ -125,9 +125,11 @@ class Graph(Block):
         self.output_specs: list[ValueSpec] = []
 
 
-# Program.metadata key: the optimizations `optimize_for_mobile` was told to skip (their PIPELINE names), which
+# Program.metadata key: the optimizations `optimize_for_mobile` was told to skip (their blocklist names), which
 # the shape specialization at a method's first call (runtime/module.py) skips too.
 BLOCKLIST_KEY = "optimization_blocklist"
+# Program.metadata key: the backend whose lowering shaped the program (prepacked weights, fusions, memory plan).
+BACKEND_KEY = "backend"
 
 
 @dataclass
@@ -147,11 +149,14 @@ class Program:
         names = {node.op for graph in self.methods.values() for node in graph.walk()}
         return sorted(names)
 
-    def save(self, path: str) -> None:
-        """Write the program to a .ptlite file (see `ptlite.save`)."""
-        from ptlite.format.writer import save
-
-        save(self, path)
+    @property
+    def lowered_for(self) -> str | None:
+        """The backend whose lowering shaped the program (its ops and weight layouts); None if none did. Files
+        optimized before backends were recorded were lowered for NumPy, the only backend then."""
+        backend = self.metadata.get(BACKEND_KEY)
+        if isinstance(backend, str) and backend:
+            return backend
+        return "numpy" if "passes" in self.metadata else None
 
     def __str__(self) -> str:
         from .printer import format_program

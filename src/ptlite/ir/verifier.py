@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from . import registry
+from ptlite import ops
+from ptlite.ops.state import MODULE_STATE
+
 from .graph import Block, Graph, Node, Program
 from .memory_plan import plan_problems
 
@@ -16,10 +18,10 @@ def _where(node: Node) -> str:
 
 
 # Nodes the interpreter turns into one register of its template instead of a step.
-_SINGLE_VALUE = ("prim::Constant", "ptlite::module_state")
+_SINGLE_VALUE = ("prim::Constant", MODULE_STATE)
 
 
-def _check_node(node: Node, scope: set[int], program: Program, problems: list[str], ops: bool) -> None:
+def _check_node(node: Node, scope: set[int], program: Program, problems: list[str], check_ops: bool) -> None:
     for v in node.inputs:
         if v.id not in scope:
             problems.append(f"{_where(node)}: input {v!r} is used before it is defined")
@@ -47,25 +49,25 @@ def _check_node(node: Node, scope: set[int], program: Program, problems: list[st
         if node.blocks:  # a kernel never runs blocks: they would be dead code that liveness still walks
             problems.append(f"{_where(node)}: only prim::If and prim::Loop hold blocks, this node has "
                             f"{len(node.blocks)}")
-        op = registry.lookup(node.op)
+        op = ops.lookup(node.op)
         if op is None:
-            if ops:
+            if check_ops:
                 problems.append(f"{_where(node)}: unknown operator")
         elif not op.schema.variadic and len(node.inputs) != len(op.schema.arguments):
             problems.append(f"{_where(node)}: {len(node.inputs)} inputs, schema {op.schema} takes "
                             f"{len(op.schema.arguments)}")
     for block in node.blocks:
-        _check_block(block, set(scope), program, problems, ops)
+        _check_block(block, set(scope), program, problems, check_ops)
     for out in node.outputs:
         if out.id in scope:
             problems.append(f"{_where(node)}: output {out!r} is defined twice")
         scope.add(out.id)
 
 
-def _check_block(block: Block, scope: set[int], program: Program, problems: list[str], ops: bool) -> None:
+def _check_block(block: Block, scope: set[int], program: Program, problems: list[str], check_ops: bool) -> None:
     scope.update(v.id for v in block.inputs)
     for node in block.nodes:
-        _check_node(node, scope, program, problems, ops)
+        _check_node(node, scope, program, problems, check_ops)
     for v in block.outputs:
         if v.id not in scope:
             problems.append(f"block output {v!r} is not defined in the block")
@@ -79,6 +81,17 @@ def verify_graph(graph: Graph, program: Program, check_operators: bool = True) -
     _check_block(graph, set(), program, problems, check_operators)
     problems.extend(plan_problems(graph, program))
     return problems
+
+
+def unknown_operators(program: Program, graphs: list[Graph] | None = None) -> dict[str, list[str]]:
+    """Operators the program uses that the operator table does not declare, each with where it is used (default:
+    in every method)."""
+    unknown: dict[str, list[str]] = {}
+    for graph in graphs if graphs is not None else program.methods.values():
+        for node in graph.walk():
+            if ops.lookup(node.op) is None:
+                unknown.setdefault(node.op, []).append(node.source or f"method {graph.name}")
+    return unknown
 
 
 def verify(program: Program) -> None:

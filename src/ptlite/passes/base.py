@@ -8,11 +8,12 @@ A pass rewrites the program it is given in place; `ptlite.passes.optimize` hands
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from ptlite.ir.copy import copy_program as copy_program  # re-exported: passes copy programs
 from ptlite.ir.graph import Block, Graph, Node, Program, Value
 
 
@@ -164,45 +165,3 @@ class ConstantPool:
         """Put the constants created since the last flush at the start of the block."""
         self.block.nodes[0:0] = self.nodes
         self.nodes = []
-
-
-# ------------------------------------------------------------------------------------------------ copying
-
-def copy_program(program: Program) -> Program:
-    """A copy whose methods (values, nodes, blocks, specs) are new objects; weight arrays are shared."""
-    copied = Program(weights=dict(program.weights), metadata=_copy_metadata(program.metadata))
-    for name, graph in program.methods.items():
-        mapping: dict[int, Value] = {}
-        inputs = [_copy_value(v, mapping) for v in graph.inputs]
-        new = Graph(name, inputs, [_copy_node(n, mapping) for n in graph.nodes], [mapping[v.id] for v in graph.outputs])
-        new.input_specs = [replace(s) for s in graph.input_specs]
-        new.output_specs = [replace(s) for s in graph.output_specs]
-        copied.methods[name] = new
-    return copied
-
-
-def _copy_value(v: Value, mapping: dict[int, Value]) -> Value:
-    mapping[v.id] = Value(v.name, v.type, v.dtype, v.shape)
-    return mapping[v.id]
-
-
-def _copy_node(node: Node, mapping: dict[int, Value]) -> Node:
-    inputs = [mapping[v.id] for v in node.inputs]
-    blocks_ = [_copy_block(b, mapping) for b in node.blocks]
-    outputs = [_copy_value(v, mapping) for v in node.outputs]
-    return Node(node.op, inputs, outputs, _copy_metadata(node.attrs), blocks_, node.source)
-
-
-def _copy_block(block: Block, mapping: dict[int, Value]) -> Block:
-    inputs = [_copy_value(v, mapping) for v in block.inputs]
-    nodes = [_copy_node(n, mapping) for n in block.nodes]
-    return Block(inputs, nodes, [mapping[v.id] for v in block.outputs])
-
-
-def _copy_metadata(value: Any) -> Any:
-    """Copy the containers of constants and metadata (lists, dicts) so that edits to the copy stay there."""
-    if isinstance(value, dict):
-        return {k: _copy_metadata(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_copy_metadata(v) for v in value]
-    return value

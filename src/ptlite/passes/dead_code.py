@@ -1,34 +1,24 @@
 """Dead code elimination: drop nodes whose results nobody reads and whose running nobody could notice, then the
 weights that no constant names any more.
 
-A node must stay, even when its outputs are unused, if running it has an effect: it raises or warns, it is an
-operator ptlite does not know, it mutates (per its schema's `(a!)` annotation) a value that something else can
-see, or it is a prim::If / prim::Loop whose blocks hold such a node. A mutation is invisible only when the mutated
-value is used by this node alone and was freshly made by an operator whose result aliases nothing.
+A node must stay, even when its outputs are unused, if running it has an effect: its operator has the `effects`
+trait (it raises or warns), ptlite does not know the operator, it mutates (per its schema's `(a!)` annotation) a
+value that something else can see, or it is a prim::If / prim::Loop whose blocks hold such a node. A mutation is
+invisible only when the mutated value is used by this node alone and was freshly made by an operator whose result
+aliases nothing.
 """
 
 from __future__ import annotations
 
-import re
 from collections import Counter
-from functools import cache
 
-from ptlite.ir import registry
+from ptlite import ops
 from ptlite.ir.graph import Block, Graph, Node, Program, Value
 
 from .base import Pass, PassResult, blocks
 
-# Operators run for their effect alone (nodes with no outputs and unknown operators are kept too).
-SIDE_EFFECTS = frozenset({"prim::RaiseException", "aten::warn", "prim::Print", "aten::set_grad_enabled",
-                          "prim::SetAttr", "prim::CallFunction", "prim::CallMethod", "aten::manual_seed"})
-
 # Constructors of new containers: mutating (appending to) one nobody else reads is invisible.
 _FRESH_CONTAINERS = frozenset({"prim::ListConstruct", "prim::DictConstruct"})
-
-# Results that may alias an argument: annotated so ("Tensor(a)", "Tensor(a!)", "t(*)", "t[](*)"), or known to
-# alias although their schemas (like PyTorch's) do not say so.
-_ALIAS = re.compile(r"[\w\]]\([a-z*]")
-_UNANNOTATED_ALIASES = frozenset({"aten::type_as", "aten::_unsafe_view"})
 
 
 class DeadCode(Pass):
@@ -76,14 +66,12 @@ def _sweep(block: Block, counts: Counter) -> bool:
 
 def has_effects(node: Node, counts: Counter) -> bool:
     """Whether running the node could be noticed other than through its outputs."""
-    if node.op in SIDE_EFFECTS:
-        return True
     if node.op in ("prim::If", "prim::Loop"):
         return any(has_effects(n, counts) for block in node.blocks for n in block.walk())
-    op = registry.lookup(node.op)
-    if op is None:
+    op = ops.lookup(node.op)
+    if op is None or op.effects:
         return True
-    mutated = [node.inputs[i] for i in mutated_arguments(op.schema_text) if i < len(node.inputs)]
+    mutated = [node.inputs[i] for i in op.writes if i < len(node.inputs)]
     if not node.outputs and not mutated:
         return True  # it exists for an effect we cannot see
     return not all(_is_private(v, counts) for v in mutated)
@@ -96,26 +84,5 @@ def _is_private(v: Value, counts: Counter) -> bool:
         return False
     if producer.op in _FRESH_CONTAINERS:
         return True
-    op = None if producer.op.startswith("prim::") else registry.lookup(producer.op)
-    if op is None or producer.op in _UNANNOTATED_ALIASES:
-        return False
-    returns = op.schema_text.rsplit("->", 1)[-1]
-    return not _ALIAS.search(returns)
-
-
-@cache
-def mutated_arguments(schema_text: str) -> tuple[int, ...]:
-    """Positions of the arguments an operator writes to: those annotated `(a!)` in its schema."""
-    args = schema_text[schema_text.index("(") + 1:schema_text.rindex("->")].rstrip().removesuffix(")")
-    positions, index, depth, current = [], 0, 0, ""
-    for ch in args + ",":
-        depth += {"(": 1, ")": -1}.get(ch, 0)
-        if ch == "," and depth == 0:
-            if current.strip() != "*":
-                if "!" in current:
-                    positions.append(index)
-                index += 1
-            current = ""
-        else:
-            current += ch
-    return tuple(positions)
+    op = None if producer.op.startswith("prim::") else ops.lookup(producer.op)
+    return op is not None and not op.result_aliases

@@ -1,9 +1,9 @@
-"""Constant folding: compute at optimize time, with the runtime's own kernels, every result that is known before
-running, so that the device does not recompute it on every call.
+"""Constant folding: compute at optimize time, with the reference backend's kernels (an evaluator handed in), every
+result that is known before running, so that the device does not recompute it on every call.
 
 A node folds when
-- its operator is pure (no randomness, no in-place writes, no effects such as raising or printing, no blocks) and
-  every input is a constant (a prim::Constant value or weight); or
+- its operator is pure (the table's traits: no randomness, no in-place writes, no effects such as raising or
+  printing; no blocks) and every input is a constant (a prim::Constant value or weight); or
 - it asks about a tensor what the method's static facts answer, whatever the tensor holds (`aten::dim`,
   `aten::size`, `aten::numel`, `prim::dtype`, ... from the dtypes and shapes capture recorded and the input specs
   the runtime checks; see facts.py).
@@ -18,48 +18,43 @@ A prim::If whose condition is constant is replaced by the nodes of the branch it
 from __future__ import annotations
 
 import copy
-import re
 import warnings
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from ptlite.ir import registry
+from ptlite import ops
 from ptlite.ir.dtypes import SUPPORTED_NUMPY, scalar_type_of
 from ptlite.ir.graph import Block, Graph, Node, Program, Value
 
 from .base import NOT_CONSTANT, Pass, add_weight, blocks, constant_value, weight_of
-from .dead_code import SIDE_EFFECTS
 from .facts import TensorFacts
-from .mutation import Mutations, is_immutable_type, written_positions
+from .mutation import Mutations, is_immutable_type
 
 MAX_FOLDED_BYTES = 64 * 1024  # a tensor result may always be this large, or as large as the node's input tensors
 MAX_FOLDED_ITEMS = 4096  # scalars (and 64-character pieces of strings) in one folded value constant
 
-# Operators never folded: their results differ between runs, or they only stand for something.
-_NOT_FOLDED = SIDE_EFFECTS | {"prim::Uninitialized", "aten::hash.generic", "prim::id"}
-# Random operators and uninitialized memory, by name without namespace and overload.
-_RANDOM = re.compile(r"(rand|randn|randint|randperm|bernoulli|multinomial|normal|uniform|poisson|rrelu\w*|"
-                     r"exponential|geometric|cauchy|log_normal|random|binomial|_standard_gamma|_sample_dirichlet|"
-                     r"\w*dropout\w*|empty\w*|new_empty\w*)(_like)?")
-# Operators whose kernel returns a tuple of the node's outputs even for one output (as the interpreter knows).
-_UNPACKING_OPS = frozenset({"prim::ListUnpack", "prim::TupleUnpack"})
-
 
 class FoldConstants(Pass):
+    """`evaluate(key, args)` computes an operator's results (the reference backend's `evaluate`)."""
+
     name = "fold_constants"
 
+    def __init__(self, evaluate: ops.Evaluate) -> None:
+        self.evaluate = evaluate
+
     def run(self, graph: Graph, program: Program) -> bool:
-        return _Folder(graph, program).block(graph)
+        return _Folder(graph, program, self.evaluate).block(graph)
 
 
 class _Folder:
     """Folds one method, block by block in program order, so that a folded result feeds the folds after it."""
 
-    def __init__(self, graph: Graph, program: Program) -> None:
+    def __init__(self, graph: Graph, program: Program, evaluate: ops.Evaluate) -> None:
         self.graph = graph
         self.program = program
+        self.evaluate_op = evaluate
         self.facts = TensorFacts(graph)
         self._mutations: Mutations | None = None
 
@@ -131,10 +126,10 @@ class _Folder:
         try:
             with np.errstate(all="ignore"), warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                result = registry.get(node.op).impl(*args)
+                result = self.evaluate_op(node.op, args)
         except Exception:  # e.g. an index out of range on a branch the model never takes: leave it to run time
             return None
-        if len(node.outputs) == 1 and node.op not in _UNPACKING_OPS:
+        if len(node.outputs) == 1 and not ops.get(node.op).unpacks:
             return [result]
         if not isinstance(result, (tuple, list)) or len(result) != len(node.outputs):
             return None
@@ -194,12 +189,10 @@ class _Folder:
 
 def is_pure(node: Node) -> bool:
     """Whether running the node has no effect but its results, and gives the same results for the same inputs."""
-    if node.blocks or not node.outputs or node.op in _NOT_FOLDED:
+    if node.blocks or not node.outputs:
         return False
-    base = node.op.split("::", 1)[-1].split(".", 1)[0]
-    if (base.endswith("_") and not base.endswith("__")) or _RANDOM.fullmatch(base):
-        return False
-    return registry.lookup(node.op) is not None and not written_positions(node)
+    op = ops.lookup(node.op)
+    return op is not None and op.pure
 
 
 # ---------------------------------------------------------------------------------------------- static facts

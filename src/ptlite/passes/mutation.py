@@ -13,13 +13,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from functools import cache
 
-from ptlite.ir import registry
+from ptlite import ops
 from ptlite.ir.graph import Block, Graph, Node, Value
 
 from .base import blocks, uses
-from .dead_code import _UNANNOTATED_ALIASES
 
 # Type words of values nothing can change in place (tuples and optionals of them included).
 _IMMUTABLE_WORDS = frozenset({"Optional", "Tuple", "int", "float", "bool", "str", "NoneType", "Device", "number",
@@ -155,18 +153,17 @@ def _aliased_positions(node: Node) -> list[int]:
     operator, and containers that may hold tensors when a result is such a container too (aten::list.t copies a
     list, not its tensors)."""
     everything = list(range(len(node.inputs)))
-    op = None if node.op.startswith("prim::") else registry.lookup(node.op)
+    op = None if node.op.startswith("prim::") else ops.lookup(node.op)
     if op is None:
         return everything
     positions = []
     if any(not v.is_tensor and holds_mutable_elements(v.type) for v in node.outputs):
         positions = [i for i, v in enumerate(node.inputs) if not v.is_tensor and holds_mutable_elements(v.type)]
-    if node.op in _UNANNOTATED_ALIASES:
+    if "aliases" in op.traits:  # PyTorch's unannotated aliases return (a view of) their first argument
         return sorted({0, *positions})
-    if not _ANNOTATION.search(op.schema_text.rsplit("->", 1)[-1]):
+    if not op.result_aliases:
         return positions
-    annotated = [i for i, text in enumerate(_argument_texts(op.schema_text)) if _ANNOTATION.search(text)]
-    return sorted({*(annotated or everything), *positions})
+    return sorted({*(op.annotated_arguments or everything), *positions})
 
 
 def _writes_any(nodes: Iterable[Node], values: Iterable[Value]) -> bool:
@@ -185,27 +182,7 @@ def written_positions(node: Node) -> list[int]:
     """Positions of the arguments the node writes to in place (`(a!)`; every one of an unknown operator)."""
     if node.op in ("prim::Constant", "prim::If", "prim::Loop"):
         return []  # the nodes of a control-flow node's blocks are looked at one by one
-    op = registry.lookup(node.op)
+    op = ops.lookup(node.op)
     if op is None:
         return list(range(len(node.inputs)))
-    return [i for i, text in enumerate(_argument_texts(op.schema_text)) if "!" in text and i < len(node.inputs)]
-
-
-# An alias annotation on a type: "Tensor(a)", "Tensor(a!)", "t[](a)", "t(c -> *)", "t(*)", "Tensor(b|a)".
-_ANNOTATION = re.compile(r"[\w\]]\([a-z*]")
-
-
-@cache
-def _argument_texts(schema_text: str) -> tuple[str, ...]:
-    """The positional argument declarations of a schema ("Tensor(a!) self", ...), without the `*` marker."""
-    args = schema_text[schema_text.index("(") + 1:schema_text.rindex("->")].rstrip().removesuffix(")")
-    texts, depth, current = [], 0, ""
-    for ch in args + ",":
-        depth += {"(": 1, ")": -1}.get(ch, 0)
-        if ch == "," and depth == 0:
-            if current.strip() not in ("", "*", "..."):
-                texts.append(current.strip())
-            current = ""
-        else:
-            current += ch
-    return tuple(texts)
+    return [i for i in op.writes if i < len(node.inputs)]

@@ -1,133 +1,73 @@
-"""The loaded model as users see it: methods taking and returning NumPy arrays, with checked inputs."""
+"""The loaded model as users see it: methods taking and returning NumPy arrays, with checked inputs, running on
+the backends it was loaded with."""
 
 from __future__ import annotations
 
 import threading
+import warnings
+from collections import Counter
+from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
-from ptlite.errors import InputError
+from ptlite.backends import REFERENCE, resolve
+from ptlite.backends.base import Backend, LoweringContext
+from ptlite.errors import InputError, UnsupportedOperatorError
 from ptlite.ir import memory_plan
+from ptlite.ir.copy import copy_program
 from ptlite.ir.graph import BLOCKLIST_KEY, Graph, Program, ValueSpec
 from ptlite.ir.memory_plan import MemoryPlanSummary
+from ptlite.ir.verifier import unknown_operators
 
-from .interpreter import CompiledGraph, check_operators
-
-_SCALAR_TYPES = {"int": (int, np.integer), "float": (float, int, np.floating, np.integer), "bool": (bool, np.bool_),
-                 "str": (str,)}
-
-
-def _check_tensor(spec: ValueSpec, value: Any, method: str) -> np.ndarray:
-    if not isinstance(value, np.ndarray):
-        if hasattr(value, "__array__") or isinstance(value, (list, tuple, int, float)):
-            value = np.asarray(value)
-        else:
-            raise InputError(f"{method}: input '{spec.name}' must be a NumPy array, got {type(value).__name__}")
-    if spec.dtype is not None and value.dtype != np.dtype(spec.dtype):
-        raise InputError(f"{method}: input '{spec.name}' must have dtype {spec.dtype}, got {value.dtype} "
-                         f"(convert it with .astype(np.{spec.dtype}))")
-    if spec.shape is not None:
-        if value.ndim != len(spec.shape):
-            raise InputError(f"{method}: input '{spec.name}' must have {len(spec.shape)} dimensions "
-                             f"{_shape_text(spec.shape)}, got {value.ndim}: {tuple(value.shape)}")
-        bad = [i for i, (want, got) in enumerate(zip(spec.shape, value.shape)) if want is not None and want != got]
-        if bad:
-            raise InputError(f"{method}: input '{spec.name}' must have shape {_shape_text(spec.shape)}, got "
-                             f"{tuple(value.shape)} (dimension {bad[0]} differs); this program was captured with "
-                             f"static shapes: capture again with dynamic shapes or use the captured size")
-    return value
-
-
-def _shape_text(shape: tuple) -> str:
-    return "(" + ", ".join("?" if d is None else str(d) for d in shape) + ")"
-
-
-def _check_union(spec: ValueSpec, value: Any, method: str) -> Any:
-    """An Optional or Union input: the value must have one of the types (arrays from other libraries become NumPy
-    arrays); types ptlite cannot check pass unchecked."""
-    from ptlite.backends.numpy.kernels.script_types import check_type, isinstance_
-
-    try:
-        check_type(spec.type)
-    except ValueError:
-        return value
-    if value is not None and not isinstance(value, (np.ndarray, np.generic, int, float, str, list, tuple, dict)) \
-            and hasattr(value, "__array__"):
-        value = np.asarray(value)
-    if not isinstance_(value, [spec.type]):
-        raise InputError(f"{method}: input '{spec.name}' must be {spec.type}, got {type(value).__name__}")
-    return value
-
-
-def _check_scalar(spec: ValueSpec, value: Any, method: str) -> Any:
-    kinds = _SCALAR_TYPES.get(spec.type)
-    if kinds is not None and not isinstance(value, kinds):
-        raise InputError(f"{method}: input '{spec.name}' must be {spec.type}, got {type(value).__name__}")
-    if spec.type == "int" and isinstance(value, (bool, np.bool_)):
-        raise InputError(f"{method}: input '{spec.name}' must be int, got bool")
-    return value
+from .dispatch import Dispatcher, Placement
+from .inputs import check_args
+from .interpreter import CompiledGraph, Instrument, reference_dispatcher
 
 
 class Method:
     """One callable method of a loaded program.
 
     A method without a memory plan in the file (input shapes not fixed at capture, a .ptl file, a program not
-    optimized) whose inputs are all tensors is specialized at its first call for that call's shapes and dtypes:
-    the program is copied with those input shapes; if it was optimized, the shape-dependent passes that could not
-    run without shapes run now (WINOGRAD, which picks Winograd for large 3x3 convolutions from a run on zeros);
-    then it is planned like the MEMORY_PLAN pass does (ptlite.backends.numpy.lower.plan_memory), so later calls with the
-    same shapes allocate nothing for their intermediates. Calls with other shapes run the program as loaded. The first
-    call costs one or two more runs. Skipped: what the optimization's blocklist named; methods with loops (a run
-    on zeros might not end) and methods keeping values in the Module's state are not planned; a specialization
-    that fails leaves the method as loaded."""
+    optimized) whose inputs are all tensors is specialized at its first call for that call's shapes and dtypes: the
+    program is copied with those input shapes and handed to the backend that lowered it (or the reference, for a
+    program no backend lowered), whose `specialize` lowers what needed the shapes (the NumPy backend: Winograd for
+    large 3x3 convolutions, from a run on zeros) and plans memory, so later calls with the same shapes allocate
+    nothing for their intermediates. Calls with other shapes run the program as loaded. The first call costs one or
+    two more runs. Skipped: what the optimization's blocklist named; methods with loops (a run on zeros might not
+    end), methods keeping values in the Module's state, programs lowered for a backend that is not here; a
+    specialization that fails leaves the method as loaded."""
 
-    def __init__(self, graph: Graph, program: Program, state: dict[str, Any] | None = None) -> None:
+    def __init__(self, graph: Graph, program: Program, state: dict[str, Any] | None = None,
+                 dispatcher: Dispatcher | None = None) -> None:
         self.name = graph.name
         self.input_specs: list[ValueSpec] = list(graph.input_specs)
         self.output_specs: list[ValueSpec] = list(graph.output_specs)
         self.program = program  # what the compiled graph runs: the module's program, or a copy planned at first call
         self._state = state
-        self._compiled = CompiledGraph(graph, program, state=state)
+        self._dispatcher = dispatcher or reference_dispatcher()
+        self._compiled = CompiledGraph(graph, program, state=state, dispatcher=self._dispatcher)
         self._single_output = len(graph.outputs) == 1
+        self._specializer = self._choose_specializer(program)
         self._plan_at_first_call = self._compiled.arena is None and bool(graph.inputs) \
+            and self._specializer is not None \
             and all(spec.type == "Tensor" for spec in self.input_specs) \
             and "MEMORY_PLAN" not in program.metadata.get(BLOCKLIST_KEY, ()) \
             and not any(node.op == "prim::Loop" for node in graph.walk())
         self._planning = threading.Lock()
+
+    def _choose_specializer(self, program: Program) -> Backend | None:
+        """The backend that lowered the program if it is one of ours, the reference if none lowered it."""
+        wanted = program.lowered_for or REFERENCE
+        return next((b for b in self._dispatcher.backends if b.name == wanted), None)
 
     def signature(self) -> str:
         return f"{self.name}(" + ", ".join(s.describe() for s in self.input_specs) + ")"
 
     def check_args(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[Any]:
         """Bind positional and keyword arguments to the method's inputs, fill defaults and check each one."""
-        specs = self.input_specs
-        if len(args) > len(specs):
-            raise InputError(f"{self.signature()} takes {len(specs)} input(s), got {len(args)}")
-        bound: list[Any] = list(args)
-        names = [s.name for s in specs]
-        for key in kwargs:
-            if key not in names:
-                raise InputError(f"{self.signature()} has no input named '{key}'")
-        for spec in specs[len(args):]:
-            if spec.name in kwargs:
-                bound.append(kwargs[spec.name])
-            elif spec.has_default:
-                bound.append(spec.default)
-            else:
-                raise InputError(f"{self.signature()}: missing input '{spec.name}'")
-        checked = []
-        for spec, value in zip(specs, bound):
-            if spec.type == "Tensor":
-                checked.append(_check_tensor(spec, value, self.name))
-            elif spec.type in _SCALAR_TYPES:
-                checked.append(_check_scalar(spec, value, self.name))
-            elif spec.type.startswith(("Optional[", "Union[")):
-                checked.append(_check_union(spec, value, self.name))
-            else:
-                checked.append(value)
-        return checked
+        return check_args(self.input_specs, args, kwargs, self.name, self.signature())
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         checked = self.check_args(args, kwargs)
@@ -136,13 +76,23 @@ class Method:
         return outputs[0] if self._single_output else tuple(outputs)
 
     def prepare(self, args: list[Any]) -> None:
-        """What the first call does before running: plan memory for these (checked) arguments' shapes, if the
-        method is planned at its first call and has not been yet."""
+        """What the first call does before running: specialize for these (checked) arguments' shapes, if the
+        method is specialized at its first call and has not been yet."""
         if self._plan_at_first_call:
             self._plan_for(args)
 
+    def compile(self, instrument: Instrument | None = None) -> CompiledGraph:
+        """The method compiled again as it runs now (after a first call's specialization, that program), each
+        operator step wrapped by `instrument` (see ptlite.runtime.profile)."""
+        return CompiledGraph(self.program.methods[self.name], self.program, instrument, self._state, self._dispatcher)
+
+    @property
+    def placements(self) -> list[Placement]:
+        """Where each operator node of the method runs now: its backend, and the delegate it is part of."""
+        return list(self._compiled.placements)
+
     def _plan_for(self, args: list[Any]) -> None:
-        """Make a memory plan for these arguments' shapes (once; a call racing this one runs unplanned)."""
+        """Specialize for these arguments' shapes (once; a call racing this one runs unspecialized)."""
         if not self._planning.acquire(blocking=False):
             return
         try:
@@ -151,30 +101,26 @@ class Method:
             self._plan_at_first_call = False
             if not all(isinstance(a, np.ndarray) and a.flags.c_contiguous for a in args):
                 return
-            from ptlite.backends.numpy.lower.plan_memory import plan_method
-            from ptlite.passes.base import copy_program
-
             program = copy_program(self.program)
             graph = program.methods[self.name]
             graph.input_specs = [replace(spec, dtype=a.dtype.name, shape=tuple(a.shape))
                                  for spec, a in zip(graph.input_specs, args)]
+            backend = self._specializer
+            context = LoweringContext(frozenset(program.metadata.get(BLOCKLIST_KEY, ())), self._runner,
+                                      lowered=program.lowered_for == backend.name)
             try:
-                if "passes" in program.metadata and "WINOGRAD" not in program.metadata.get(BLOCKLIST_KEY, ()):
-                    from ptlite.backends.numpy.lower.winograd import Winograd
-                    from ptlite.passes.dead_code import DeadCode
-
-                    if Winograd().run(graph, program):
-                        DeadCode().run(graph, program)
-                plan = plan_method(graph, program)
-                if plan is None:
+                if not backend.specialize(program, self.name, context):
                     return
-                program.metadata.setdefault(memory_plan.METADATA_KEY, {})[self.name] = plan
-                compiled = CompiledGraph(graph, program, state=self._state)
+                compiled = CompiledGraph(graph, program, state=self._state, dispatcher=self._dispatcher)
             except Exception:  # no plan rather than a failed call: the call itself runs as it would have
                 return
             self._compiled, self.program = compiled, program
         finally:
             self._planning.release()
+
+    def _runner(self, graph: Graph, program: Program, instrument: Instrument | None = None) -> CompiledGraph:
+        """How the specializing backend runs the method on zeros: on its own kernels alone."""
+        return CompiledGraph(graph, program, instrument, dispatcher=Dispatcher([self._specializer]))
 
     def input_index(self, name_or_index: str | int) -> int:
         """The position of an input given by name or position."""
@@ -203,15 +149,25 @@ class Method:
 
 
 class Module:
-    """A loaded ptlite program: call it like the PyTorch module it came from, with NumPy arrays."""
+    """A loaded ptlite program: call it like the PyTorch module it came from, with NumPy arrays.
 
-    def __init__(self, program: Program) -> None:
+    `backends` are the backends asked for each node, in order (names or Backend objects; the NumPy reference is
+    always added last; None: every backend available here). A program lowered for a backend that is not among them
+    runs on the others (the reference runs every operator), with one warning saying so."""
+
+    def __init__(self, program: Program, backends: Iterable[str | Backend] | str | None = None) -> None:
         self.program = program
-        check_operators(program)  # one error naming every missing operator, whichever method uses it
+        _check_operators(program)  # one error naming every missing operator, whichever method uses it
+        self.backends: list[Backend] = resolve(backends)
+        self._dispatcher = Dispatcher(self.backends)
+        lowered = program.lowered_for
+        if lowered is not None and lowered not in self._dispatcher.names:
+            warnings.warn(f"this program was lowered for the {lowered!r} backend, {_why_absent(lowered)}; it runs on "
+                          f"{', '.join(self._dispatcher.names)} instead", RuntimeWarning, stacklevel=3)
         # Attributes the model changes while running (ptlite::set_attr), by attribute path; kept across calls and
         # shared by the methods. Attributes not set yet hold their initial values; clear() restores those.
         self.state: dict[str, Any] = {}
-        self._methods: dict[str, Method] = {name: Method(g, program, self.state)
+        self._methods: dict[str, Method] = {name: Method(g, program, self.state, self._dispatcher)
                                             for name, g in program.methods.items()}
 
     def _method(self, name: str) -> Method:
@@ -248,6 +204,15 @@ class Module:
         """Run the method called `name` with the given arguments."""
         return self._method(name)(*args, **kwargs)
 
+    def placements(self, method: str = "forward") -> list[Placement]:
+        """Where each operator node of a method runs: its backend (and the delegate it is part of, if any), as
+        compiled now (a first call's specialization may change the nodes)."""
+        return self._method(method).placements
+
+    def backend_counts(self, method: str = "forward") -> dict[str, int]:
+        """How many operator nodes of a method each backend runs, by backend name."""
+        return dict(Counter(p.backend for p in self.placements(method)))
+
     def input_buffer(self, name_or_index: str | int = 0, method: str = "forward") -> np.ndarray:
         """An array for one input of a method (by name or position) to be filled by the caller (preprocessing can
         write straight into it) and passed back as that input: no copy anywhere.
@@ -266,3 +231,24 @@ class Module:
 
     def __repr__(self) -> str:
         return f"<ptlite.Module methods={self.method_names}>"
+
+
+def _check_operators(program: Program) -> None:
+    """Raise one UnsupportedOperatorError listing every operator the table lacks, in every method."""
+    unknown = unknown_operators(program)
+    if unknown:
+        lines = [f"  {op}  (used at {', '.join(sorted(set(where))[:5])})" for op, where in sorted(unknown.items())]
+        raise UnsupportedOperatorError(f"the program uses {len(unknown)} operator(s) that this ptlite cannot run:\n"
+                                       + "\n".join(lines) + "\nUpgrade ptlite, or change the model to avoid these "
+                                       "operators.")
+
+
+def _why_absent(name: str) -> str:
+    """Why a backend a program was lowered for is not running it."""
+    from ptlite.backends import available
+
+    for info in available():
+        if info.name == name:
+            return f"which is not available here ({info.detail})" if not info.available else \
+                "which is not among the backends selected"
+    return "which this ptlite does not have"

@@ -13,7 +13,7 @@ from typing import Any
 
 from ptlite.ir.graph import Node
 
-from .interpreter import CompiledGraph, Step
+from .interpreter import Step
 from .module import Module
 
 
@@ -24,6 +24,7 @@ class NodeTime:
     op: str
     output: str
     source: str
+    backend: str = ""  # the backend whose kernel (or delegate) ran it
     calls: int = 0
     seconds: float = 0.0
 
@@ -33,6 +34,16 @@ class OpTime:
     """Time spent in every node of one operator type."""
 
     op: str
+    nodes: int
+    seconds: float
+    share: float
+
+
+@dataclass
+class BackendTime:
+    """Time spent in the nodes one backend ran."""
+
+    backend: str
     nodes: int
     seconds: float
     share: float
@@ -52,14 +63,22 @@ class Profile:
 
     def by_op(self) -> list[OpTime]:
         """Operator types, most time first; share is of the time inside operators."""
+        return [OpTime(*row) for row in self._totals("op")]
+
+    def by_backend(self) -> list[BackendTime]:
+        """Backends, most time first; share is of the time inside operators."""
+        return [BackendTime(*row) for row in self._totals("backend")]
+
+    def _totals(self, field_name: str) -> list[tuple[str, int, float, float]]:
+        """(value, nodes, seconds, share) per distinct value of a NodeTime field, most time first."""
         totals: dict[str, list[float]] = {}
         for n in self.nodes:
-            entry = totals.setdefault(n.op, [0, 0.0])
+            entry = totals.setdefault(getattr(n, field_name), [0, 0.0])
             entry[0] += 1
             entry[1] += n.seconds
         inside = self.node_seconds or 1.0
-        ops = [OpTime(op, int(c), s, s / inside) for op, (c, s) in totals.items()]
-        return sorted(ops, key=lambda o: -o.seconds)
+        rows = [(key, int(count), seconds, seconds / inside) for key, (count, seconds) in totals.items()]
+        return sorted(rows, key=lambda row: -row[2])
 
     def slowest(self, top: int = 10) -> list[NodeTime]:
         return sorted(self.nodes, key=lambda n: -n.seconds)[:top]
@@ -69,13 +88,16 @@ class Profile:
         per_run = 1e3 / max(self.runs, 1)
         lines = [f"per-operator profile over {self.runs} run(s): {self.total_seconds * per_run:.3f} ms per run, "
                  f"{self.node_seconds * per_run:.3f} ms inside operators",
-                 f"  {'operator':<40} {'nodes':>5} {'ms/run':>9} {'share':>7}"]
+                 f"  {'backend':<40} {'nodes':>5} {'ms/run':>9} {'share':>7}"]
+        for b in self.by_backend():
+            lines.append(f"  {b.backend:<40} {b.nodes:>5} {b.seconds * per_run:>9.3f} {100 * b.share:>6.1f}%")
+        lines.append(f"  {'operator':<40} {'nodes':>5} {'ms/run':>9} {'share':>7}")
         for o in self.by_op():
             lines.append(f"  {o.op:<40} {o.nodes:>5} {o.seconds * per_run:>9.3f} {100 * o.share:>6.1f}%")
         lines.append(f"slowest {top} nodes:")
-        lines.append(f"  {'operator':<40} {'ms/run':>9}  {'output':<12} source")
+        lines.append(f"  {'operator':<40} {'ms/run':>9}  {'backend':<8} {'output':<12} source")
         for n in self.slowest(top):
-            lines.append(f"  {n.op:<40} {n.seconds * per_run:>9.3f}  {n.output:<12} {n.source}")
+            lines.append(f"  {n.op:<40} {n.seconds * per_run:>9.3f}  {n.backend:<8} {n.output:<12} {n.source}")
         return "\n".join(lines)
 
 
@@ -89,13 +111,13 @@ def profile(module: Module, args: Sequence[Any], runs: int = 10, warmup: int = 1
     target = module._method(method)
     checked = target.check_args(tuple(args), {})
     target.prepare(checked)  # the memory plan a first call would make, so that the planned steps are timed
-    program = target.program
-    graph = program.methods[method]
     records: list[NodeTime] = []
+    timed_nodes: list[Node] = []
 
     def instrument(step: Step, node: Node) -> Step:
         record = NodeTime(node.op, node.outputs[0].name if node.outputs else "", node.source or "")
         records.append(record)
+        timed_nodes.append(node)
         clock = time.perf_counter
 
         def timed(env: list) -> None:
@@ -105,7 +127,11 @@ def profile(module: Module, args: Sequence[Any], runs: int = 10, warmup: int = 1
             record.calls += 1
         return timed
 
-    compiled = CompiledGraph(graph, program, instrument)
+    compiled = target.compile(instrument)
+    backend_of = {id(p.node): p.backend for p in compiled.placements}
+    backend_of.update((id(node), node.attrs["backend"]) for node in compiled.nodes if "backend" in node.attrs)
+    for record, node in zip(records, timed_nodes):
+        record.backend = backend_of.get(id(node), "")
     for _ in range(warmup):
         compiled(*checked)
     for r in records:

@@ -173,9 +173,10 @@ def run_reference(reference: str, inputs: list[Any], method: str = "forward") ->
 
     from ptlite.format.ptl import is_pytorch_mobile
 
-    from .cli import CliError, _import_torch, _load_torchscript, _make_model
+    from .errors import ToolError
+    from .models import import_torch, load_torchscript, make_model
 
-    torch = _import_torch()
+    torch = import_torch()
     args = [torch.from_numpy(np.array(v)) if isinstance(v, np.ndarray) else v for v in inputs]
     with warnings.catch_warnings():  # TorchScript's and the lite interpreter's deprecation notices
         warnings.filterwarnings("ignore", message=r".*torch\.jit\..*deprecated", category=FutureWarning)
@@ -187,13 +188,13 @@ def run_reference(reference: str, inputs: list[Any], method: str = "forward") ->
             run = (lambda *a: model(*a)) if method == "forward" else (lambda *a: model.run_method(method, *a))
         else:
             if os.path.isfile(reference):
-                model, title = _load_torchscript(reference, torch), "TorchScript"
+                model, title = load_torchscript(reference, torch), "TorchScript"
             elif ":" in reference:
-                model, title = _make_model(reference, torch, "--with")[0].eval(), "eager PyTorch"
+                model, title = make_model(reference, torch, "--with")[0].eval(), "eager PyTorch"
             else:
-                raise CliError(f"{reference}: no such file, and not 'module:function'")
+                raise ToolError(f"{reference}: no such file, and not 'module:function'")
             if not hasattr(model, method):
-                raise CliError(f"{reference} has no method '{method}'")
+                raise ToolError(f"{reference} has no method '{method}'")
             run = getattr(model, method)
         title = f"{title} (PyTorch {torch.__version__.split('+')[0]})"
         try:
@@ -201,7 +202,7 @@ def run_reference(reference: str, inputs: list[Any], method: str = "forward") ->
                 result = run(*args)
         except Exception as exc:  # PyTorch's side: say so, in one line (TorchScript's errors run to dozens)
             first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
-            raise CliError(f"the reference, {reference} on {title}, failed on these inputs: "
+            raise ToolError(f"the reference, {reference} on {title}, failed on these inputs: "
                            f"{type(exc).__name__}: {first}") from None
     return result_to_numpy(result, torch), title
 

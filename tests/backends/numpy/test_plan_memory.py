@@ -14,6 +14,7 @@ from ptlite.ir import verify
 from ptlite.ir.graph import Node, Program, Value
 from ptlite.ir.memory_plan import METADATA_KEY, OUT_ATTR, entry_nbytes
 from ptlite.passes.base import copy_program
+from ptlite.runtime.interpreter import reference_runner
 from ptlite.runtime.module import Module
 
 SHAPE = (1, 4, 8, 8)
@@ -27,7 +28,7 @@ def builder(*inputs: str) -> GraphBuilder:
 def plan(program: Program) -> dict:
     """Run the pass (which never reports a change), check the result, and return forward's plan."""
     unplanned = copy_program(program)
-    assert not PlanMemory()(program).modified
+    assert not PlanMemory(reference_runner)(program).modified
     verify(program)
     same_results(program, unplanned)
     return program.metadata.get(METADATA_KEY, {}).get("forward")
@@ -162,7 +163,7 @@ def test_methods_that_cannot_be_planned_are_left_alone():
     b.graph.input_specs[0].type = "int"  # not a tensor: nothing to make a zero run with
     scalar = b.ret(b.op("aten::relu", b.inputs[0]))
     for what, program in [("dynamic", dynamic), ("failing", failing), ("scalar input", scalar)]:
-        assert not PlanMemory()(program).modified
+        assert not PlanMemory(reference_runner)(program).modified
         verify(program)
         assert METADATA_KEY not in program.metadata, f"{what}: planned"
         assert not any(OUT_ATTR in n.attrs for n in program.forward.nodes), f"{what}: a node got a buffer"

@@ -12,6 +12,7 @@ from ptlite.backends.numpy.lower.winograd import MIN_SIZE, Winograd
 from ptlite.ir import verify
 from ptlite.passes.base import copy_program
 from ptlite.passes.dead_code import DeadCode
+from ptlite.runtime.interpreter import reference_runner
 from ptlite.runtime.module import Module
 
 
@@ -31,12 +32,12 @@ def conv_program(rng, c=16, o=16, size=MIN_SIZE, stride=1, dilation=1, groups=1,
 def test_rewritten_where_it_wins(rng):
     program = conv_program(rng)
     before = copy_program(program)
-    assert Winograd()(program).modified
+    assert Winograd(reference_runner)(program).modified
     DeadCode()(program)
     verify(program)
     assert ops(program) == ["ptlite::conv2d_winograd_v2", "aten::relu"]
     assert list(program.weights) == ["conv.winograd"] and program.weights["conv.winograd"].shape == (36, 16, 16)
-    assert not Winograd()(program).modified
+    assert not Winograd(reference_runner)(program).modified
     x = rng.normal(size=(1, 16, MIN_SIZE, MIN_SIZE)).astype(np.float32)
     assert_close(Module(program)(x), Module(before)(x), what="winograd program", rtol=2e-5)
 
@@ -45,7 +46,7 @@ def test_left_alone(rng):
     for kwargs in ({"stride": 2}, {"dilation": 2}, {"groups": 16}, {"c": 8}, {"o": 8}, {"size": MIN_SIZE - 1},
                    {"kernel": 5}, {"known_shape": False}, {"dtype": np.float16}):
         program = conv_program(rng, **kwargs)
-        assert not Winograd()(program).modified, kwargs
+        assert not Winograd(reference_runner)(program).modified, kwargs
 
 
 def test_size_from_a_run_on_zeros_when_inputs_are_static(rng):
@@ -53,13 +54,13 @@ def test_size_from_a_run_on_zeros_when_inputs_are_static(rng):
     zeros; an input of any size (or too small an image) leaves the convolution alone."""
     program = conv_program(rng, known_shape=False, input_shape=(1, 16, MIN_SIZE, MIN_SIZE))
     before = copy_program(program)
-    assert Winograd()(program).modified
+    assert Winograd(reference_runner)(program).modified
     assert ops(program)[-2:] == ["ptlite::conv2d_winograd_v2", "aten::relu"], ops(program)
     x = rng.normal(size=(1, 16, MIN_SIZE, MIN_SIZE)).astype(np.float32)
     assert_close(Module(program)(x), Module(before)(x), what="winograd from observed shapes", rtol=2e-5)
     for shape in ((1, 16, None, None), (1, 16, MIN_SIZE - 1, MIN_SIZE)):
         program = conv_program(rng, known_shape=False, input_shape=shape)
-        assert not Winograd()(program).modified, shape
+        assert not Winograd(reference_runner)(program).modified, shape
 
 
 def test_observed_shapes():
@@ -71,13 +72,13 @@ def test_observed_shapes():
     y = b.op("aten::relu", b.inputs[0])
     z = b.op("aten::sum.dim_IntList", y, [1], False, None)
     program = b.ret(z)
-    assert observed_shapes(program.forward, program) == {y.id: (2, 3), z.id: (2,)}
+    assert observed_shapes(program.forward, program, reference_runner) == {y.id: (2, 3), z.id: (2,)}
     b = GraphBuilder("x", shapes={"x": (2, None)})
     program = b.ret(b.op("aten::relu", b.inputs[0]))
-    assert observed_shapes(program.forward, program) == {}
+    assert observed_shapes(program.forward, program, reference_runner) == {}
     b = GraphBuilder("x", shapes={"x": (2, 3)})
     program = b.ret(b.op("aten::reshape", b.inputs[0], [4, 4]))  # fails on zeros of that shape
-    assert observed_shapes(program.forward, program) == {}
+    assert observed_shapes(program.forward, program, reference_runner) == {}
 
 
 def test_run_on_zeros_made_once_per_graph_across_rounds(rng, monkeypatch):
@@ -87,9 +88,9 @@ def test_run_on_zeros_made_once_per_graph_across_rounds(rng, monkeypatch):
 
     calls = []
     real = pass_module.observed_shapes
-    monkeypatch.setattr(pass_module, "observed_shapes", lambda g, p: calls.append(1) or real(g, p))
+    monkeypatch.setattr(pass_module, "observed_shapes", lambda g, p, run: calls.append(1) or real(g, p, run))
     program = conv_program(rng, known_shape=False, size=MIN_SIZE - 1, input_shape=(1, 16, MIN_SIZE - 1, MIN_SIZE - 1))
-    winograd = Winograd()
+    winograd = Winograd(reference_runner)
     for _ in range(3):
         assert not winograd(program).modified
     assert len(calls) == 1

@@ -8,21 +8,20 @@ from typing import Any
 
 import numpy as np
 
-from ptlite.backends.numpy.kernels.script_types import check_type
+from ptlite import ops
 from ptlite.errors import UnsupportedOperatorError
-from ptlite.ir import registry
 from ptlite.ir.graph import Block, Node, Value
+from ptlite.ir.types import check_type
+from ptlite.ops.script_types import ISINSTANCE
+from ptlite.ops.state import GET_ATTR, SET_ATTR
 
 from . import upgraders
 from .bytecode import Operator
-from .state import StateChanged, StateSlot, alias_positions, widen
+from .state import StateChanged, StateSlot, widen
 from .types import bind_type_variables, from_schema, list_element, parse_type, split_args, tuple_elements, type_of
 from .unpickler import ScriptObject
 from .values import CLEARED, Const, Frame, Static, entry_type, is_immutable, is_subtype, known_identity
 
-# Operators never folded while translating (effects, or results that must stay fresh per call).
-_NO_FOLD = frozenset({"prim::RaiseException", "aten::warn", "prim::Print", "aten::set_grad_enabled",
-                      "prim::Uninitialized"})
 _TENSOR_PREDICATES = {"DIM": "aten::dim", "DTYPE": "prim::dtype", "DEVICE": "prim::device", "IS_CUDA": "prim::is_cuda",
                       "NUM_TO_TENSOR": "prim::NumToTensor.Scalar"}
 _DICT_INDEX = {"str": "aten::__getitem__.Dict_str", "int": "aten::__getitem__.Dict_int",
@@ -86,7 +85,7 @@ class Instructions:
         slot = self.state_slots.get((id(target), x))
         if slot is not None:  # an attribute some method sets: read from the module's state
             initial = self.python_entry(slot.initial, slot.path, frame.fn, pc)
-            self.push_node(frame, pc, "ptlite::get_attr", [self.module_state(), Const(slot.path), initial],
+            self.push_node(frame, pc, GET_ATTR, [self.module_state(), Const(slot.path), initial],
                            slot.type)
             return
         entry = self.python_entry(target.slots[x], self.attribute_path(target, x), frame.fn, pc)
@@ -109,7 +108,7 @@ class Instructions:
         if slot is None or wanted != slot.type:
             self.state_slots[key] = StateSlot(self.attribute_path(target, x), wanted, target.slots[x])
             raise StateChanged  # attributes read before this point must be read from the state: start again
-        self.emit(frame, pc, "ptlite::set_attr", [self.module_state(), Const(slot.path), value], [])
+        self.emit(frame, pc, SET_ATTR, [self.module_state(), Const(slot.path), value], [])
 
     def make_state(self, target: ScriptObject, x: int) -> None:
         """Mark an attribute changed in place (`self.acc.add_(x)`, `self.items.append(x)`) as module state."""
@@ -122,10 +121,10 @@ class Instructions:
     def check_writes(self, op: str, entries: list[Any], values: list[Value], outputs: list[Value]) -> None:
         """Make attributes that a node writes in place module state (a weight is read-only and shared, and a
         constant list belongs to the program), and let its results that alias an attribute's value say so."""
-        opdef = registry.lookup(op)
+        opdef = ops.lookup(op)
         if opdef is None:
             return
-        written, aliased = alias_positions(opdef.schema_text)
+        written, aliased = opdef.writes, opdef.result_sources
         if op.startswith("prim::"):  # unpacking and indexing: results may be (parts of) any input
             aliased = tuple(tuple(range(len(values))) for _ in outputs)
         for i in written:
@@ -275,7 +274,7 @@ class Instructions:
                     check_type(t)
             except ValueError as exc:
                 self.fail(frame, pc, f"isinstance() of a value of type {actual}: {exc}", unsupported=True)
-            frame.stack.extend(self.emit(frame, pc, "ptlite::isinstance", [value, self.const(types)], ["bool"]))
+            frame.stack.extend(self.emit(frame, pc, ISINSTANCE, [value, self.const(types)], ["bool"]))
 
     def op_RAISE_EXCEPTION(self, frame: Frame, pc: int, x: int, n: int) -> None:
         cls = self.pop(frame, pc)
@@ -380,7 +379,7 @@ class Instructions:
     def operator_call(self, frame: Frame, pc: int, operator: Operator, count: int | None) -> None:
         """OP / OPN: pop the arguments the file pushed, take the rest from the schema's defaults, apply."""
         key = operator.key
-        opdef = registry.lookup(key)
+        opdef = ops.lookup(key)
         if opdef is None:
             self.missing_operator(frame, pc, operator, count)
             return
@@ -424,7 +423,7 @@ class Instructions:
 
     def apply(self, frame: Frame, pc: int, key: str, args: list[Any], out_types: list[str] | None) -> None:
         """Apply operator `key` to complete arguments: fold it when everything is known, else emit a node."""
-        opdef = registry.get(key)
+        opdef = ops.get(key)
         if key in ("prim::unchecked_cast", "aten::_unwrap_optional", "prim::unchecked_unwrap_optional"):
             frame.stack.append(args[0])
             return
@@ -455,7 +454,7 @@ class Instructions:
 
     def fold(self, opdef: Any, args: list[Any], n_out: int) -> list[Const] | None:
         """Results of a pure operator on known, immutable-enough arguments, computed now with its kernel."""
-        if n_out == 0 or opdef.key in _NO_FOLD or "!" in opdef.schema_text:
+        if n_out == 0 or not opdef.pure:
             return None
         if not all(isinstance(a, Const) and not a.uninitialized for a in args):
             return None
@@ -463,7 +462,7 @@ class Instructions:
         if any(isinstance(v, (np.ndarray, dict)) for v in values):
             return None
         try:
-            result = opdef.impl(*values)
+            result = self.evaluate(opdef.key, values)
         except Exception:  # noqa: BLE001  (the node will raise the same error when it runs)
             return None
         results = list(result) if n_out > 1 else [result]

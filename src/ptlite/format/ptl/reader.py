@@ -8,9 +8,9 @@ import zipfile
 from collections.abc import Sequence
 from typing import Any
 
+from ptlite import ops
 from ptlite.errors import FormatError, UnsupportedOperatorError
 from ptlite.format.reader import gc_paused
-from ptlite.ir import registry
 from ptlite.ir.graph import Program
 from ptlite.ir.verifier import verify_graph
 
@@ -44,12 +44,14 @@ def is_pytorch_mobile(path: str | os.PathLike) -> bool:
         return False
 
 
-def read_ptl(path: str | os.PathLike, methods: Sequence[str] | None = None) -> Program:
+def read_ptl(path: str | os.PathLike, methods: Sequence[str] | None = None, *, evaluate: ops.Evaluate) -> Program:
     """Translate a .ptl file into a Program whose methods are the root module's methods, forward first.
 
     methods: the names of the methods to translate; by default forward and the other public methods (those
     exported with @torch.jit.export). Methods whose name starts with '_' are helpers that the file keeps because
     a method calls them (torchvision's `_forward_impl`, which forward already inlines); name them to get them.
+    evaluate: computes a pure operator whose arguments the bytecode fixes, so that the translation keeps its result
+    instead (the reference backend's `evaluate`: ptlite.load_program hands it in).
     """
     name = os.fspath(path)
     kind = sniff_file(name)
@@ -67,7 +69,8 @@ def read_ptl(path: str | os.PathLike, methods: Sequence[str] | None = None) -> P
     # Translation makes thousands of IR objects and no garbage: paused, the collector does not rescan them. Not while
     # unpickling, where a hostile file could make cyclic garbage (self-holding lists, dropped) that only it frees.
     with gc_paused():
-        _translate(program, _root_methods(functions, root, methods, name), functions, root, operator_version, name)
+        _translate(program, _root_methods(functions, root, methods, name), functions, root, operator_version, name,
+                   evaluate)
     return program
 
 
@@ -132,14 +135,14 @@ def _root_methods(functions: dict[str, Function], root: ScriptObject, wanted: Se
 
 
 def _translate(program: Program, methods: list[Function], functions: dict[str, Function], root: ScriptObject,
-               operator_version: int, name: str) -> None:
+               operator_version: int, name: str, evaluate: ops.Evaluate) -> None:
     missing_anywhere = _missing_operators(functions)
     state_slots: dict[tuple[int, int], StateSlot] = {}
     reruns = max_reruns(sum(len(obj.slots) for obj in _all_objects(root)))
     for _ in range(reruns):
         program.methods.clear()
         program.weights.clear()
-        translator = Translator(functions, root, program, operator_version, lenient=bool(missing_anywhere),
+        translator = Translator(functions, root, program, operator_version, evaluate, lenient=bool(missing_anywhere),
                                 state_slots=state_slots)
         try:
             for fn in methods:
@@ -170,7 +173,7 @@ def _missing_operators(functions: dict[str, Function]) -> dict[str, list[str]]:
     missing: dict[str, list[str]] = {}
     for fn in functions.values():
         for op in fn.operators:
-            if registry.lookup(op.key) is None:
+            if ops.lookup(op.key) is None:
                 missing.setdefault(op.key, []).append(fn.qualname)
     return missing
 

@@ -22,9 +22,11 @@ from typing import Any
 
 import numpy as np
 
-from ptlite.backends.numpy.kernels.script_types import type_arguments
 from ptlite.errors import FormatError, UnsupportedOperatorError
 from ptlite.ir.graph import Block, Graph, Node, Program, Value, ValueSpec
+from ptlite.ir.types import type_arguments
+from ptlite.ops import Evaluate
+from ptlite.ops.state import MODULE_STATE
 
 from .bytecode import Argument, Function
 from .instructions import Instructions
@@ -41,12 +43,13 @@ class Translator(Instructions):
     """Translates the functions of one .ptl file into the methods of a Program."""
 
     def __init__(self, functions: dict[str, Function], root: ScriptObject, program: Program,
-                 operator_version: int, lenient: bool = False,
+                 operator_version: int, evaluate: Evaluate, lenient: bool = False,
                  state_slots: dict[tuple[int, int], StateSlot] | None = None) -> None:
         self.functions = functions
         self.root = root
         self.program = program
         self.operator_version = operator_version
+        self.evaluate = evaluate  # computes what the translation folds (the reference backend's kernels)
         self.lenient = lenient  # translate operators missing from the table as placeholders (to list them all)
         self.missing: dict[str, list[str]] = {}
         self.paths = _object_paths(root)
@@ -337,7 +340,7 @@ class Translator(Instructions):
         """The method's ptlite::module_state value (hoisted, one per method): the loaded Module's state."""
         if self.state_value is None:
             self.state_value = Value(name="module_state", type="Any")
-            self.hoisted.append(Node("ptlite::module_state", [], [self.state_value]))
+            self.hoisted.append(Node(MODULE_STATE, [], [self.state_value]))
         return self.state_value
 
     def weight(self, array: np.ndarray, hint: str) -> Value:

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from ptlite.backends.numpy.kernels.script_types import type_arguments
+from ptlite.ir.types import type_arguments
 
 from .unpickler import Device, ScriptObject
 

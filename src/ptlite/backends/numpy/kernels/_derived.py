@@ -18,6 +18,8 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from ptlite.ir.weights import frozen
+
 T = TypeVar("T")
 
 PER_ANCHOR = 64  # keys (shapes, arguments) kept per anchor: beyond that the anchor's values are all dropped
@@ -86,32 +88,3 @@ def _based_on(a: Any, anchor: np.ndarray) -> bool:
         if a is anchor:
             return True
     return False
-
-
-def frozen(a: np.ndarray) -> bool:
-    """Whether nothing can change a's values: a read-only view, over read-only views, of a read-only buffer (a
-    loaded file's memory map). An array that owns its memory can be made writeable again, so it is not."""
-    while isinstance(a, np.ndarray):
-        if a.flags.writeable:
-            return False
-        a = a.base
-    if a is None:
-        return False
-    try:
-        return memoryview(a).readonly
-    except TypeError:
-        return False
-
-
-def seal(a: np.ndarray) -> np.ndarray:
-    """A read-only view of a C-contiguous array, read through a read-only memoryview so that NumPy will not make it
-    writeable again: frozen() holds for it, with no copy. For arrays that only their maker holds, such as the
-    weights ptlite.load folds and packs from a .ptl file, whose derived values would otherwise be compared at every
-    call. `a` itself is made read-only too; what could still change the values is code that digs the original out
-    of the view (`.base.obj`) and makes it writeable again, which then also leaves kept values stale. Other arrays
-    (frozen already, or not C-contiguous) are returned as they are."""
-    if frozen(a) or not a.flags.c_contiguous:
-        return a
-    a.flags.writeable = False
-    sealed = np.asarray(memoryview(a).toreadonly())
-    return sealed if sealed.dtype == a.dtype and sealed.shape == a.shape else a

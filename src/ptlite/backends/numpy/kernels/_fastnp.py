@@ -1,11 +1,11 @@
 """Quicker stand-ins for NumPy helpers that the kernels call hundreds of times per run, where NumPy's own is a Python
-wrapper whose overhead (measured on the benchmark machine) rivals the work on small layers:
+wrapper whose overhead rivals the work on small layers (docs/decisions.md, Python-level overhead):
 
-- `clip`: the clip ufunc itself; np.clip checks and forwards its arguments in Python first (~2.5 us a call).
-  Callers pass both bounds, as scalars of the array's dtype.
-- `tile_row` / `tile_cols`: np.tile of a row or of a matrix's rows (~10-15 us a call; these ~3).
-- `strided_view`: a read-only as_strided view (~5-10 us; this ~1.5), through ndarray's constructor, which also
-  checks that the view stays inside the array (as_strided does not).
+- `clip`: the clip ufunc itself; np.clip checks and forwards its arguments in Python first. Callers pass both
+  bounds, as scalars of the array's dtype.
+- `tile_row` / `tile_cols`: np.tile of a row or of a matrix's rows, by a broadcast assignment.
+- `strided_view`: a read-only as_strided view through ndarray's constructor, which also checks that the view
+  stays inside the array (as_strided does not).
 """
 
 from __future__ import annotations

@@ -1,10 +1,9 @@
 """Split large NumPy work across threads: NumPy releases the GIL inside ufunc loops, so exp-heavy activations
 and depthwise convolutions (which BLAS does not run) could use every core, as PyTorch's kernels do.
 
-Off by default (one thread): measured on a 2-core machine, these threads lose more than they gain next to
-OpenBLAS's own workers, which spin-wait between matrix products on the same cores (MobileNetV2 25 ms with BLAS on
-2 threads and this pool on 1, 29 ms with both on 2; EfficientNet-B0 43 vs 55 ms). Set PTLITE_KERNEL_THREADS=n, or
-call set_num_threads here, to use n threads where a machine has cores BLAS leaves idle."""
+Off by default (one thread): on a 2-core machine these threads lose more than they gain next to OpenBLAS's own
+workers, which spin-wait between matrix products on the same cores (docs/decisions.md, Threads). Set
+PTLITE_KERNEL_THREADS=n, or call set_num_threads here, to use n threads where a machine has cores BLAS leaves idle."""
 
 from __future__ import annotations
 

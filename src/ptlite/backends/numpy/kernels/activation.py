@@ -6,8 +6,8 @@ import math
 
 import numpy as np
 
+from ptlite.backends.numpy.registry import kernel
 from ptlite.ir.dtypes import to_numpy
-from ptlite.ir.registry import kernel
 
 from ._fastnp import clip
 from ._layout import fits_out, flat_pair
@@ -77,12 +77,12 @@ def _relu(x, out):
     return np.maximum(x, x.dtype.type(0), out=out)
 
 
-@kernel("aten::relu(Tensor self) -> Tensor", out=True)
+@kernel("aten::relu")
 def relu(self, *, out=None):
     return _relu(self, _target(out, self))
 
 
-@kernel("aten::relu_(Tensor(a!) self) -> Tensor(a!)")
+@kernel("aten::relu_")
 def relu_(self):
     return _relu(self, _inplace_target(self))
 
@@ -94,22 +94,22 @@ def _clip(x: np.ndarray, lo, hi, out: np.ndarray | None) -> np.ndarray:
     return np.clip(x, lo, hi)
 
 
-@kernel("aten::hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor", out=True)
+@kernel("aten::hardtanh")
 def hardtanh(self, min_val=-1, max_val=1, *, out=None):
     return _clip(self, min_val, max_val, out)
 
 
-@kernel("aten::hardtanh_(Tensor(a!) self, Scalar min_val=-1, Scalar max_val=1) -> Tensor(a!)")
+@kernel("aten::hardtanh_")
 def hardtanh_(self, min_val=-1, max_val=1):
     return np.clip(self, min_val, max_val, out=_inplace_target(self))
 
 
-@kernel("aten::relu6(Tensor self) -> Tensor", out=True)
+@kernel("aten::relu6")
 def relu6(self, *, out=None):
     return _clip(self, 0, 6, out)
 
 
-@kernel("aten::relu6_(Tensor(a!) self) -> Tensor(a!)")
+@kernel("aten::relu6_")
 def relu6_(self):
     return np.clip(self, 0, 6, out=_inplace_target(self))
 
@@ -174,18 +174,18 @@ sigmoid, sigmoid_ = _unary(_sigmoid)
 silu, silu_ = _unary(_silu)
 tanh, tanh_ = _unary(_tanh)
 mish, mish_ = _unary(_mish)
-kernel("aten::hardswish(Tensor self) -> Tensor", out=True)(hardswish)
-kernel("aten::hardswish_(Tensor(a!) self) -> Tensor(a!)")(hardswish_)
-kernel("aten::hardsigmoid(Tensor self) -> Tensor", out=True)(hardsigmoid)
-kernel("aten::hardsigmoid_(Tensor(a!) self) -> Tensor(a!)")(hardsigmoid_)
-kernel("aten::sigmoid(Tensor self) -> Tensor", out=True)(sigmoid)
-kernel("aten::sigmoid_(Tensor(a!) self) -> Tensor(a!)")(sigmoid_)
-kernel("aten::silu(Tensor self) -> Tensor", out=True)(silu)
-kernel("aten::silu_(Tensor(a!) self) -> Tensor(a!)")(silu_)
-kernel("aten::tanh(Tensor self) -> Tensor", out=True)(tanh)
-kernel("aten::tanh_(Tensor(a!) self) -> Tensor(a!)")(tanh_)
-kernel("aten::mish(Tensor self) -> Tensor", out=True)(mish)
-kernel("aten::mish_(Tensor(a!) self) -> Tensor(a!)")(mish_)
+kernel("aten::hardswish")(hardswish)
+kernel("aten::hardswish_")(hardswish_)
+kernel("aten::hardsigmoid")(hardsigmoid)
+kernel("aten::hardsigmoid_")(hardsigmoid_)
+kernel("aten::sigmoid")(sigmoid)
+kernel("aten::sigmoid_")(sigmoid_)
+kernel("aten::silu")(silu)
+kernel("aten::silu_")(silu_)
+kernel("aten::tanh")(tanh)
+kernel("aten::tanh_")(tanh_)
+kernel("aten::mish")(mish)
+kernel("aten::mish_")(mish_)
 
 
 # ---------------------------------------------------------------- gelu
@@ -259,13 +259,13 @@ def _gelu_fn(approximate: str):
     raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
 
 
-@kernel("aten::gelu(Tensor self, *, str approximate=\"none\") -> Tensor")
+@kernel("aten::gelu")
 def gelu(self, approximate="none"):
     x = _float(self)
     return _gelu_fn(approximate)(x, np.empty_like(x))
 
 
-@kernel("aten::gelu_(Tensor(a!) self, *, str approximate=\"none\") -> Tensor(a!)")
+@kernel("aten::gelu_")
 def gelu_(self, approximate="none"):
     return _gelu_fn(approximate)(self, _inplace_target(self))
 
@@ -286,13 +286,13 @@ def _elu(x, out, alpha, scale, input_scale):
     return out
 
 
-@kernel("aten::elu(Tensor self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor")
+@kernel("aten::elu")
 def elu(self, alpha=1, scale=1, input_scale=1):
     x = _float(self)
     return _elu(x, np.empty_like(x), alpha, scale, input_scale)
 
 
-@kernel("aten::elu_(Tensor(a!) self, Scalar alpha=1, Scalar scale=1, Scalar input_scale=1) -> Tensor(a!)")
+@kernel("aten::elu_")
 def elu_(self, alpha=1, scale=1, input_scale=1):
     return _elu(self, self, alpha, scale, input_scale)
 
@@ -307,18 +307,18 @@ def _leaky_relu(x, out, negative_slope):
     return out
 
 
-@kernel("aten::leaky_relu(Tensor self, Scalar negative_slope=0.01) -> Tensor")
+@kernel("aten::leaky_relu")
 def leaky_relu(self, negative_slope=0.01):
     x = _float(self)
     return _leaky_relu(x, np.empty_like(x), negative_slope)
 
 
-@kernel("aten::leaky_relu_(Tensor(a!) self, Scalar negative_slope=0.01) -> Tensor(a!)")
+@kernel("aten::leaky_relu_")
 def leaky_relu_(self, negative_slope=0.01):
     return _leaky_relu(self, self, negative_slope)
 
 
-@kernel("aten::softplus(Tensor self, Scalar beta=1, Scalar threshold=20) -> Tensor")
+@kernel("aten::softplus")
 def softplus(self, beta=1, threshold=20):
     """log(1 + exp(beta x)) / beta, and x itself where beta x > threshold."""
     x = _float(self)
@@ -334,8 +334,8 @@ def softplus(self, beta=1, threshold=20):
     return soft
 
 
-@kernel("aten::prelu(Tensor self, Tensor weight) -> Tensor",
-        "aten::_prelu_kernel(Tensor self, Tensor weight) -> Tensor")
+@kernel("aten::prelu",
+        "aten::_prelu_kernel")
 def prelu(self, weight):
     """x where x > 0, else weight * x; weight has one value or one per channel (axis 1)."""
     w = weight.reshape(-1)
@@ -365,23 +365,23 @@ def _softmax(x: np.ndarray, dim: int, log: bool) -> np.ndarray:
         return shifted
 
 
-@kernel("aten::softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor")
+@kernel("aten::softmax.int")
 def softmax(self, dim, dtype=None):
     return _softmax(_softmax_dtype(self, dtype), dim, log=False)
 
 
-@kernel("aten::log_softmax.int(Tensor self, int dim, ScalarType? dtype=None) -> Tensor")
+@kernel("aten::log_softmax.int")
 def log_softmax(self, dim, dtype=None):
     return _softmax(_softmax_dtype(self, dtype), dim, log=True)
 
 
-@kernel("aten::_softmax(Tensor self, int dim, bool half_to_float) -> Tensor")
+@kernel("aten::_softmax")
 def _softmax_kernel(self, dim, half_to_float):
     x = self.astype(np.float32) if half_to_float else _float(self)
     return _softmax(x, dim, log=False)
 
 
-@kernel("aten::_log_softmax(Tensor self, int dim, bool half_to_float) -> Tensor")
+@kernel("aten::_log_softmax")
 def _log_softmax_kernel(self, dim, half_to_float):
     x = self.astype(np.float32) if half_to_float else _float(self)
     return _softmax(x, dim, log=True)
@@ -412,40 +412,40 @@ def _clamp_into(x: np.ndarray, lo, hi, out: np.ndarray | None) -> np.ndarray:
     return out
 
 
-@kernel("aten::clamp(Tensor self, Scalar? min=None, Scalar? max=None) -> Tensor",
-        "aten::clamp.Tensor(Tensor self, Tensor? min=None, Tensor? max=None) -> Tensor")
+@kernel("aten::clamp",
+        "aten::clamp.Tensor")
 def clamp(self, min=None, max=None):
     return _clamp_into(self, min, max, None)
 
 
-@kernel("aten::clamp_(Tensor(a!) self, Scalar? min=None, Scalar? max=None) -> Tensor(a!)",
-        "aten::clamp_.Tensor(Tensor(a!) self, Tensor? min=None, Tensor? max=None) -> Tensor(a!)")
+@kernel("aten::clamp_",
+        "aten::clamp_.Tensor")
 def clamp_(self, min=None, max=None):
     if not np.can_cast(_result_dtype(self, min, max), self.dtype, "same_kind"):
         raise TypeError(f"clamp_: result type {_result_dtype(self, min, max)} can't be cast to {self.dtype}")
     return _clamp_into(self, min, max, _inplace_target(self))
 
 
-@kernel("aten::clamp_min(Tensor self, Scalar min) -> Tensor",
-        "aten::clamp_min.Tensor(Tensor self, Tensor min) -> Tensor")
+@kernel("aten::clamp_min",
+        "aten::clamp_min.Tensor")
 def clamp_min(self, min):
     return clamp(self, min, None)
 
 
-@kernel("aten::clamp_max(Tensor self, Scalar max) -> Tensor",
-        "aten::clamp_max.Tensor(Tensor self, Tensor max) -> Tensor")
+@kernel("aten::clamp_max",
+        "aten::clamp_max.Tensor")
 def clamp_max(self, max):
     return clamp(self, None, max)
 
 
-@kernel("aten::clamp_min_(Tensor(a!) self, Scalar min) -> Tensor(a!)",
-        "aten::clamp_min_.Tensor(Tensor(a!) self, Tensor min) -> Tensor(a!)")
+@kernel("aten::clamp_min_",
+        "aten::clamp_min_.Tensor")
 def clamp_min_(self, min):
     return clamp_(self, min, None)
 
 
-@kernel("aten::clamp_max_(Tensor(a!) self, Scalar max) -> Tensor(a!)",
-        "aten::clamp_max_.Tensor(Tensor(a!) self, Tensor max) -> Tensor(a!)")
+@kernel("aten::clamp_max_",
+        "aten::clamp_max_.Tensor")
 def clamp_max_(self, max):
     return clamp_(self, None, max)
 
@@ -459,26 +459,26 @@ def _check_eval(op: str, p: float, train) -> None:
                            "call model.eval() before capturing it")
 
 
-@kernel("aten::dropout(Tensor input, float p, bool train) -> Tensor",
-        "aten::feature_dropout(Tensor input, float p, bool train) -> Tensor",
-        "aten::alpha_dropout(Tensor input, float p, bool train) -> Tensor",
-        "aten::feature_alpha_dropout(Tensor input, float p, bool train) -> Tensor")
+@kernel("aten::dropout",
+        "aten::feature_dropout",
+        "aten::alpha_dropout",
+        "aten::feature_alpha_dropout")
 def dropout(input, p, train):
     """Identity at inference: returns input itself (PyTorch returns the same tensor too)."""
     _check_eval("dropout", p, train)
     return input
 
 
-@kernel("aten::dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)",
-        "aten::feature_dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)",
-        "aten::alpha_dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)",
-        "aten::feature_alpha_dropout_(Tensor(a!) self, float p, bool train) -> Tensor(a!)")
+@kernel("aten::dropout_",
+        "aten::feature_dropout_",
+        "aten::alpha_dropout_",
+        "aten::feature_alpha_dropout_")
 def dropout_(self, p, train):
     _check_eval("dropout_", p, train)
     return self
 
 
-@kernel("aten::native_dropout(Tensor input, float p, bool? train) -> (Tensor, Tensor)")
+@kernel("aten::native_dropout")
 def native_dropout(input, p, train):
     """(input, all-true keep mask); train=None means training, as in PyTorch."""
     _check_eval("native_dropout", p, True if train is None else train)

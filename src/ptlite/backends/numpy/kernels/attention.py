@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ptlite.ir.registry import kernel
+from ptlite.backends.numpy.registry import kernel
 
 from .norm import layer_norm
 
@@ -138,10 +138,7 @@ def _multi_head(query, key, value, embed_dim: int, num_heads: int, qkv_weight, q
     return out, (probs.mean(axis=1) if average else probs)
 
 
-@kernel("aten::_native_multi_head_attention(Tensor query, Tensor key, Tensor value, int embed_dim, "
-        "int num_head, Tensor qkv_weight, Tensor qkv_bias, Tensor proj_weight, Tensor proj_bias, "
-        "Tensor? mask=None, bool need_weights=True, bool average_attn_weights=True, int? mask_type=None) "
-        "-> (Tensor, Tensor)")
+@kernel("aten::_native_multi_head_attention")
 def native_multi_head_attention(query, key, value, embed_dim, num_head, qkv_weight, qkv_bias, proj_weight,
                                 proj_bias, mask=None, need_weights=True, average_attn_weights=True,
                                 mask_type=None):
@@ -172,11 +169,7 @@ def _zero_padding(x: np.ndarray, lengths: np.ndarray) -> NestedArray:
     return NestedArray.wrap(x, lengths)
 
 
-@kernel("aten::_transformer_encoder_layer_fwd(Tensor src, int embed_dim, int num_heads, Tensor qkv_weight, "
-        "Tensor qkv_bias, Tensor proj_weight, Tensor proj_bias, bool use_gelu, bool norm_first, float eps, "
-        "Tensor norm_weight_1, Tensor norm_bias_1, Tensor norm_weight_2, Tensor norm_bias_2, "
-        "Tensor ffn_weight_1, Tensor ffn_bias_1, Tensor ffn_weight_2, Tensor ffn_bias_2, Tensor? mask=None, "
-        "int? mask_type=None) -> Tensor")
+@kernel("aten::_transformer_encoder_layer_fwd")
 def transformer_encoder_layer_fwd(src, embed_dim, num_heads, qkv_weight, qkv_bias, proj_weight, proj_bias,
                                   use_gelu, norm_first, eps, norm_weight_1, norm_bias_1, norm_weight_2,
                                   norm_bias_2, ffn_weight_1, ffn_bias_1, ffn_weight_2, ffn_bias_2, mask=None,
@@ -217,13 +210,13 @@ def _left_aligned(valid: np.ndarray) -> bool:
     return bool(np.array_equal(valid, np.arange(valid.shape[-1]) < lengths[..., None]))
 
 
-@kernel("aten::_nested_tensor_from_mask_left_aligned(Tensor t, Tensor mask) -> bool")
+@kernel("aten::_nested_tensor_from_mask_left_aligned")
 def nested_tensor_from_mask_left_aligned(t: np.ndarray, mask: np.ndarray) -> bool:
     """Whether every row of `mask` (True = keep) is a run of Trues followed only by Falses."""
     return _left_aligned(np.asarray(mask).astype(bool, copy=False))
 
 
-@kernel("aten::_nested_tensor_from_mask(Tensor t, Tensor mask, bool mask_check=True) -> Tensor")
+@kernel("aten::_nested_tensor_from_mask")
 def nested_tensor_from_mask(t: np.ndarray, mask: np.ndarray, mask_check: bool = True) -> NestedArray:
     """Row b keeps its first sum(mask[b]) positions (True = keep), as PyTorch does."""
     valid = np.asarray(mask).astype(bool, copy=False)
@@ -234,7 +227,7 @@ def nested_tensor_from_mask(t: np.ndarray, mask: np.ndarray, mask_check: bool = 
     return _zero_padding(data, lengths)
 
 
-@kernel("aten::to_padded_tensor(Tensor self, float padding, SymInt[]? output_size=None) -> Tensor")
+@kernel("aten::to_padded_tensor")
 def to_padded_tensor(self: np.ndarray, padding: float, output_size: list[int] | None = None) -> np.ndarray:
     """Dense (B, S, ...) with `padding` past each length; S is the longest length unless output_size says."""
     data = _plain(self)
@@ -258,8 +251,7 @@ def to_padded_tensor(self: np.ndarray, padding: float, output_size: list[int] | 
 # Scaled dot-product attention
 # ---------------------------------------------------------------------------------------------------------
 
-@kernel("aten::scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? attn_mask=None, "
-        "float dropout_p=0., bool is_causal=False, *, float? scale=None, bool enable_gqa=False) -> Tensor")
+@kernel("aten::scaled_dot_product_attention")
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
                                  scale=None, enable_gqa=False):
     """softmax(q k^T * scale + mask) v over (..., L, E) inputs; rows with every key masked give 0.

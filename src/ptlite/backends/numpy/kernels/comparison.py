@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ptlite.ir.registry import kernel
+from ptlite.backends.numpy.registry import kernel
 
 from .elementwise import Operand, binary, cast, result_type, select, wrap
 
@@ -27,63 +27,62 @@ def _comparison(ufunc: np.ufunc) -> Callable[[Operand, Operand], np.ndarray]:
 
 for _name, _ufunc in [("eq", np.equal), ("ne", np.not_equal), ("lt", np.less), ("le", np.less_equal),
                       ("gt", np.greater), ("ge", np.greater_equal)]:
-    kernel(f"aten::{_name}.Tensor(Tensor self, Tensor other) -> Tensor",
-           f"aten::{_name}.Scalar(Tensor self, Scalar other) -> Tensor")(_comparison(_ufunc))
+    kernel(f"aten::{_name}.Tensor", f"aten::{_name}.Scalar")(_comparison(_ufunc))
 
 
-@kernel("aten::equal(Tensor self, Tensor other) -> bool")
+@kernel("aten::equal")
 def equal(self: np.ndarray, other: np.ndarray) -> bool:
     return self.shape == other.shape and bool(np.array_equal(self, other))
 
 
-@kernel("aten::logical_and(Tensor self, Tensor other) -> Tensor")
+@kernel("aten::logical_and")
 def logical_and(self: np.ndarray, other: np.ndarray) -> np.ndarray:
     return wrap(np.logical_and(self, other))
 
 
-@kernel("aten::logical_or(Tensor self, Tensor other) -> Tensor")
+@kernel("aten::logical_or")
 def logical_or(self: np.ndarray, other: np.ndarray) -> np.ndarray:
     return wrap(np.logical_or(self, other))
 
 
-@kernel("aten::logical_xor(Tensor self, Tensor other) -> Tensor")
+@kernel("aten::logical_xor")
 def logical_xor(self: np.ndarray, other: np.ndarray) -> np.ndarray:
     return wrap(np.logical_xor(self, other))
 
 
-@kernel("aten::logical_not(Tensor self) -> Tensor")
+@kernel("aten::logical_not")
 def logical_not(self: np.ndarray) -> np.ndarray:
     return wrap(np.logical_not(self))
 
 
-@kernel("aten::bitwise_not(Tensor self) -> Tensor")
+@kernel("aten::bitwise_not")
 def bitwise_not(self: np.ndarray) -> np.ndarray:
     return wrap(np.invert(self))
 
 
-@kernel("aten::bitwise_and.Tensor(Tensor self, Tensor other) -> Tensor",
-        "aten::bitwise_and.Scalar(Tensor self, Scalar other) -> Tensor",
-        "aten::bitwise_and.Scalar_Tensor(Scalar self, Tensor other) -> Tensor",
-        "aten::__and__.Tensor(Tensor self, Tensor other) -> Tensor",
-        "aten::__and__.Scalar(Tensor self, Scalar other) -> Tensor")
+@kernel("aten::bitwise_and.Tensor",
+        "aten::bitwise_and.Scalar",
+        "aten::bitwise_and.Scalar_Tensor",
+        "aten::__and__.Tensor",
+        "aten::__and__.Scalar")
 def bitwise_and(self: Operand, other: Operand) -> np.ndarray:
     return binary(np.bitwise_and, self, other)
 
 
-@kernel("aten::bitwise_or.Tensor(Tensor self, Tensor other) -> Tensor",
-        "aten::bitwise_or.Scalar(Tensor self, Scalar other) -> Tensor",
-        "aten::bitwise_or.Scalar_Tensor(Scalar self, Tensor other) -> Tensor",
-        "aten::__or__.Tensor(Tensor self, Tensor other) -> Tensor",
-        "aten::__or__.Scalar(Tensor self, Scalar other) -> Tensor")
+@kernel("aten::bitwise_or.Tensor",
+        "aten::bitwise_or.Scalar",
+        "aten::bitwise_or.Scalar_Tensor",
+        "aten::__or__.Tensor",
+        "aten::__or__.Scalar")
 def bitwise_or(self: Operand, other: Operand) -> np.ndarray:
     return binary(np.bitwise_or, self, other)
 
 
-@kernel("aten::bitwise_xor.Tensor(Tensor self, Tensor other) -> Tensor",
-        "aten::bitwise_xor.Scalar(Tensor self, Scalar other) -> Tensor",
-        "aten::bitwise_xor.Scalar_Tensor(Scalar self, Tensor other) -> Tensor",
-        "aten::__xor__.Tensor(Tensor self, Tensor other) -> Tensor",
-        "aten::__xor__.Scalar(Tensor self, Scalar other) -> Tensor")
+@kernel("aten::bitwise_xor.Tensor",
+        "aten::bitwise_xor.Scalar",
+        "aten::bitwise_xor.Scalar_Tensor",
+        "aten::__xor__.Tensor",
+        "aten::__xor__.Scalar")
 def bitwise_xor(self: Operand, other: Operand) -> np.ndarray:
     return binary(np.bitwise_xor, self, other)
 
@@ -92,28 +91,28 @@ def bitwise_xor(self: Operand, other: Operand) -> np.ndarray:
 # Selection
 # ----------------------------------------------------------------------------------------------------
 
-@kernel("aten::where.self(Tensor condition, Tensor self, Tensor other) -> Tensor",
-        "aten::where.ScalarOther(Tensor condition, Tensor self, Scalar other) -> Tensor",
-        "aten::where.ScalarSelf(Tensor condition, Scalar self, Tensor other) -> Tensor",
-        "aten::where.Scalar(Tensor condition, Scalar self, Scalar other) -> Tensor")
+@kernel("aten::where.self",
+        "aten::where.ScalarOther",
+        "aten::where.ScalarSelf",
+        "aten::where.Scalar")
 def where(condition: np.ndarray, self: Operand, other: Operand) -> np.ndarray:
     dt = result_type(self, other)
     return select(condition, np.asarray(cast(self, dt)), np.asarray(cast(other, dt)))
 
 
-@kernel("aten::where(Tensor condition) -> Tensor[]")
+@kernel("aten::where")
 def where_nonzero(condition: np.ndarray) -> list[np.ndarray]:
     return [i.astype(_I64, copy=False) for i in np.nonzero(np.atleast_1d(condition))]
 
 
-@kernel("aten::masked_fill.Scalar(Tensor self, Tensor mask, Scalar value) -> Tensor",
-        "aten::masked_fill.Tensor(Tensor self, Tensor mask, Tensor value) -> Tensor")
+@kernel("aten::masked_fill.Scalar",
+        "aten::masked_fill.Tensor")
 def masked_fill(self: np.ndarray, mask: np.ndarray, value: Operand) -> np.ndarray:
     return select(mask, np.asarray(cast(value, self.dtype)), self)
 
 
-@kernel("aten::masked_fill_.Scalar(Tensor(a!) self, Tensor mask, Scalar value) -> Tensor(a!)",
-        "aten::masked_fill_.Tensor(Tensor(a!) self, Tensor mask, Tensor value) -> Tensor(a!)")
+@kernel("aten::masked_fill_.Scalar",
+        "aten::masked_fill_.Tensor")
 def masked_fill_(self: np.ndarray, mask: np.ndarray, value: Operand) -> np.ndarray:
     if not self.flags.writeable:
         return np.broadcast_to(masked_fill(self, mask, value), self.shape).copy()

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from ptlite.ir.registry import kernel
+from ptlite.backends.numpy.registry import kernel
 
 from ._args import expand
 from ._parallel import parallel_for
@@ -307,46 +307,32 @@ def _convolution_nd(x, weight, bias, stride, padding, dilation, transposed, outp
     return out[0] if unbatched else out
 
 
-@kernel("aten::conv2d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=[1, 1], "
-        "SymInt[2] padding=[0, 0], SymInt[2] dilation=[1, 1], SymInt groups=1) -> Tensor",
-        "aten::conv2d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[2] stride=[1, 1], "
-        "str padding=\"valid\", SymInt[2] dilation=[1, 1], SymInt groups=1) -> Tensor",
-        "aten::conv1d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=[1], "
-        "SymInt[1] padding=[0], SymInt[1] dilation=[1], SymInt groups=1) -> Tensor",
-        "aten::conv1d.padding(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=[1], "
-        "str padding=\"valid\", SymInt[1] dilation=[1], SymInt groups=1) -> Tensor")
+@kernel("aten::conv2d",
+        "aten::conv2d.padding",
+        "aten::conv1d",
+        "aten::conv1d.padding")
 def conv(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     return _convolution_nd(input, weight, bias, stride, padding, dilation, False, 0, groups)
 
 
-@kernel("aten::_convolution_mode(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, str padding, "
-        "SymInt[] dilation, SymInt groups) -> Tensor")
+@kernel("aten::_convolution_mode")
 def _convolution_mode(input, weight, bias, stride, padding, dilation, groups):
     """What jit.trace records for string padding ('same' / 'valid')."""
     return _convolution_nd(input, weight, bias, stride, padding, dilation, False, 0, groups)
 
 
-@kernel("aten::conv_transpose2d.input(Tensor input, Tensor weight, Tensor? bias=None, "
-        "SymInt[2] stride=[1, 1], SymInt[2] padding=[0, 0], SymInt[2] output_padding=[0, 0], "
-        "SymInt groups=1, SymInt[2] dilation=[1, 1]) -> Tensor",
-        "aten::conv_transpose1d(Tensor input, Tensor weight, Tensor? bias=None, SymInt[1] stride=[1], "
-        "SymInt[1] padding=[0], SymInt[1] output_padding=[0], SymInt groups=1, "
-        "SymInt[1] dilation=[1]) -> Tensor")
+@kernel("aten::conv_transpose2d.input",
+        "aten::conv_transpose1d")
 def conv_transpose(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
     return _convolution_nd(input, weight, bias, stride, padding, dilation, True, output_padding, groups)
 
 
-@kernel("aten::convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, "
-        "SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups) -> Tensor")
+@kernel("aten::convolution")
 def convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
     return _convolution_nd(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
 
 
-@kernel("aten::_convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, "
-        "SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups, bool benchmark, "
-        "bool deterministic, bool cudnn_enabled, bool allow_tf32) -> Tensor",
-        "aten::_convolution.deprecated(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, "
-        "SymInt[] padding, SymInt[] dilation, bool transposed, int[] output_padding, SymInt groups, "
-        "bool benchmark, bool deterministic, bool cudnn_enabled) -> Tensor")
+@kernel("aten::_convolution",
+        "aten::_convolution.deprecated")
 def _convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups, *flags):
     return _convolution_nd(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups)

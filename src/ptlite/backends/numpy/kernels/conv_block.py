@@ -25,7 +25,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ptlite.ir.registry import kernel
+from ptlite.backends.numpy.registry import kernel
+from ptlite.ops.conv_block import CONV2D_POINTWISE_DEPTHWISE
 
 from ._derived import derived
 from ._fastnp import tile_row
@@ -247,9 +248,7 @@ def _activate(rows: np.ndarray, activation: str, args: Sequence[float]) -> None:
         apply_activation(rows[a:a + step], activation, args)
 
 
-@kernel("ptlite::conv2d_pointwise_depthwise(Tensor input, Tensor pw_weight, Tensor? pw_bias, str pw_activation, "
-        "float[] pw_activation_args, Tensor dw_weight, Tensor? dw_bias, int[2] kernel_size, int[2] stride, "
-        "int[4] padding, int[2] dilation, str activation=\"none\", float[] activation_args=[]) -> Tensor", out=True)
+@kernel(CONV2D_POINTWISE_DEPTHWISE)
 def conv2d_pointwise_depthwise(input, pw_weight, pw_bias, pw_activation, pw_activation_args, dw_weight, dw_bias,
                                kernel_size, stride, padding, dilation, activation="none", activation_args=(), *,
                                out=None):

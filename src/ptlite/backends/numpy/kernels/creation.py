@@ -11,15 +11,12 @@ from typing import Any
 
 import numpy as np
 
+from ptlite.backends.numpy.registry import kernel
 from ptlite.ir.dtypes import to_numpy
-from ptlite.ir.registry import kernel
 
 from .elementwise import cast, scalar_dtype, write_into
 
 _F32 = np.dtype(np.float32)
-
-_FACTORY = "*, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None"
-_LIKE = _FACTORY + ", MemoryFormat? memory_format=None"
 
 
 def _dtype(dtype: int | None, default: np.dtype) -> np.dtype:
@@ -39,32 +36,32 @@ def _number(x: Any) -> Any:
 # Factories
 # ----------------------------------------------------------------------------------------------------
 
-@kernel(f"aten::zeros(SymInt[] size, {_FACTORY}) -> Tensor",
-        f"aten::empty.memory_format(SymInt[] size, {_LIKE}) -> Tensor")
+@kernel("aten::zeros",
+        "aten::empty.memory_format")
 def zeros(size: Any, dtype: int | None = None, layout: Any = None, device: Any = None,
           pin_memory: Any = None, memory_format: Any = None) -> np.ndarray:
     return np.zeros(_shape(size), _dtype(dtype, _F32))
 
 
-@kernel(f"aten::empty_strided(SymInt[] size, SymInt[] stride, {_FACTORY}) -> Tensor")
+@kernel("aten::empty_strided")
 def empty_strided(size: Any, stride: Any, dtype: int | None = None, layout: Any = None, device: Any = None,
                   pin_memory: Any = None) -> np.ndarray:
     return zeros(size, dtype)
 
 
-@kernel(f"aten::empty_permuted(SymInt[] size, int[] physical_layout, {_FACTORY}) -> Tensor")
+@kernel("aten::empty_permuted")
 def empty_permuted(size: Any, physical_layout: Any, dtype: int | None = None, layout: Any = None,
                    device: Any = None, pin_memory: Any = None) -> np.ndarray:
     return zeros(size, dtype)
 
 
-@kernel(f"aten::ones(SymInt[] size, {_FACTORY}) -> Tensor")
+@kernel("aten::ones")
 def ones(size: Any, dtype: int | None = None, layout: Any = None, device: Any = None,
          pin_memory: Any = None) -> np.ndarray:
     return np.ones(_shape(size), _dtype(dtype, _F32))
 
 
-@kernel(f"aten::full(SymInt[] size, Scalar fill_value, {_FACTORY}) -> Tensor")
+@kernel("aten::full")
 def full(size: Any, fill_value: Any, dtype: int | None = None, layout: Any = None, device: Any = None,
          pin_memory: Any = None) -> np.ndarray:
     fill_value = _number(fill_value)
@@ -72,7 +69,7 @@ def full(size: Any, fill_value: Any, dtype: int | None = None, layout: Any = Non
     return np.full(_shape(size), cast(fill_value, dt), dt)
 
 
-@kernel(f"aten::scalar_tensor(Scalar s, {_FACTORY}) -> Tensor")
+@kernel("aten::scalar_tensor")
 def scalar_tensor(s: Any, dtype: int | None = None, layout: Any = None, device: Any = None,
                   pin_memory: Any = None) -> np.ndarray:
     dt = _dtype(dtype, _F32)
@@ -98,28 +95,28 @@ def _arange(start: Any, end: Any, step: Any, dtype: int | None) -> np.ndarray:
     return values.astype(dt)
 
 
-@kernel(f"aten::arange(Scalar end, {_FACTORY}) -> Tensor")
+@kernel("aten::arange")
 def arange(end: Any, dtype: int | None = None, layout: Any = None, device: Any = None,
            pin_memory: Any = None) -> np.ndarray:
     return _arange(0, end, 1, dtype)
 
 
-@kernel(f"aten::arange.start(Scalar start, Scalar end, {_FACTORY}) -> Tensor")
+@kernel("aten::arange.start")
 def arange_start(start: Any, end: Any, dtype: int | None = None, layout: Any = None, device: Any = None,
                  pin_memory: Any = None) -> np.ndarray:
     return _arange(start, end, 1, dtype)
 
 
-@kernel(f"aten::arange.start_step(Scalar start, Scalar end, Scalar step=1, {_FACTORY}) -> Tensor")
+@kernel("aten::arange.start_step")
 def arange_start_step(start: Any, end: Any, step: Any = 1, dtype: int | None = None, layout: Any = None,
                       device: Any = None, pin_memory: Any = None) -> np.ndarray:
     return _arange(start, end, step, dtype)
 
 
-@kernel(f"aten::linspace(Scalar start, Scalar end, int steps, {_FACTORY}) -> Tensor",
-        f"aten::linspace.Tensor_Tensor(Tensor start, Tensor end, int steps, {_FACTORY}) -> Tensor",
-        f"aten::linspace.Tensor_Scalar(Tensor start, Scalar end, int steps, {_FACTORY}) -> Tensor",
-        f"aten::linspace.Scalar_Tensor(Scalar start, Tensor end, int steps, {_FACTORY}) -> Tensor")
+@kernel("aten::linspace",
+        "aten::linspace.Tensor_Tensor",
+        "aten::linspace.Tensor_Scalar",
+        "aten::linspace.Scalar_Tensor")
 def linspace(start: Any, end: Any, steps: int, dtype: int | None = None, layout: Any = None,
              device: Any = None, pin_memory: Any = None) -> np.ndarray:
     """Like torch: the first half counts up from start, the second half down from end (symmetric rounding)."""
@@ -142,10 +139,10 @@ def linspace(start: Any, end: Any, steps: int, dtype: int | None = None, layout:
     return out.astype(dt, copy=False)
 
 
-@kernel(f"aten::logspace(Scalar start, Scalar end, int steps, float base=10.0, {_FACTORY}) -> Tensor",
-        f"aten::logspace.Tensor_Tensor(Tensor start, Tensor end, int steps, float base=10.0, {_FACTORY}) -> Tensor",
-        f"aten::logspace.Tensor_Scalar(Tensor start, Scalar end, int steps, float base=10.0, {_FACTORY}) -> Tensor",
-        f"aten::logspace.Scalar_Tensor(Scalar start, Tensor end, int steps, float base=10.0, {_FACTORY}) -> Tensor")
+@kernel("aten::logspace",
+        "aten::logspace.Tensor_Tensor",
+        "aten::logspace.Tensor_Scalar",
+        "aten::logspace.Scalar_Tensor")
 def logspace(start: Any, end: Any, steps: int, base: float = 10.0, dtype: int | None = None, layout: Any = None,
              device: Any = None, pin_memory: Any = None) -> np.ndarray:
     """base ** (the exponents linspace would give), the powers taken in float64 as torch's CPU kernel does."""
@@ -165,13 +162,13 @@ def logspace(start: Any, end: Any, steps: int, base: float = 10.0, dtype: int | 
     return np.power(float(base), exponents).astype(dt)
 
 
-@kernel(f"aten::eye(SymInt n, {_FACTORY}) -> Tensor")
+@kernel("aten::eye")
 def eye(n: int, dtype: int | None = None, layout: Any = None, device: Any = None,
         pin_memory: Any = None) -> np.ndarray:
     return np.eye(n, dtype=_dtype(dtype, _F32))
 
 
-@kernel(f"aten::eye.m(SymInt n, SymInt m, {_FACTORY}) -> Tensor")
+@kernel("aten::eye.m")
 def eye_m(n: int, m: int, dtype: int | None = None, layout: Any = None, device: Any = None,
           pin_memory: Any = None) -> np.ndarray:
     return np.eye(n, m, dtype=_dtype(dtype, _F32))
@@ -188,30 +185,26 @@ def _infer_list_dtype(data: Any) -> np.dtype:
     return np.dtype(np.int64) if np.dtype(np.int64) in kinds else np.dtype(np.bool_)
 
 
-@kernel("aten::tensor(t[] data, *, ScalarType? dtype=None, Device? device=None, bool requires_grad=False) "
-        "-> Tensor",
-        "aten::as_tensor.list(t[] data, *, ScalarType? dtype=None, Device? device=None) -> Tensor")
+@kernel("aten::tensor",
+        "aten::as_tensor.list")
 def tensor(data: list, dtype: int | None = None, device: Any = None,
            requires_grad: bool = False) -> np.ndarray:
     return np.array(data, dtype=_dtype(dtype, _infer_list_dtype(data)))
 
 
-@kernel("aten::tensor.float(float t, *, ScalarType? dtype=None, Device? device=None, "
-        "bool requires_grad=False) -> Tensor",
-        "aten::tensor.int(int t, *, ScalarType? dtype=None, Device? device=None, bool requires_grad=False) "
-        "-> Tensor",
-        "aten::tensor.bool(bool t, *, ScalarType? dtype=None, Device? device=None, bool requires_grad=False) "
-        "-> Tensor",
-        "aten::as_tensor.float(float t, *, ScalarType? dtype=None, Device? device=None) -> Tensor",
-        "aten::as_tensor.int(int t, *, ScalarType? dtype=None, Device? device=None) -> Tensor",
-        "aten::as_tensor.bool(bool t, *, ScalarType? dtype=None, Device? device=None) -> Tensor")
+@kernel("aten::tensor.float",
+        "aten::tensor.int",
+        "aten::tensor.bool",
+        "aten::as_tensor.float",
+        "aten::as_tensor.int",
+        "aten::as_tensor.bool")
 def tensor_scalar(t: Any, dtype: int | None = None, device: Any = None,
                   requires_grad: bool = False) -> np.ndarray:
     dt = _dtype(dtype, scalar_dtype(t))
     return np.asarray(cast(t, dt))
 
 
-@kernel("aten::as_tensor(Tensor(a) data, *, ScalarType? dtype=None, Device? device=None) -> Tensor(b|a)")
+@kernel("aten::as_tensor")
 def as_tensor(data: np.ndarray, dtype: int | None = None, device: Any = None) -> np.ndarray:
     return data if dtype is None else data.astype(to_numpy(dtype), copy=False)
 
@@ -220,40 +213,40 @@ def as_tensor(data: np.ndarray, dtype: int | None = None, device: Any = None) ->
 # *_like and new_*
 # ----------------------------------------------------------------------------------------------------
 
-@kernel(f"aten::zeros_like(Tensor self, {_LIKE}) -> Tensor",
-        f"aten::empty_like(Tensor self, {_LIKE}) -> Tensor")
+@kernel("aten::zeros_like",
+        "aten::empty_like")
 def zeros_like(self: np.ndarray, dtype: int | None = None, layout: Any = None, device: Any = None,
                pin_memory: Any = None, memory_format: Any = None) -> np.ndarray:
     return np.zeros(self.shape, _dtype(dtype, self.dtype))
 
 
-@kernel(f"aten::ones_like(Tensor self, {_LIKE}) -> Tensor")
+@kernel("aten::ones_like")
 def ones_like(self: np.ndarray, dtype: int | None = None, layout: Any = None, device: Any = None,
               pin_memory: Any = None, memory_format: Any = None) -> np.ndarray:
     return np.ones(self.shape, _dtype(dtype, self.dtype))
 
 
-@kernel(f"aten::full_like(Tensor self, Scalar fill_value, {_LIKE}) -> Tensor")
+@kernel("aten::full_like")
 def full_like(self: np.ndarray, fill_value: Any, dtype: int | None = None, layout: Any = None,
               device: Any = None, pin_memory: Any = None, memory_format: Any = None) -> np.ndarray:
     dt = _dtype(dtype, self.dtype)
     return np.full(self.shape, cast(_number(fill_value), dt), dt)
 
 
-@kernel(f"aten::new_zeros(Tensor self, SymInt[] size, {_FACTORY}) -> Tensor",
-        f"aten::new_empty(Tensor self, SymInt[] size, {_FACTORY}) -> Tensor")
+@kernel("aten::new_zeros",
+        "aten::new_empty")
 def new_zeros(self: np.ndarray, size: Any, dtype: int | None = None, layout: Any = None, device: Any = None,
               pin_memory: Any = None) -> np.ndarray:
     return np.zeros(_shape(size), _dtype(dtype, self.dtype))
 
 
-@kernel(f"aten::new_ones(Tensor self, SymInt[] size, {_FACTORY}) -> Tensor")
+@kernel("aten::new_ones")
 def new_ones(self: np.ndarray, size: Any, dtype: int | None = None, layout: Any = None, device: Any = None,
              pin_memory: Any = None) -> np.ndarray:
     return np.ones(_shape(size), _dtype(dtype, self.dtype))
 
 
-@kernel(f"aten::new_full(Tensor self, SymInt[] size, Scalar fill_value, {_FACTORY}) -> Tensor")
+@kernel("aten::new_full")
 def new_full(self: np.ndarray, size: Any, fill_value: Any, dtype: int | None = None, layout: Any = None,
              device: Any = None, pin_memory: Any = None) -> np.ndarray:
     dt = _dtype(dtype, self.dtype)
@@ -274,63 +267,55 @@ def convert(self: np.ndarray, dt: np.dtype | None, copy: bool) -> np.ndarray:
     return self.astype(dt)
 
 
-@kernel("aten::to.dtype(Tensor(a) self, ScalarType dtype, bool non_blocking=False, bool copy=False, "
-        "MemoryFormat? memory_format=None) -> Tensor(a)")
+@kernel("aten::to.dtype")
 def to_dtype(self: np.ndarray, dtype: int, non_blocking: bool = False, copy: bool = False,
              memory_format: Any = None) -> np.ndarray:
     return convert(self, to_numpy(dtype), copy)
 
 
-@kernel("aten::to.device(Tensor(a) self, Device device, ScalarType dtype, bool non_blocking=False, "
-        "bool copy=False, MemoryFormat? memory_format=None) -> Tensor(a)")
+@kernel("aten::to.device")
 def to_device(self: np.ndarray, device: Any, dtype: int, non_blocking: bool = False, copy: bool = False,
               memory_format: Any = None) -> np.ndarray:
     return convert(self, to_numpy(dtype), copy)
 
 
-@kernel("aten::to.other(Tensor(a) self, Tensor other, bool non_blocking=False, bool copy=False, "
-        "MemoryFormat? memory_format=None) -> Tensor(a)")
+@kernel("aten::to.other")
 def to_other(self: np.ndarray, other: np.ndarray, non_blocking: bool = False, copy: bool = False,
              memory_format: Any = None) -> np.ndarray:
     return convert(self, other.dtype, copy)
 
 
-@kernel("aten::to.dtype_layout(Tensor(a) self, *, ScalarType? dtype=None, Layout? layout=None, "
-        "Device? device=None, bool? pin_memory=None, bool non_blocking=False, bool copy=False, "
-        "MemoryFormat? memory_format=None) -> Tensor(a)")
+@kernel("aten::to.dtype_layout")
 def to_dtype_layout(self: np.ndarray, dtype: int | None = None, layout: Any = None, device: Any = None,
                     pin_memory: Any = None, non_blocking: bool = False, copy: bool = False,
                     memory_format: Any = None) -> np.ndarray:
     return convert(self, None if dtype is None else to_numpy(dtype), copy)
 
 
-@kernel("aten::to.prim_Device(Tensor(a) self, Device? device, int? dtype=None, bool non_blocking=False, "
-        "bool copy=False) -> Tensor(b|a)")
+@kernel("aten::to.prim_Device")
 def to_prim_device(self: np.ndarray, device: Any, dtype: int | None = None, non_blocking: bool = False,
                    copy: bool = False) -> np.ndarray:
     return convert(self, None if dtype is None else to_numpy(dtype), copy)
 
 
-@kernel("aten::to.prim_dtype(Tensor(a) self, int? dtype=None, bool non_blocking=False, bool copy=False) "
-        "-> Tensor(b|a)")
+@kernel("aten::to.prim_dtype")
 def to_prim_dtype(self: np.ndarray, dtype: int | None = None, non_blocking: bool = False,
                   copy: bool = False) -> np.ndarray:
     return convert(self, None if dtype is None else to_numpy(dtype), copy)
 
 
-@kernel("aten::to.prim_other(Tensor(a) self, bool non_blocking=False, bool copy=False) -> Tensor(b|a)")
+@kernel("aten::to.prim_other")
 def to_prim_other(self: np.ndarray, non_blocking: bool = False, copy: bool = False) -> np.ndarray:
     return convert(self, None, copy)
 
 
-@kernel("aten::_to_copy(Tensor self, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, "
-        "bool? pin_memory=None, bool non_blocking=False, MemoryFormat? memory_format=None) -> Tensor")
+@kernel("aten::_to_copy")
 def to_copy(self: np.ndarray, dtype: int | None = None, layout: Any = None, device: Any = None,
             pin_memory: Any = None, non_blocking: bool = False, memory_format: Any = None) -> np.ndarray:
     return convert(self, None if dtype is None else to_numpy(dtype), True)
 
 
-@kernel("aten::type_as(Tensor self, Tensor other) -> Tensor")
+@kernel("aten::type_as")
 def type_as(self: np.ndarray, other: np.ndarray) -> np.ndarray:
     return convert(self, other.dtype, False)
 
@@ -339,24 +324,24 @@ def type_as(self: np.ndarray, other: np.ndarray) -> np.ndarray:
 # Triangles and fills
 # ----------------------------------------------------------------------------------------------------
 
-@kernel("aten::tril(Tensor self, SymInt diagonal=0) -> Tensor")
+@kernel("aten::tril")
 def tril(self: np.ndarray, diagonal: int = 0) -> np.ndarray:
     return np.tril(self, diagonal)
 
 
-@kernel("aten::triu(Tensor self, SymInt diagonal=0) -> Tensor")
+@kernel("aten::triu")
 def triu(self: np.ndarray, diagonal: int = 0) -> np.ndarray:
     return np.triu(self, diagonal)
 
 
-@kernel("aten::fill.Scalar(Tensor self, Scalar value) -> Tensor",
-        "aten::fill.Tensor(Tensor self, Tensor value) -> Tensor")
+@kernel("aten::fill.Scalar",
+        "aten::fill.Tensor")
 def fill(self: np.ndarray, value: Any) -> np.ndarray:
     return np.full(self.shape, cast(value, self.dtype), self.dtype)
 
 
-@kernel("aten::fill_.Scalar(Tensor(a!) self, Scalar value) -> Tensor(a!)",
-        "aten::fill_.Tensor(Tensor(a!) self, Tensor value) -> Tensor(a!)")
+@kernel("aten::fill_.Scalar",
+        "aten::fill_.Tensor")
 def fill_(self: np.ndarray, value: Any) -> np.ndarray:
     if not self.flags.writeable:
         return fill(self, value)
@@ -364,6 +349,6 @@ def fill_(self: np.ndarray, value: Any) -> np.ndarray:
     return self
 
 
-@kernel("aten::zero_(Tensor(a!) self) -> Tensor(a!)")
+@kernel("aten::zero_")
 def zero_(self: np.ndarray) -> np.ndarray:
     return write_into(self, np.zeros((), self.dtype))

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from ptlite.ir.registry import kernel
+from ptlite.backends.numpy.registry import kernel
 
 from ._layout import channel_broadcast, fits_out
 
@@ -197,8 +197,8 @@ def _scaled(other: Operand, alpha: Any, dt: np.dtype) -> Any:
     return np.multiply(y, cast(alpha, dt))
 
 
-@kernel("aten::add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor",
-        "aten::add.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor", out=True)
+@kernel("aten::add.Tensor",
+        "aten::add.Scalar")
 def add(self: Operand, other: Operand, alpha: Any = 1, *, out: np.ndarray | None = None) -> np.ndarray:
     """self + alpha * other; into `out` when given and the result (not float16) fits it exactly."""
     if alpha == 1 and isinstance(self, np.ndarray) and isinstance(other, np.ndarray) \
@@ -215,16 +215,16 @@ def add(self: Operand, other: Operand, alpha: Any = 1, *, out: np.ndarray | None
     return wrap(binary_ufunc(np.add, a, b))
 
 
-@kernel("aten::add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)",
-        "aten::add_.Scalar(Tensor(a!) self, Scalar other, Scalar alpha=1) -> Tensor(a!)")
+@kernel("aten::add_.Tensor",
+        "aten::add_.Scalar")
 def add_(self: np.ndarray, other: Operand, alpha: Any = 1) -> np.ndarray:
     if alpha != 1:
         other = _scaled(other, alpha, result_type(self, other))
     return _binary_(np.add, self, other)
 
 
-@kernel("aten::sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor",
-        "aten::sub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor")
+@kernel("aten::sub.Tensor",
+        "aten::sub.Scalar")
 def sub(self: Operand, other: Operand, alpha: Any = 1) -> np.ndarray:
     if alpha == 1 and isinstance(self, np.ndarray) and isinstance(other, np.ndarray) \
             and self.dtype == other.dtype and self.dtype != _F16:
@@ -235,16 +235,16 @@ def sub(self: Operand, other: Operand, alpha: Any = 1) -> np.ndarray:
     return wrap(binary_ufunc(np.subtract, cast(self, dt), _scaled(other, alpha, dt)))
 
 
-@kernel("aten::sub_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)",
-        "aten::sub_.Scalar(Tensor(a!) self, Scalar other, Scalar alpha=1) -> Tensor(a!)")
+@kernel("aten::sub_.Tensor",
+        "aten::sub_.Scalar")
 def sub_(self: np.ndarray, other: Operand, alpha: Any = 1) -> np.ndarray:
     if alpha != 1:
         other = _scaled(other, alpha, result_type(self, other))
     return _binary_(np.subtract, self, other)
 
 
-@kernel("aten::rsub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor",
-        "aten::rsub.Scalar(Tensor self, Scalar other, Scalar alpha=1) -> Tensor")
+@kernel("aten::rsub.Tensor",
+        "aten::rsub.Scalar")
 def rsub(self: Operand, other: Operand, alpha: Any = 1) -> np.ndarray:
     """other - alpha * self."""
     dt = result_type(self, other)
@@ -253,15 +253,15 @@ def rsub(self: Operand, other: Operand, alpha: Any = 1) -> np.ndarray:
     return wrap(binary_ufunc(np.subtract, cast(other, dt), _scaled(self, alpha, dt)))
 
 
-@kernel("aten::mul.Tensor(Tensor self, Tensor other) -> Tensor",
-        "aten::mul.Scalar(Tensor self, Scalar other) -> Tensor", out=True)
+@kernel("aten::mul.Tensor",
+        "aten::mul.Scalar")
 def mul(self: Operand, other: Operand, *, out: np.ndarray | None = None) -> np.ndarray:
     """self * other; into `out` when given, the operands share a dtype and the result fits it exactly."""
     return binary(np.multiply, self, other, out)
 
 
-@kernel("aten::mul_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)",
-        "aten::mul_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)")
+@kernel("aten::mul_.Tensor",
+        "aten::mul_.Scalar")
 def mul_(self: np.ndarray, other: Operand) -> np.ndarray:
     return _binary_(np.multiply, self, other)
 
@@ -288,10 +288,10 @@ def _divide(self: Operand, other: Operand, rounding_mode: str | None) -> np.ndar
     raise ValueError(f"div expected rounding_mode None, 'trunc' or 'floor', not {rounding_mode!r}")
 
 
-@kernel("aten::div.Tensor(Tensor self, Tensor other) -> Tensor",
-        "aten::div.Scalar(Tensor self, Scalar other) -> Tensor",
-        "aten::true_divide.Tensor(Tensor self, Tensor other) -> Tensor",
-        "aten::true_divide.Scalar(Tensor self, Scalar other) -> Tensor")
+@kernel("aten::div.Tensor",
+        "aten::div.Scalar",
+        "aten::true_divide.Tensor",
+        "aten::true_divide.Scalar")
 def div(self: Operand, other: Operand) -> np.ndarray:
     if isinstance(self, np.ndarray) and isinstance(other, np.ndarray) and self.dtype == other.dtype \
             and category(self.dtype) == 2:
@@ -300,43 +300,43 @@ def div(self: Operand, other: Operand) -> np.ndarray:
     return _divide(self, other, None)
 
 
-@kernel("aten::div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode) -> Tensor",
-        "aten::div.Scalar_mode(Tensor self, Scalar other, *, str? rounding_mode) -> Tensor")
+@kernel("aten::div.Tensor_mode",
+        "aten::div.Scalar_mode")
 def div_mode(self: Operand, other: Operand, rounding_mode: str | None = None) -> np.ndarray:
     return _divide(self, other, rounding_mode)
 
 
-@kernel("aten::div_.Tensor(Tensor(a!) self, Tensor other) -> Tensor(a!)",
-        "aten::div_.Scalar(Tensor(a!) self, Scalar other) -> Tensor(a!)")
+@kernel("aten::div_.Tensor",
+        "aten::div_.Scalar")
 def div_(self: np.ndarray, other: Operand) -> np.ndarray:
     if category(self.dtype) == 2 and result_type(self, other) == self.dtype:
         return _binary_(np.true_divide, self, other)
     return write_into(self, _divide(self, other, None))
 
 
-@kernel("aten::div_.Tensor_mode(Tensor(a!) self, Tensor other, *, str? rounding_mode) -> Tensor(a!)",
-        "aten::div_.Scalar_mode(Tensor(a!) self, Scalar other, *, str? rounding_mode) -> Tensor(a!)")
+@kernel("aten::div_.Tensor_mode",
+        "aten::div_.Scalar_mode")
 def div_mode_(self: np.ndarray, other: Operand, rounding_mode: str | None = None) -> np.ndarray:
     return write_into(self, _divide(self, other, rounding_mode))
 
 
-@kernel("aten::floor_divide(Tensor self, Tensor other) -> Tensor",
-        "aten::floor_divide.Scalar(Tensor self, Scalar other) -> Tensor")
+@kernel("aten::floor_divide",
+        "aten::floor_divide.Scalar")
 def floor_divide(self: Operand, other: Operand) -> np.ndarray:
     return _divide(self, other, "floor")
 
 
-@kernel("aten::remainder.Tensor(Tensor self, Tensor other) -> Tensor",
-        "aten::remainder.Scalar(Tensor self, Scalar other) -> Tensor",
-        "aten::remainder.Scalar_Tensor(Scalar self, Tensor other) -> Tensor")
+@kernel("aten::remainder.Tensor",
+        "aten::remainder.Scalar",
+        "aten::remainder.Scalar_Tensor")
 def remainder(self: Operand, other: Operand) -> np.ndarray:
     """Python-style modulo: the result takes the divisor's sign."""
     with np.errstate(divide="ignore", invalid="ignore"):
         return binary(np.remainder, self, other)
 
 
-@kernel("aten::fmod.Tensor(Tensor self, Tensor other) -> Tensor",
-        "aten::fmod.Scalar(Tensor self, Scalar other) -> Tensor")
+@kernel("aten::fmod.Tensor",
+        "aten::fmod.Scalar")
 def fmod(self: Operand, other: Operand) -> np.ndarray:
     """C-style modulo: the result takes the dividend's sign."""
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -359,34 +359,34 @@ def _pow(base: Operand, exponent: Operand) -> np.ndarray:
         return wrap(np.power(x, cast(exponent, dt)))
 
 
-@kernel("aten::pow.Tensor_Tensor(Tensor self, Tensor exponent) -> Tensor",
-        "aten::pow.Tensor_Scalar(Tensor self, Scalar exponent) -> Tensor",
-        "aten::pow.Scalar(Scalar self, Tensor exponent) -> Tensor")
+@kernel("aten::pow.Tensor_Tensor",
+        "aten::pow.Tensor_Scalar",
+        "aten::pow.Scalar")
 def power(self: Operand, exponent: Operand) -> np.ndarray:
     return _pow(self, exponent)
 
 
-@kernel("aten::pow_.Scalar(Tensor(a!) self, Scalar exponent) -> Tensor(a!)",
-        "aten::pow_.Tensor(Tensor(a!) self, Tensor exponent) -> Tensor(a!)")
+@kernel("aten::pow_.Scalar",
+        "aten::pow_.Tensor")
 def power_(self: np.ndarray, exponent: Operand) -> np.ndarray:
     return write_into(self, _pow(self, exponent))
 
 
-@kernel("aten::minimum(Tensor self, Tensor other) -> Tensor")
+@kernel("aten::minimum")
 def minimum(self: np.ndarray, other: np.ndarray) -> np.ndarray:
     return binary(np.minimum, self, other)
 
 
-@kernel("aten::maximum(Tensor self, Tensor other) -> Tensor")
+@kernel("aten::maximum")
 def maximum(self: np.ndarray, other: np.ndarray) -> np.ndarray:
     return binary(np.maximum, self, other)
 
 
-@kernel("aten::fmin(Tensor self, Tensor other) -> Tensor")
+@kernel("aten::fmin")
 def fmin(self: np.ndarray, other: np.ndarray) -> np.ndarray:
     return binary(np.fmin, self, other)
 
 
-@kernel("aten::fmax(Tensor self, Tensor other) -> Tensor")
+@kernel("aten::fmax")
 def fmax(self: np.ndarray, other: np.ndarray) -> np.ndarray:
     return binary(np.fmax, self, other)

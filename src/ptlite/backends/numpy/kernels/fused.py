@@ -7,13 +7,13 @@ from typing import Any
 
 import numpy as np
 
-from ptlite.ir.registry import kernel
+from ptlite.backends.numpy.registry import kernel
 
 from ._fastnp import clip
 from .elementwise import add, add_
 
 
-@kernel("aten::_add_relu.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor", out=True)
+@kernel("aten::_add_relu.Tensor")
 def add_relu(self: Any, other: Any, alpha: Any = 1, *, out: np.ndarray | None = None) -> np.ndarray:
     """relu(self + alpha * other) with add's type promotion; the relu runs in place on the sum (written into
     `out`, and returned, when the sum fits it: see add)."""
@@ -22,7 +22,7 @@ def add_relu(self: Any, other: Any, alpha: Any = 1, *, out: np.ndarray | None = 
     return out
 
 
-@kernel("aten::_add_relu_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1) -> Tensor(a!)")
+@kernel("aten::_add_relu_.Tensor")
 def add_relu_(self: np.ndarray, other: Any, alpha: Any = 1) -> np.ndarray:
     """self = relu(self + alpha * other), in place (add_ then relu_, as torch.export writes residual blocks)."""
     add_(self, other, alpha)

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from ptlite.ir.registry import kernel
+from ptlite.backends.numpy.registry import kernel
 
 from .elementwise import cast, write_into
 from .reshape import wrap_dim
@@ -27,8 +27,8 @@ def _index_key(indices: list[np.ndarray | None]) -> tuple:
     return tuple(key)
 
 
-@kernel("aten::index.Tensor(Tensor self, Tensor?[] indices) -> Tensor",
-        "aten::index.Tensor_hacked_twin(Tensor self, Tensor[] indices) -> Tensor")
+@kernel("aten::index.Tensor",
+        "aten::index.Tensor_hacked_twin")
 def index(self: np.ndarray, indices: list[np.ndarray | None]) -> np.ndarray:
     out = np.asarray(self[_index_key(indices)])
     return out.copy() if np.may_share_memory(out, self) else out
@@ -46,32 +46,28 @@ def _put(self: np.ndarray, indices: list[np.ndarray | None], values: np.ndarray,
     return self
 
 
-@kernel("aten::index_put_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False) "
-        "-> Tensor(a!)",
-        "aten::index_put_.hacked_twin(Tensor(a!) self, Tensor[] indices, Tensor values, "
-        "bool accumulate=False) -> Tensor(a!)")
+@kernel("aten::index_put_",
+        "aten::index_put_.hacked_twin")
 def index_put_(self: np.ndarray, indices: list[np.ndarray | None], values: np.ndarray,
                accumulate: bool = False) -> np.ndarray:
     target = self if self.flags.writeable else self.copy()
     return _put(target, indices, values, accumulate)
 
 
-@kernel("aten::_index_put_impl_(Tensor(a!) self, Tensor?[] indices, Tensor values, bool accumulate=False, "
-        "bool unsafe=False) -> Tensor(a!)")
+@kernel("aten::_index_put_impl_")
 def index_put_impl_(self: np.ndarray, indices: list[np.ndarray | None], values: np.ndarray,
                     accumulate: bool = False, unsafe: bool = False) -> np.ndarray:
     return index_put_(self, indices, values, accumulate)
 
 
-@kernel("aten::index_put(Tensor self, Tensor?[] indices, Tensor values, bool accumulate=False) -> Tensor",
-        "aten::index_put.hacked_twin(Tensor self, Tensor[] indices, Tensor values, bool accumulate=False) "
-        "-> Tensor")
+@kernel("aten::index_put",
+        "aten::index_put.hacked_twin")
 def index_put(self: np.ndarray, indices: list[np.ndarray | None], values: np.ndarray,
               accumulate: bool = False) -> np.ndarray:
     return _put(self.copy(), indices, values, accumulate)
 
 
-@kernel("aten::index_select(Tensor self, int dim, Tensor index) -> Tensor")
+@kernel("aten::index_select")
 def index_select(self: np.ndarray, dim: int, index: np.ndarray) -> np.ndarray:
     if self.ndim == 0:
         wrap_dim(dim, 0)
@@ -79,15 +75,14 @@ def index_select(self: np.ndarray, dim: int, index: np.ndarray) -> np.ndarray:
     return np.take(self, index.reshape(-1), axis=wrap_dim(dim, self.ndim))
 
 
-@kernel("aten::embedding(Tensor weight, Tensor indices, SymInt padding_idx=-1, "
-        "bool scale_grad_by_freq=False, bool sparse=False) -> Tensor")
+@kernel("aten::embedding")
 def embedding(weight: np.ndarray, indices: np.ndarray, padding_idx: int = -1,
               scale_grad_by_freq: bool = False, sparse: bool = False) -> np.ndarray:
     """Rows of weight. padding_idx only matters for gradients, so the forward pass ignores it."""
     return np.take(weight, indices, axis=0)
 
 
-@kernel("aten::take(Tensor self, Tensor index) -> Tensor")
+@kernel("aten::take")
 def take(self: np.ndarray, index: np.ndarray) -> np.ndarray:
     return np.asarray(np.take(self.reshape(-1), index))
 
@@ -108,7 +103,7 @@ def _scatter_key(index: np.ndarray, axis: int) -> tuple:
     return tuple(key)
 
 
-@kernel("aten::gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor")
+@kernel("aten::gather")
 def gather(self: np.ndarray, dim: int, index: np.ndarray, sparse_grad: bool = False) -> np.ndarray:
     if self.ndim == 0:
         wrap_dim(dim, 0)
@@ -143,37 +138,36 @@ def _scatter(self: np.ndarray, dim: int, index: np.ndarray, src: Any, reduce: st
     return out
 
 
-@kernel("aten::scatter.src(Tensor self, int dim, Tensor index, Tensor src) -> Tensor",
-        "aten::scatter.value(Tensor self, int dim, Tensor index, Scalar value) -> Tensor")
+@kernel("aten::scatter.src",
+        "aten::scatter.value")
 def scatter(self: np.ndarray, dim: int, index: np.ndarray, src: Any) -> np.ndarray:
     return _scatter(self, dim, index, src, None)
 
 
-@kernel("aten::scatter.reduce(Tensor self, int dim, Tensor index, Tensor src, *, str reduce) -> Tensor",
-        "aten::scatter.value_reduce(Tensor self, int dim, Tensor index, Scalar value, *, str reduce) "
-        "-> Tensor")
+@kernel("aten::scatter.reduce",
+        "aten::scatter.value_reduce")
 def scatter_reduce(self: np.ndarray, dim: int, index: np.ndarray, src: Any, reduce: str) -> np.ndarray:
     return _scatter(self, dim, index, src, reduce)
 
 
-@kernel("aten::scatter_add(Tensor self, int dim, Tensor index, Tensor src) -> Tensor")
+@kernel("aten::scatter_add")
 def scatter_add(self: np.ndarray, dim: int, index: np.ndarray, src: np.ndarray) -> np.ndarray:
     return _scatter(self, dim, index, src, "add")
 
 
-@kernel("aten::scatter_.src(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)",
-        "aten::scatter_.value(Tensor(a!) self, int dim, Tensor index, Scalar value) -> Tensor(a!)")
+@kernel("aten::scatter_.src",
+        "aten::scatter_.value")
 def scatter_(self: np.ndarray, dim: int, index: np.ndarray, src: Any) -> np.ndarray:
     return write_into(self, _scatter(self, dim, index, src, None))
 
 
-@kernel("aten::scatter_add_(Tensor(a!) self, int dim, Tensor index, Tensor src) -> Tensor(a!)")
+@kernel("aten::scatter_add_")
 def scatter_add_(self: np.ndarray, dim: int, index: np.ndarray, src: np.ndarray) -> np.ndarray:
     return write_into(self, _scatter(self, dim, index, src, "add"))
 
 
-@kernel("aten::index_fill.int_Scalar(Tensor self, int dim, Tensor index, Scalar value) -> Tensor",
-        "aten::index_fill.int_Tensor(Tensor self, int dim, Tensor index, Tensor value) -> Tensor")
+@kernel("aten::index_fill.int_Scalar",
+        "aten::index_fill.int_Tensor")
 def index_fill(self: np.ndarray, dim: int, index: np.ndarray, value: Any) -> np.ndarray:
     out = self.copy()
     if out.ndim == 0:
@@ -187,13 +181,13 @@ def index_fill(self: np.ndarray, dim: int, index: np.ndarray, value: Any) -> np.
 # Masks
 # ----------------------------------------------------------------------------------------------------
 
-@kernel("aten::masked_select(Tensor self, Tensor mask) -> Tensor")
+@kernel("aten::masked_select")
 def masked_select(self: np.ndarray, mask: np.ndarray) -> np.ndarray:
     values, keep = np.broadcast_arrays(self, mask)
     return values[keep.astype(np.bool_, copy=False)]
 
 
-@kernel("aten::masked_scatter(Tensor self, Tensor mask, Tensor source) -> Tensor")
+@kernel("aten::masked_scatter")
 def masked_scatter(self: np.ndarray, mask: np.ndarray, source: np.ndarray) -> np.ndarray:
     out_shape = np.broadcast_shapes(self.shape, mask.shape)
     out = np.broadcast_to(self, out_shape).copy()
@@ -202,7 +196,7 @@ def masked_scatter(self: np.ndarray, mask: np.ndarray, source: np.ndarray) -> np
     return out
 
 
-@kernel("aten::nonzero(Tensor self) -> Tensor")
+@kernel("aten::nonzero")
 def nonzero(self: np.ndarray) -> np.ndarray:
     return np.argwhere(self).astype(_I64, copy=False)
 
@@ -211,7 +205,7 @@ def nonzero(self: np.ndarray) -> np.ndarray:
 # copy
 # ----------------------------------------------------------------------------------------------------
 
-@kernel("aten::copy_(Tensor(a!) self, Tensor src, bool non_blocking=False) -> Tensor(a!)")
+@kernel("aten::copy_")
 def copy_(self: np.ndarray, src: np.ndarray, non_blocking: bool = False) -> np.ndarray:
     """Copy src (broadcast, converted to self's dtype) into self. Any dtype conversion is allowed here."""
     if not self.flags.writeable:
@@ -220,7 +214,7 @@ def copy_(self: np.ndarray, src: np.ndarray, non_blocking: bool = False) -> np.n
     return self
 
 
-@kernel("aten::copy(Tensor self, Tensor src, bool non_blocking=False) -> Tensor")
+@kernel("aten::copy")
 def copy(self: np.ndarray, src: np.ndarray, non_blocking: bool = False) -> np.ndarray:
     out = np.empty(self.shape, self.dtype)
     np.copyto(out, src, casting="unsafe")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ptlite.ir.registry import kernel
+from ptlite.backends.numpy.registry import kernel
 
 
 def _add_into(out: np.ndarray, other) -> np.ndarray:
@@ -35,40 +35,39 @@ def _scaled(value: np.ndarray, factor) -> np.ndarray:
     return np.multiply(value, factor, out=value, casting="same_kind")
 
 
-@kernel("aten::linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor")
+@kernel("aten::linear")
 def linear(input, weight, bias=None):
     """input @ weight.T + bias, over any number of leading dimensions (one GEMM for all of them)."""
     out = _matmul(input, weight.T)
     return out if bias is None else _add_into(out, bias)
 
 
-@kernel("aten::matmul(Tensor self, Tensor other) -> Tensor")
+@kernel("aten::matmul")
 def matmul(self, other):
     return _matmul(self, other)
 
 
-@kernel("aten::mm(Tensor self, Tensor mat2) -> Tensor",
-        "aten::bmm(Tensor self, Tensor mat2) -> Tensor")
+@kernel("aten::mm",
+        "aten::bmm")
 def mm(self, mat2):
     if self.ndim != mat2.ndim or self.ndim not in (2, 3):
         raise ValueError(f"mm/bmm expect two 2-D or two 3-D tensors, got {self.shape} and {mat2.shape}")
     return np.matmul(self, mat2)
 
 
-@kernel("aten::mv(Tensor self, Tensor vec) -> Tensor")
+@kernel("aten::mv")
 def mv(self, vec):
     return np.matmul(self, vec)
 
 
-@kernel("aten::dot(Tensor self, Tensor tensor) -> Tensor")
+@kernel("aten::dot")
 def dot(self, tensor):
     return np.asarray(np.dot(self, tensor))
 
 
-@kernel("aten::addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, Scalar alpha=1) -> Tensor",
-        "aten::baddbmm(Tensor self, Tensor batch1, Tensor batch2, *, Scalar beta=1, "
-        "Scalar alpha=1) -> Tensor",
-        "aten::addmv(Tensor self, Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=1) -> Tensor")
+@kernel("aten::addmm",
+        "aten::baddbmm",
+        "aten::addmv")
 def addmm(self, mat1, mat2, beta=1, alpha=1):
     """beta * self + alpha * (mat1 @ mat2); with beta == 0 self is ignored (NaNs in it do not propagate)."""
     out = _scaled(np.matmul(mat1, mat2), alpha)
@@ -77,13 +76,13 @@ def addmm(self, mat1, mat2, beta=1, alpha=1):
     return _add_into(out, self if beta == 1 else self * np.asarray(beta, dtype=out.dtype))
 
 
-@kernel("aten::t(Tensor(a) self) -> Tensor(a)")
+@kernel("aten::t")
 def t(self):
     if self.ndim > 2:
         raise ValueError(f"t() expects a tensor with <= 2 dimensions, got shape {self.shape}")
     return self.T
 
 
-@kernel("aten::einsum(str equation, Tensor[] tensors, *, int[]? path=None) -> Tensor")
+@kernel("aten::einsum")
 def einsum(equation, tensors, path=None):
     return np.asarray(np.einsum(equation.replace(" ", ""), *tensors, optimize=len(tensors) > 1))

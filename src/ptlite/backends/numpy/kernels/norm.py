@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ptlite.ir.registry import kernel
+from ptlite.backends.numpy.registry import kernel
 
 from ._layout import channel_broadcast, is_channels_last, nhwc_view
 
@@ -73,18 +73,15 @@ def _batch_norm(x, weight, bias, mean, var, eps):
     return _scale_shift(x, _per_channel(scale, x.ndim), _per_channel(shift, x.ndim))
 
 
-@kernel("aten::batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, "
-        "Tensor? running_var, bool training, float momentum, float eps, bool cudnn_enabled) -> Tensor")
+@kernel("aten::batch_norm")
 def batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled=True):
     """Running statistics when training=False; batch statistics otherwise (running buffers untouched)."""
     mean, var = _batch_norm_stats(_float(input), running_mean, running_var, training)
     return _batch_norm(input, weight, bias, mean, var, eps)
 
 
-@kernel("aten::native_batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, "
-        "Tensor? running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)",
-        "aten::_native_batch_norm_legit(Tensor input, Tensor? weight, Tensor? bias, Tensor(a!) running_mean, "
-        "Tensor(b!) running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)")
+@kernel("aten::native_batch_norm",
+        "aten::_native_batch_norm_legit")
 def native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps):
     """(output, saved mean, saved inverse std); the saved statistics are empty unless training."""
     x = _float(input)
@@ -96,15 +93,13 @@ def native_batch_norm(input, weight, bias, running_mean, running_var, training, 
     return out, empty, empty.copy()
 
 
-@kernel("aten::_native_batch_norm_legit.no_stats(Tensor input, Tensor? weight, Tensor? bias, bool training, "
-        "float momentum, float eps) -> (Tensor, Tensor, Tensor)")
+@kernel("aten::_native_batch_norm_legit.no_stats")
 def native_batch_norm_no_stats(input, weight, bias, training, momentum, eps):
     """Batch norm without running statistics (torch.export's decomposition of instance_norm)."""
     return native_batch_norm(input, weight, bias, None, None, True, momentum, eps)
 
 
-@kernel("aten::_native_batch_norm_legit_no_training(Tensor input, Tensor? weight, Tensor? bias, "
-        "Tensor running_mean, Tensor running_var, float momentum, float eps) -> (Tensor, Tensor, Tensor)")
+@kernel("aten::_native_batch_norm_legit_no_training")
 def native_batch_norm_no_training(input, weight, bias, running_mean, running_var, momentum, eps):
     return native_batch_norm(input, weight, bias, running_mean, running_var, False, momentum, eps)
 
@@ -127,14 +122,12 @@ def _layer_norm(x, normalized_shape: Sequence[int], weight, bias, eps):
     return out.reshape(x.shape), mean.reshape(stat_shape), rstd.reshape(stat_shape)
 
 
-@kernel("aten::layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight=None, Tensor? bias=None, "
-        "float eps=1.0000000000000001e-05, bool cudnn_enable=True) -> Tensor")
+@kernel("aten::layer_norm")
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5, cudnn_enable=True):
     return _layer_norm(input, normalized_shape, weight, bias, eps)[0]
 
 
-@kernel("aten::native_layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight, Tensor? bias, "
-        "float eps) -> (Tensor, Tensor, Tensor)")
+@kernel("aten::native_layer_norm")
 def native_layer_norm(input, normalized_shape, weight, bias, eps):
     return _layer_norm(input, normalized_shape, weight, bias, eps)
 
@@ -156,20 +149,17 @@ def _group_norm(x, groups: int, weight, bias, eps):
     return out, mean.reshape(n, groups), rstd.reshape(n, groups)
 
 
-@kernel("aten::group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None, "
-        "float eps=1.0000000000000001e-05, bool cudnn_enabled=True) -> Tensor")
+@kernel("aten::group_norm")
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5, cudnn_enabled=True):
     return _group_norm(input, int(num_groups), weight, bias, eps)[0]
 
 
-@kernel("aten::native_group_norm(Tensor input, Tensor? weight, Tensor? bias, SymInt N, SymInt C, SymInt HxW, "
-        "int group, float eps) -> (Tensor, Tensor, Tensor)")
+@kernel("aten::native_group_norm")
 def native_group_norm(input, weight, bias, N, C, HxW, group, eps):
     return _group_norm(input, int(group), weight, bias, eps)
 
 
-@kernel("aten::instance_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, "
-        "Tensor? running_var, bool use_input_stats, float momentum, float eps, bool cudnn_enabled) -> Tensor")
+@kernel("aten::instance_norm")
 def instance_norm(input, weight, bias, running_mean, running_var, use_input_stats, momentum, eps,
                   cudnn_enabled=True):
     """Per-sample, per-channel statistics (or the running ones when use_input_stats=False)."""

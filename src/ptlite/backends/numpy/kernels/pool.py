@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ptlite.ir.registry import kernel
+from ptlite.backends.numpy.registry import kernel
 
 from ._args import expand
 from ._layout import fits_out, from_nhwc, spatial_view
@@ -122,8 +122,7 @@ def _max_pool_geometry(x, ax, kernel_size, stride, padding, dilation, ceil_mode)
     return k, s, p, d, out_hw
 
 
-@kernel("aten::max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, "
-        "int[2] dilation=1, bool ceil_mode=False) -> Tensor", out=True)
+@kernel("aten::max_pool2d")
 def max_pool2d(self, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False, *, out=None):
     """Max over the taps of strided views of a padded buffer; channels-last in, channels-last out (into `out`, and
     returned, when it has the result's shape and dtype)."""
@@ -145,8 +144,7 @@ def _first_valid(n_out: int, s: int, p: int, d: int) -> np.ndarray:
     return np.where(start < 0, start - (start // d) * d, start)
 
 
-@kernel("aten::max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, "
-        "int[2] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)")
+@kernel("aten::max_pool2d_with_indices")
 def max_pool2d_with_indices(self, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
     """Max pooling that also returns, per output, the flat index h * W + w of the maximum in its plane."""
     x, ax, nhwc = spatial_view(self)
@@ -170,8 +168,7 @@ def max_pool2d_with_indices(self, kernel_size, stride=(), padding=0, dilation=1,
     return (from_nhwc(best), from_nhwc(index)) if nhwc else (best, index)
 
 
-@kernel("aten::max_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=[0], "
-        "int[1] dilation=[1], bool ceil_mode=False) -> Tensor")
+@kernel("aten::max_pool1d")
 def max_pool1d(self, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
     k = expand(kernel_size, 1, "kernel_size")[0]
     s = expand(stride, 1, "stride")[0] if _given(stride) else k
@@ -189,8 +186,7 @@ def _avg_divisors(size, k, s, p, n_out, count_include_pad):
     return np.minimum(end, size) - np.maximum(start, 0)
 
 
-@kernel("aten::avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, "
-        "bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor")
+@kernel("aten::avg_pool2d")
 def avg_pool2d(self, kernel_size, stride=(), padding=0, ceil_mode=False, count_include_pad=True,
                divisor_override=None):
     x, ax, nhwc = spatial_view(self)
@@ -214,8 +210,7 @@ def avg_pool2d(self, kernel_size, stride=(), padding=0, ceil_mode=False, count_i
     return from_nhwc(out) if nhwc else out
 
 
-@kernel("aten::avg_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=[0], "
-        "bool ceil_mode=False, bool count_include_pad=True) -> Tensor")
+@kernel("aten::avg_pool1d")
 def avg_pool1d(self, kernel_size, stride=(), padding=0, ceil_mode=False, count_include_pad=True):
     k = expand(kernel_size, 1, "kernel_size")[0]
     s = expand(stride, 1, "stride")[0] if _given(stride) else k
@@ -258,8 +253,8 @@ def _adaptive_avg_nhwc(v: np.ndarray, ho: int, wo: int) -> np.ndarray:
     return np.matmul(a_h, cols.reshape(n, h, wo * c)).reshape(n, ho, wo, c)
 
 
-@kernel("aten::adaptive_avg_pool2d(Tensor self, SymInt[2] output_size) -> Tensor",
-        "aten::_adaptive_avg_pool2d(Tensor self, SymInt[2] output_size) -> Tensor", out=True)
+@kernel("aten::adaptive_avg_pool2d",
+        "aten::_adaptive_avg_pool2d")
 def adaptive_avg_pool2d(self, output_size, *, out=None):
     """Adaptive average pooling; into `out` (returned) when it has the result's shape and dtype: global pooling of
     a channels-last image divides into it, other cases copy their (pooled, so smaller) result there."""
@@ -297,7 +292,7 @@ def _adaptive_avg_pool2d(x: np.ndarray, v: np.ndarray, nhwc: bool, ho: int, wo: 
     return np.matmul(a_h, cols).reshape(lead + (ho, wo))
 
 
-@kernel("aten::adaptive_avg_pool1d(Tensor self, int[1] output_size) -> Tensor")
+@kernel("aten::adaptive_avg_pool1d")
 def adaptive_avg_pool1d(self, output_size):
     return adaptive_avg_pool2d(self[..., None, :], [1, expand(output_size, 1)[0]])[..., 0, :]
 
@@ -310,7 +305,7 @@ def _window_index(size: int, n_out: int) -> np.ndarray:
     return np.minimum(idx, (end - 1)[:, None])
 
 
-@kernel("aten::adaptive_max_pool2d(Tensor self, int[2] output_size) -> (Tensor, Tensor)")
+@kernel("aten::adaptive_max_pool2d")
 def adaptive_max_pool2d(self, output_size):
     """Gathers every adaptive window (padded by repeating an index, harmless to max) and reduces it."""
     ho, wo = _output_hw(self, output_size)
@@ -335,7 +330,7 @@ def adaptive_max_pool2d(self, output_size):
     return (from_nhwc(values), from_nhwc(index)) if nhwc else (values, index)
 
 
-@kernel("aten::adaptive_max_pool1d(Tensor self, int[1] output_size) -> (Tensor, Tensor)")
+@kernel("aten::adaptive_max_pool1d")
 def adaptive_max_pool1d(self, output_size):
     values, index = adaptive_max_pool2d(self[..., None, :], [1, expand(output_size, 1)[0]])
     return values[..., 0, :], index[..., 0, :]

@@ -22,7 +22,8 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from ptlite.ir.registry import kernel
+from ptlite.backends.numpy.registry import kernel
+from ptlite.ops.prepacked import CONV2D_PREPACKED, LINEAR_PREPACKED
 
 from ._fastnp import clip, strided_view, tile_cols, tile_row
 from ._layout import fits_out, from_nhwc, nhwc_view, to_nhwc
@@ -392,9 +393,7 @@ def conv2d_prepacked_nhwc(xh: np.ndarray, weight: np.ndarray, bias: np.ndarray |
     return out
 
 
-@kernel("ptlite::conv2d_prepacked(Tensor input, Tensor weight, Tensor? bias, int[2] kernel_size, int[2] stride, "
-        "int[4] padding, int[2] dilation, int groups, str activation=\"none\", float[] activation_args=[]) -> Tensor",
-        out=True)
+@kernel(CONV2D_PREPACKED)
 def conv2d_prepacked(input, weight, bias, kernel_size, stride, padding, dilation, groups, activation="none",
                      activation_args=(), *, out=None):
     """2-D convolution by a prepacked weight (layouts in the module docstring); padding is top, bottom, left,
@@ -498,8 +497,7 @@ def _conv_few_channels(x, weight, bias, kernel_hw, stride, pads, dilation, activ
     return out
 
 
-@kernel("ptlite::linear_prepacked(Tensor input, Tensor weight, Tensor? bias, str activation=\"none\", "
-        "float[] activation_args=[]) -> Tensor", out=True)
+@kernel(LINEAR_PREPACKED)
 def linear_prepacked(input, weight, bias, activation="none", activation_args=(), *, out=None):
     """y = input @ weight + bias with weight stored (in_features, out_features), activation fused; written into
     `out` (and returned) when it is a C-contiguous array of the result's shape and dtype."""

@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 
+from ptlite.backends.numpy.registry import kernel
 from ptlite.ir.dtypes import to_numpy
-from ptlite.ir.registry import kernel
 
 from ._sums import fast_sum
 from .elementwise import as_float, maximum, minimum, wrap
@@ -54,18 +54,17 @@ def _float_input(x: np.ndarray, dtype: int | None, op: str) -> np.ndarray:
 # sum, mean, prod
 # ----------------------------------------------------------------------------------------------------
 
-@kernel("aten::sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) "
-        "-> Tensor")
+@kernel("aten::sum.dim_IntList")
 def sum_dim(self: np.ndarray, dim: Dims, keepdim: bool = False, dtype: int | None = None) -> np.ndarray:
     return fast_sum(_integers_as_int64(self, dtype), axes(dim, self.ndim), keepdim)
 
 
-@kernel("aten::sum(Tensor self, *, ScalarType? dtype=None) -> Tensor")
+@kernel("aten::sum")
 def sum_all(self: np.ndarray, dtype: int | None = None) -> np.ndarray:
     return fast_sum(_integers_as_int64(self, dtype), None, False)
 
 
-@kernel("aten::mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor")
+@kernel("aten::mean.dim")
 def mean_dim(self: np.ndarray, dim: Dims, keepdim: bool = False, dtype: int | None = None) -> np.ndarray:
     x = _float_input(self, dtype, "mean")
     axis = axes(dim, self.ndim)
@@ -75,17 +74,17 @@ def mean_dim(self: np.ndarray, dim: Dims, keepdim: bool = False, dtype: int | No
         return np.true_divide(total, x.dtype.type(count), out=total)
 
 
-@kernel("aten::mean(Tensor self, *, ScalarType? dtype=None) -> Tensor")
+@kernel("aten::mean")
 def mean_all(self: np.ndarray, dtype: int | None = None) -> np.ndarray:
     return mean_dim(self, None, False, dtype)
 
 
-@kernel("aten::prod(Tensor self, *, ScalarType? dtype=None) -> Tensor")
+@kernel("aten::prod")
 def prod_all(self: np.ndarray, dtype: int | None = None) -> np.ndarray:
     return wrap(np.prod(_integers_as_int64(self, dtype)))
 
 
-@kernel("aten::prod.dim_int(Tensor self, int dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor")
+@kernel("aten::prod.dim_int")
 def prod_dim(self: np.ndarray, dim: int, keepdim: bool = False, dtype: int | None = None) -> np.ndarray:
     x = _integers_as_int64(self, dtype)
     return wrap(np.prod(x, axis=axes(dim, self.ndim), keepdims=keepdim))
@@ -95,18 +94,18 @@ def prod_dim(self: np.ndarray, dim: int, keepdim: bool = False, dtype: int | Non
 # max, min, amax, amin, argmax, argmin
 # ----------------------------------------------------------------------------------------------------
 
-@kernel("aten::max(Tensor self) -> Tensor")
+@kernel("aten::max")
 def max_all(self: np.ndarray) -> np.ndarray:
     return wrap(np.max(self))
 
 
-@kernel("aten::min(Tensor self) -> Tensor")
+@kernel("aten::min")
 def min_all(self: np.ndarray) -> np.ndarray:
     return wrap(np.min(self))
 
 
-kernel("aten::max.other(Tensor self, Tensor other) -> Tensor")(maximum)
-kernel("aten::min.other(Tensor self, Tensor other) -> Tensor")(minimum)
+kernel("aten::max.other")(maximum)
+kernel("aten::min.other")(minimum)
 
 
 def _extremum_dim(self: np.ndarray, dim: int, keepdim: bool, arg: Any, value: Any) -> tuple[np.ndarray, ...]:
@@ -118,22 +117,22 @@ def _extremum_dim(self: np.ndarray, dim: int, keepdim: bool, arg: Any, value: An
     return wrap(value(self, axis=axis, keepdims=keepdim)), wrap(indices)
 
 
-@kernel("aten::max.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)")
+@kernel("aten::max.dim")
 def max_dim(self: np.ndarray, dim: int, keepdim: bool = False) -> tuple[np.ndarray, ...]:
     return _extremum_dim(self, dim, keepdim, np.argmax, np.max)
 
 
-@kernel("aten::min.dim(Tensor self, int dim, bool keepdim=False) -> (Tensor values, Tensor indices)")
+@kernel("aten::min.dim")
 def min_dim(self: np.ndarray, dim: int, keepdim: bool = False) -> tuple[np.ndarray, ...]:
     return _extremum_dim(self, dim, keepdim, np.argmin, np.min)
 
 
-@kernel("aten::amax(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor")
+@kernel("aten::amax")
 def amax(self: np.ndarray, dim: Dims = (), keepdim: bool = False) -> np.ndarray:
     return wrap(np.max(self, axis=axes(dim, self.ndim), keepdims=keepdim))
 
 
-@kernel("aten::amin(Tensor self, int[1] dim=[], bool keepdim=False) -> Tensor")
+@kernel("aten::amin")
 def amin(self: np.ndarray, dim: Dims = (), keepdim: bool = False) -> np.ndarray:
     return wrap(np.min(self, axis=axes(dim, self.ndim), keepdims=keepdim))
 
@@ -148,12 +147,12 @@ def _arg_extremum(fn: Any, self: np.ndarray, dim: int | None, keepdim: bool) -> 
     return wrap(fn(self, axis=axis, keepdims=keepdim).astype(_I64, copy=False))
 
 
-@kernel("aten::argmax(Tensor self, int? dim=None, bool keepdim=False) -> Tensor")
+@kernel("aten::argmax")
 def argmax(self: np.ndarray, dim: int | None = None, keepdim: bool = False) -> np.ndarray:
     return _arg_extremum(np.argmax, self, dim, keepdim)
 
 
-@kernel("aten::argmin(Tensor self, int? dim=None, bool keepdim=False) -> Tensor")
+@kernel("aten::argmin")
 def argmin(self: np.ndarray, dim: int | None = None, keepdim: bool = False) -> np.ndarray:
     return _arg_extremum(np.argmin, self, dim, keepdim)
 
@@ -168,24 +167,24 @@ def _logical_reduce(fn: Any, self: np.ndarray, dim: Dims, keepdim: bool) -> np.n
     return out.astype(np.uint8) if self.dtype == np.uint8 else out
 
 
-@kernel("aten::all(Tensor self) -> Tensor")
+@kernel("aten::all")
 def all_(self: np.ndarray) -> np.ndarray:
     return _logical_reduce(np.all, self, None, False)
 
 
-@kernel("aten::all.dim(Tensor self, int dim, bool keepdim=False) -> Tensor",
-        "aten::all.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor")
+@kernel("aten::all.dim",
+        "aten::all.dims")
 def all_dim(self: np.ndarray, dim: Dims = None, keepdim: bool = False) -> np.ndarray:
     return _logical_reduce(np.all, self, dim, keepdim)
 
 
-@kernel("aten::any(Tensor self) -> Tensor")
+@kernel("aten::any")
 def any_(self: np.ndarray) -> np.ndarray:
     return _logical_reduce(np.any, self, None, False)
 
 
-@kernel("aten::any.dim(Tensor self, int dim, bool keepdim=False) -> Tensor",
-        "aten::any.dims(Tensor self, int[]? dim=None, bool keepdim=False) -> Tensor")
+@kernel("aten::any.dim",
+        "aten::any.dims")
 def any_dim(self: np.ndarray, dim: Dims = None, keepdim: bool = False) -> np.ndarray:
     return _logical_reduce(np.any, self, dim, keepdim)
 
@@ -213,75 +212,69 @@ def _correction(unbiased: bool) -> int:
     return 1 if unbiased else 0
 
 
-@kernel("aten::var(Tensor self, bool unbiased=True) -> Tensor")
+@kernel("aten::var")
 def var(self: np.ndarray, unbiased: bool = True) -> np.ndarray:
     return _variance(self, None, _correction(unbiased), False)[0]
 
 
-@kernel("aten::var.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor")
+@kernel("aten::var.dim")
 def var_dim(self: np.ndarray, dim: Dims, unbiased: bool = True, keepdim: bool = False) -> np.ndarray:
     return _variance(self, dim, _correction(unbiased), keepdim)[0]
 
 
-@kernel("aten::var.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) "
-        "-> Tensor")
+@kernel("aten::var.correction")
 def var_correction(self: np.ndarray, dim: Dims = None, correction: Any = None,
                    keepdim: bool = False) -> np.ndarray:
     return _variance(self, dim, 1 if correction is None else correction, keepdim)[0]
 
 
-@kernel("aten::std(Tensor self, bool unbiased=True) -> Tensor")
+@kernel("aten::std")
 def std(self: np.ndarray, unbiased: bool = True) -> np.ndarray:
     return wrap(np.sqrt(var(self, unbiased)))
 
 
-@kernel("aten::std.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) -> Tensor")
+@kernel("aten::std.dim")
 def std_dim(self: np.ndarray, dim: Dims, unbiased: bool = True, keepdim: bool = False) -> np.ndarray:
     return wrap(np.sqrt(var_dim(self, dim, unbiased, keepdim)))
 
 
-@kernel("aten::std.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, bool keepdim=False) "
-        "-> Tensor")
+@kernel("aten::std.correction")
 def std_correction(self: np.ndarray, dim: Dims = None, correction: Any = None,
                    keepdim: bool = False) -> np.ndarray:
     return wrap(np.sqrt(var_correction(self, dim, correction, keepdim)))
 
 
-@kernel("aten::var_mean(Tensor self, bool unbiased=True) -> (Tensor, Tensor)")
+@kernel("aten::var_mean")
 def var_mean(self: np.ndarray, unbiased: bool = True) -> tuple[np.ndarray, np.ndarray]:
     return _variance(self, None, _correction(unbiased), False)
 
 
-@kernel("aten::var_mean.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) "
-        "-> (Tensor, Tensor)")
+@kernel("aten::var_mean.dim")
 def var_mean_dim(self: np.ndarray, dim: Dims, unbiased: bool = True,
                  keepdim: bool = False) -> tuple[np.ndarray, np.ndarray]:
     return _variance(self, dim, _correction(unbiased), keepdim)
 
 
-@kernel("aten::var_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, "
-        "bool keepdim=False) -> (Tensor, Tensor)")
+@kernel("aten::var_mean.correction")
 def var_mean_correction(self: np.ndarray, dim: Dims = None, correction: Any = None,
                         keepdim: bool = False) -> tuple[np.ndarray, np.ndarray]:
     return _variance(self, dim, 1 if correction is None else correction, keepdim)
 
 
-@kernel("aten::std_mean(Tensor self, bool unbiased=True) -> (Tensor, Tensor)")
+@kernel("aten::std_mean")
 def std_mean(self: np.ndarray, unbiased: bool = True) -> tuple[np.ndarray, np.ndarray]:
     v, m = var_mean(self, unbiased)
     return wrap(np.sqrt(v)), m
 
 
-@kernel("aten::std_mean.dim(Tensor self, int[1]? dim, bool unbiased=True, bool keepdim=False) "
-        "-> (Tensor, Tensor)")
+@kernel("aten::std_mean.dim")
 def std_mean_dim(self: np.ndarray, dim: Dims, unbiased: bool = True,
                  keepdim: bool = False) -> tuple[np.ndarray, np.ndarray]:
     v, m = var_mean_dim(self, dim, unbiased, keepdim)
     return wrap(np.sqrt(v)), m
 
 
-@kernel("aten::std_mean.correction(Tensor self, int[1]? dim=None, *, Scalar? correction=None, "
-        "bool keepdim=False) -> (Tensor, Tensor)")
+@kernel("aten::std_mean.correction")
 def std_mean_correction(self: np.ndarray, dim: Dims = None, correction: Any = None,
                         keepdim: bool = False) -> tuple[np.ndarray, np.ndarray]:
     v, m = var_mean_correction(self, dim, correction, keepdim)
@@ -312,36 +305,34 @@ def _vector_norm(x: np.ndarray, p: Any, dim: Dims, keepdim: bool) -> np.ndarray:
     return wrap(np.asarray(out, x.dtype))
 
 
-@kernel("aten::norm.Scalar(Tensor self, Scalar p=2) -> Tensor")
+@kernel("aten::norm.Scalar")
 def norm(self: np.ndarray, p: Any = 2) -> np.ndarray:
     return _vector_norm(as_float(self), p, None, False)
 
 
-@kernel("aten::norm.ScalarOpt_dim(Tensor self, Scalar? p, int[1] dim, bool keepdim=False) -> Tensor")
+@kernel("aten::norm.ScalarOpt_dim")
 def norm_dim(self: np.ndarray, p: Any, dim: Dims, keepdim: bool = False) -> np.ndarray:
     return _vector_norm(as_float(self), p, dim, keepdim)
 
 
-@kernel("aten::norm.ScalarOpt_dim_dtype(Tensor self, Scalar? p, int[1] dim, bool keepdim, *, "
-        "ScalarType dtype) -> Tensor")
+@kernel("aten::norm.ScalarOpt_dim_dtype")
 def norm_dim_dtype(self: np.ndarray, p: Any, dim: Dims, keepdim: bool, dtype: int) -> np.ndarray:
     return _vector_norm(self.astype(to_numpy(dtype), copy=False), p, dim, keepdim)
 
 
-@kernel("aten::norm.ScalarOpt_dtype(Tensor self, Scalar? p, *, ScalarType dtype) -> Tensor")
+@kernel("aten::norm.ScalarOpt_dtype")
 def norm_dtype(self: np.ndarray, p: Any, dtype: int) -> np.ndarray:
     return _vector_norm(self.astype(to_numpy(dtype), copy=False), p, None, False)
 
 
-@kernel("aten::linalg_vector_norm(Tensor self, Scalar ord=2, int[1]? dim=None, bool keepdim=False, *, "
-        "ScalarType? dtype=None) -> Tensor")
+@kernel("aten::linalg_vector_norm")
 def linalg_vector_norm(self: np.ndarray, ord: Any = 2, dim: Dims = None, keepdim: bool = False,
                        dtype: int | None = None) -> np.ndarray:
     x = as_float(self) if dtype is None else self.astype(to_numpy(dtype), copy=False)
     return _vector_norm(x, ord, dim, keepdim)
 
 
-@kernel("aten::logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor")
+@kernel("aten::logsumexp")
 def logsumexp(self: np.ndarray, dim: Dims, keepdim: bool = False) -> np.ndarray:
     x = as_float(self)
     axis = axes(dim, x.ndim)
@@ -369,11 +360,11 @@ def _cumulative(fn: Any, self: np.ndarray, dim: int, dtype: int | None) -> np.nd
     return fn(x, axis=axis)
 
 
-@kernel("aten::cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor")
+@kernel("aten::cumsum")
 def cumsum(self: np.ndarray, dim: int, dtype: int | None = None) -> np.ndarray:
     return _cumulative(np.cumsum, self, dim, dtype)
 
 
-@kernel("aten::cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor")
+@kernel("aten::cumprod")
 def cumprod(self: np.ndarray, dim: int, dtype: int | None = None) -> np.ndarray:
     return _cumulative(np.cumprod, self, dim, dtype)

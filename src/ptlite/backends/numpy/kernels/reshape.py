@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
+from ptlite.backends.numpy.registry import kernel
 from ptlite.ir.dtypes import to_numpy
-from ptlite.ir.registry import kernel
 
 
 def wrap_dim(dim: int, ndim: int) -> int:
@@ -28,30 +28,30 @@ def wrap_dim(dim: int, ndim: int) -> int:
 # Reshaping
 # ----------------------------------------------------------------------------------------------------
 
-@kernel("aten::view(Tensor(a) self, SymInt[] size) -> Tensor(a)",
-        "aten::reshape(Tensor(a) self, SymInt[] shape) -> Tensor(a)",
-        "aten::_unsafe_view(Tensor self, SymInt[] size) -> Tensor")
+@kernel("aten::view",
+        "aten::reshape",
+        "aten::_unsafe_view")
 def view(self: np.ndarray, size: list[int]) -> np.ndarray:
     return self.reshape(size)
 
 
-@kernel("aten::_reshape_alias(Tensor(a) self, SymInt[] size, SymInt[] stride) -> Tensor(a)")
+@kernel("aten::_reshape_alias")
 def reshape_alias(self: np.ndarray, size: list[int], stride: list[int]) -> np.ndarray:
     return self.reshape(size)
 
 
-@kernel("aten::view.dtype(Tensor(a) self, ScalarType dtype) -> Tensor(a)")
+@kernel("aten::view.dtype")
 def view_dtype(self: np.ndarray, dtype: int) -> np.ndarray:
     return self.view(to_numpy(dtype))
 
 
-@kernel("aten::view_as(Tensor(a) self, Tensor other) -> Tensor(a)",
-        "aten::reshape_as(Tensor(a) self, Tensor other) -> Tensor(a)")
+@kernel("aten::view_as",
+        "aten::reshape_as")
 def view_as(self: np.ndarray, other: np.ndarray) -> np.ndarray:
     return self.reshape(other.shape)
 
 
-@kernel("aten::flatten.using_ints(Tensor(a) self, int start_dim=0, int end_dim=-1) -> Tensor(a)")
+@kernel("aten::flatten.using_ints")
 def flatten(self: np.ndarray, start_dim: int = 0, end_dim: int = -1) -> np.ndarray:
     if self.ndim == 0:
         return self.reshape(1)
@@ -62,7 +62,7 @@ def flatten(self: np.ndarray, start_dim: int = 0, end_dim: int = -1) -> np.ndarr
     return self.reshape(shape[:start] + (math.prod(shape[start:end + 1]),) + shape[end + 1:])
 
 
-@kernel("aten::unflatten.int(Tensor(a) self, int dim, SymInt[] sizes) -> Tensor(a)")
+@kernel("aten::unflatten.int")
 def unflatten(self: np.ndarray, dim: int, sizes: list[int]) -> np.ndarray:
     d = wrap_dim(dim, self.ndim)
     sizes = list(sizes)
@@ -72,17 +72,17 @@ def unflatten(self: np.ndarray, dim: int, sizes: list[int]) -> np.ndarray:
     return self.reshape(self.shape[:d] + tuple(sizes) + self.shape[d + 1:])
 
 
-@kernel("aten::squeeze(Tensor(a) self) -> Tensor(a)")
+@kernel("aten::squeeze")
 def squeeze(self: np.ndarray) -> np.ndarray:
     return np.squeeze(self)
 
 
-@kernel("aten::squeeze.dim(Tensor(a) self, int dim) -> Tensor(a)")
+@kernel("aten::squeeze.dim")
 def squeeze_dim(self: np.ndarray, dim: int) -> np.ndarray:
     return squeeze_dims(self, [dim])
 
 
-@kernel("aten::squeeze.dims(Tensor(a) self, int[] dim) -> Tensor(a)")
+@kernel("aten::squeeze.dims")
 def squeeze_dims(self: np.ndarray, dim: list[int]) -> np.ndarray:
     dims = {wrap_dim(d, self.ndim) for d in ([dim] if isinstance(dim, int) else dim)}
     if self.ndim == 0:
@@ -90,18 +90,18 @@ def squeeze_dims(self: np.ndarray, dim: list[int]) -> np.ndarray:
     return np.squeeze(self, axis=tuple(d for d in sorted(dims) if self.shape[d] == 1))
 
 
-@kernel("aten::unsqueeze(Tensor(a) self, int dim) -> Tensor(a)")
+@kernel("aten::unsqueeze")
 def unsqueeze(self: np.ndarray, dim: int) -> np.ndarray:
     return np.expand_dims(self, wrap_dim(dim, self.ndim + 1))
 
 
-@kernel("aten::permute(Tensor(a) self, int[] dims) -> Tensor(a)")
+@kernel("aten::permute")
 def permute(self: np.ndarray, dims: list[int]) -> np.ndarray:
     return np.transpose(self, [wrap_dim(d, self.ndim) for d in dims]) if self.ndim else self[...]
 
 
-@kernel("aten::transpose.int(Tensor(a) self, int dim0, int dim1) -> Tensor(a)",
-        "aten::swapaxes(Tensor(a) self, int axis0, int axis1) -> Tensor(a)")
+@kernel("aten::transpose.int",
+        "aten::swapaxes")
 def transpose(self: np.ndarray, dim0: int, dim1: int) -> np.ndarray:
     if self.ndim == 0:
         wrap_dim(dim0, 0), wrap_dim(dim1, 0)
@@ -109,13 +109,13 @@ def transpose(self: np.ndarray, dim0: int, dim1: int) -> np.ndarray:
     return np.swapaxes(self, wrap_dim(dim0, self.ndim), wrap_dim(dim1, self.ndim))
 
 
-@kernel("aten::numpy_T(Tensor(a) self) -> Tensor(a)")
+@kernel("aten::numpy_T")
 def numpy_t(self: np.ndarray) -> np.ndarray:
     return self.T
 
 
-@kernel("aten::movedim.int(Tensor(a) self, int source, int destination) -> Tensor(a)",
-        "aten::movedim.intlist(Tensor(a) self, int[] source, int[] destination) -> Tensor(a)")
+@kernel("aten::movedim.int",
+        "aten::movedim.intlist")
 def movedim(self: np.ndarray, source: Any, destination: Any) -> np.ndarray:
     return np.moveaxis(self, source, destination)
 
@@ -124,24 +124,24 @@ def movedim(self: np.ndarray, source: Any, destination: Any) -> np.ndarray:
 # Aliases and copies
 # ----------------------------------------------------------------------------------------------------
 
-@kernel("aten::contiguous(Tensor(a) self, *, MemoryFormat memory_format=0) -> Tensor(a)")
+@kernel("aten::contiguous")
 def contiguous(self: np.ndarray, memory_format: int = 0) -> np.ndarray:
     return np.ascontiguousarray(self)
 
 
-@kernel("aten::clone(Tensor self, *, MemoryFormat? memory_format=None) -> Tensor")
+@kernel("aten::clone")
 def clone(self: np.ndarray, memory_format: int | None = None) -> np.ndarray:
     return np.array(self, copy=True)
 
 
-@kernel("aten::lift_fresh_copy(Tensor self) -> Tensor")
+@kernel("aten::lift_fresh_copy")
 def lift_fresh_copy(self: np.ndarray) -> np.ndarray:
     return np.array(self, copy=True)
 
 
-@kernel("aten::detach(Tensor(a) self) -> Tensor(a)",
-        "aten::detach_(Tensor(a!) self) -> Tensor(a!)",
-        "aten::alias(Tensor(a) self) -> Tensor(a)",
-        "aten::lift_fresh(Tensor(a) self) -> Tensor(a)")
+@kernel("aten::detach",
+        "aten::detach_",
+        "aten::alias",
+        "aten::lift_fresh")
 def alias(self: np.ndarray) -> np.ndarray:
     return self

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ptlite.ir.registry import kernel
+from ptlite.backends.numpy.registry import kernel
 
 from ._derived import derived
 
@@ -201,27 +201,23 @@ def _run(mode: str, x, h0, c0, params, has_biases, num_layers, bidirectional, ba
     return output, h_n, c_n
 
 
-@kernel("aten::lstm.input(Tensor input, Tensor[] hx, Tensor[] params, bool has_biases, int num_layers, "
-        "float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor, Tensor)")
+@kernel("aten::lstm.input")
 def lstm(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first):  # noqa: A002
     """Returns (output, h_n, c_n). Inter-layer dropout is not applied (inference)."""
     return _run("lstm", input, hx[0], hx[1], params, has_biases, num_layers, bidirectional, batch_first)
 
 
-@kernel("aten::gru.input(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, "
-        "float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor)")
+@kernel("aten::gru.input")
 def gru(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first):  # noqa: A002
     return _run("gru", input, hx, None, params, has_biases, num_layers, bidirectional, batch_first)[:2]
 
 
-@kernel("aten::rnn_tanh.input(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, "
-        "float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor)")
+@kernel("aten::rnn_tanh.input")
 def rnn_tanh(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first):  # noqa: A002
     return _run("rnn_tanh", input, hx, None, params, has_biases, num_layers, bidirectional, batch_first)[:2]
 
 
-@kernel("aten::rnn_relu.input(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, "
-        "float dropout, bool train, bool bidirectional, bool batch_first) -> (Tensor, Tensor)")
+@kernel("aten::rnn_relu.input")
 def rnn_relu(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first):  # noqa: A002
     return _run("rnn_relu", input, hx, None, params, has_biases, num_layers, bidirectional, batch_first)[:2]
 
@@ -239,25 +235,21 @@ def _cell(mode: str, x, h, c, w_ih, w_hh, b_ih, b_hh):
     return h_new[0], None if c_new is None else c_new[0]
 
 
-@kernel("aten::lstm_cell(Tensor input, Tensor[] hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, "
-        "Tensor? b_hh=None) -> (Tensor, Tensor)")
+@kernel("aten::lstm_cell")
 def lstm_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):  # noqa: A002
     return _cell("lstm", input, hx[0], hx[1], w_ih, w_hh, b_ih, b_hh)
 
 
-@kernel("aten::gru_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, "
-        "Tensor? b_hh=None) -> Tensor")
+@kernel("aten::gru_cell")
 def gru_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):  # noqa: A002
     return _cell("gru", input, hx, None, w_ih, w_hh, b_ih, b_hh)[0]
 
 
-@kernel("aten::rnn_tanh_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, "
-        "Tensor? b_hh=None) -> Tensor")
+@kernel("aten::rnn_tanh_cell")
 def rnn_tanh_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):  # noqa: A002
     return _cell("rnn_tanh", input, hx, None, w_ih, w_hh, b_ih, b_hh)[0]
 
 
-@kernel("aten::rnn_relu_cell(Tensor input, Tensor hx, Tensor w_ih, Tensor w_hh, Tensor? b_ih=None, "
-        "Tensor? b_hh=None) -> Tensor")
+@kernel("aten::rnn_relu_cell")
 def rnn_relu_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):  # noqa: A002
     return _cell("rnn_relu", input, hx, None, w_ih, w_hh, b_ih, b_hh)[0]

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from ptlite.ir.registry import kernel
+from ptlite.backends.numpy.registry import kernel
 
 from .elementwise import promote_types
 from .reshape import wrap_dim
@@ -33,8 +33,8 @@ def _common_dtype(tensors: list[np.ndarray]) -> np.dtype:
     return dt
 
 
-@kernel("aten::cat(Tensor[] tensors, int dim=0) -> Tensor",
-        "aten::concat(Tensor[] tensors, int dim=0) -> Tensor")
+@kernel("aten::cat",
+        "aten::concat")
 def cat(tensors: list[np.ndarray], dim: int = 0) -> np.ndarray:
     # torch (for backward compatibility) skips 1-d empty tensors whatever the other tensors' shapes.
     kept = [t for t in tensors if not (t.ndim == 1 and t.shape[0] == 0)]
@@ -44,18 +44,18 @@ def cat(tensors: list[np.ndarray], dim: int = 0) -> np.ndarray:
     return np.concatenate(kept, axis=axis, dtype=_common_dtype(tensors), casting="unsafe")
 
 
-@kernel("aten::stack(Tensor[] tensors, int dim=0) -> Tensor")
+@kernel("aten::stack")
 def stack(tensors: list[np.ndarray], dim: int = 0) -> np.ndarray:
     axis = wrap_dim(dim, tensors[0].ndim + 1)
     return np.stack(tensors, axis=axis, dtype=_common_dtype(tensors), casting="unsafe")
 
 
-@kernel("aten::hstack(Tensor[] tensors) -> Tensor")
+@kernel("aten::hstack")
 def hstack(tensors: list[np.ndarray]) -> np.ndarray:
     return np.hstack(tensors, dtype=_common_dtype(tensors), casting="unsafe")
 
 
-@kernel("aten::vstack(Tensor[] tensors) -> Tensor")
+@kernel("aten::vstack")
 def vstack(tensors: list[np.ndarray]) -> np.ndarray:
     return np.vstack(tensors, dtype=_common_dtype(tensors), casting="unsafe")
 
@@ -75,8 +75,8 @@ def _pieces(self: np.ndarray, dim: int, sizes: list[int]) -> list[np.ndarray]:
     return out
 
 
-@kernel("aten::split.Tensor(Tensor(a -> *) self, SymInt split_size, int dim=0) -> Tensor(a)[]",
-        "aten::unsafe_split.Tensor(Tensor self, SymInt split_size, int dim=0) -> Tensor[]")
+@kernel("aten::split.Tensor",
+        "aten::unsafe_split.Tensor")
 def split(self: np.ndarray, split_size: int, dim: int = 0) -> list[np.ndarray]:
     length = self.shape[wrap_dim(dim, self.ndim)]
     if split_size == 0:
@@ -85,15 +85,15 @@ def split(self: np.ndarray, split_size: int, dim: int = 0) -> list[np.ndarray]:
     return _pieces(self, dim, [split_size] * full + ([rest] if rest or not full else []))
 
 
-@kernel("aten::split.sizes(Tensor(a -> *) self, SymInt[] split_size, int dim=0) -> Tensor(a)[]",
-        "aten::split(Tensor(a -> *) self, int[] split_sizes, int dim=0) -> Tensor(a)[]",
-        "aten::split_with_sizes(Tensor(a -> *) self, SymInt[] split_sizes, int dim=0) -> Tensor(a)[]")
+@kernel("aten::split.sizes",
+        "aten::split",
+        "aten::split_with_sizes")
 def split_with_sizes(self: np.ndarray, split_sizes: list[int], dim: int = 0) -> list[np.ndarray]:
     return _pieces(self, dim, list(split_sizes))
 
 
-@kernel("aten::chunk(Tensor(a -> *) self, int chunks, int dim=0) -> Tensor(a)[]",
-        "aten::unsafe_chunk(Tensor self, int chunks, int dim=0) -> Tensor[]")
+@kernel("aten::chunk",
+        "aten::unsafe_chunk")
 def chunk(self: np.ndarray, chunks: int, dim: int = 0) -> list[np.ndarray]:
     if chunks <= 0:
         raise ValueError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
@@ -103,22 +103,21 @@ def chunk(self: np.ndarray, chunks: int, dim: int = 0) -> list[np.ndarray]:
     return split(self, -(-length // chunks), dim)
 
 
-@kernel("aten::tensor_split.sections(Tensor(a -> *) self, SymInt sections, int dim=0) -> Tensor(a)[]")
+@kernel("aten::tensor_split.sections")
 def tensor_split_sections(self: np.ndarray, sections: int, dim: int = 0) -> list[np.ndarray]:
     length = self.shape[wrap_dim(dim, self.ndim)]
     small, extra = divmod(length, sections)
     return _pieces(self, dim, [small + 1] * extra + [small] * (sections - extra))
 
 
-@kernel("aten::tensor_split.indices(Tensor(a -> *) self, SymInt[] indices, int dim=0) -> Tensor(a)[]")
+@kernel("aten::tensor_split.indices")
 def tensor_split_indices(self: np.ndarray, indices: list[int], dim: int = 0) -> list[np.ndarray]:
     axis = wrap_dim(dim, self.ndim)
     bounds = [0, *indices, self.shape[axis]]
     return [self[_along(axis, slice(a, max(a, b)))] for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
 
 
-@kernel("aten::tensor_split.tensor_indices_or_sections(Tensor(a -> *) self, "
-        "Tensor tensor_indices_or_sections, int dim=0) -> Tensor(a)[]")
+@kernel("aten::tensor_split.tensor_indices_or_sections")
 def tensor_split_tensor(self: np.ndarray, tensor_indices_or_sections: np.ndarray,
                         dim: int = 0) -> list[np.ndarray]:
     spec = tensor_indices_or_sections
@@ -127,7 +126,7 @@ def tensor_split_tensor(self: np.ndarray, tensor_indices_or_sections: np.ndarray
     return tensor_split_indices(self, [int(i) for i in spec], dim)
 
 
-@kernel("aten::unbind.int(Tensor(a -> *) self, int dim=0) -> Tensor(a)[]")
+@kernel("aten::unbind.int")
 def unbind(self: np.ndarray, dim: int = 0) -> list[np.ndarray]:
     axis = wrap_dim(dim, self.ndim)
     return [self[_along(axis, i)] for i in range(self.shape[axis])]
@@ -137,7 +136,7 @@ def unbind(self: np.ndarray, dim: int = 0) -> list[np.ndarray]:
 # Indexing views: select, slice, narrow
 # ----------------------------------------------------------------------------------------------------
 
-@kernel("aten::select.int(Tensor(a) self, int dim, SymInt index) -> Tensor(a)")
+@kernel("aten::select.int")
 def select(self: np.ndarray, dim: int, index: int) -> np.ndarray:
     axis = wrap_dim(dim, self.ndim)
     size = self.shape[axis]
@@ -146,8 +145,7 @@ def select(self: np.ndarray, dim: int, index: int) -> np.ndarray:
     return self[_along(axis, index)]
 
 
-@kernel("aten::slice.Tensor(Tensor(a) self, int dim=0, SymInt? start=None, SymInt? end=None, SymInt step=1) "
-        "-> Tensor(a)")
+@kernel("aten::slice.Tensor")
 def slice_(self: np.ndarray, dim: int = 0, start: int | None = None, end: int | None = None,
            step: int = 1) -> np.ndarray:
     if step <= 0:
@@ -155,8 +153,8 @@ def slice_(self: np.ndarray, dim: int = 0, start: int | None = None, end: int | 
     return self[_along(wrap_dim(dim, self.ndim), slice(start, end, step))]
 
 
-@kernel("aten::narrow(Tensor(a) self, int dim, SymInt start, SymInt length) -> Tensor(a)",
-        "aten::narrow.Tensor(Tensor(a) self, int dim, Tensor start, SymInt length) -> Tensor(a)")
+@kernel("aten::narrow",
+        "aten::narrow.Tensor")
 def narrow(self: np.ndarray, dim: int, start: Any, length: int) -> np.ndarray:
     axis = wrap_dim(dim, self.ndim)
     start = int(start)
@@ -179,42 +177,40 @@ def _expanded_shape(shape: tuple[int, ...], size: list[int]) -> tuple[int, ...]:
     return tuple(shape[i - lead] if s == -1 and i >= lead else s for i, s in enumerate(size))
 
 
-@kernel("aten::expand(Tensor(a) self, SymInt[] size, *, bool implicit=False) -> Tensor(a)")
+@kernel("aten::expand")
 def expand(self: np.ndarray, size: list[int], implicit: bool = False) -> np.ndarray:
     return np.broadcast_to(self, _expanded_shape(self.shape, list(size)))
 
 
-@kernel("aten::broadcast_to(Tensor(a) self, SymInt[] size) -> Tensor(a)")
+@kernel("aten::broadcast_to")
 def broadcast_to(self: np.ndarray, size: list[int]) -> np.ndarray:
     return expand(self, size)
 
 
-@kernel("aten::expand_as(Tensor(a) self, Tensor other) -> Tensor(a)")
+@kernel("aten::expand_as")
 def expand_as(self: np.ndarray, other: np.ndarray) -> np.ndarray:
     return np.broadcast_to(self, other.shape)
 
 
-@kernel("aten::broadcast_tensors(Tensor[] tensors) -> Tensor[]")
+@kernel("aten::broadcast_tensors")
 def broadcast_tensors(tensors: list[np.ndarray]) -> list[np.ndarray]:
     return list(np.broadcast_arrays(*tensors))
 
 
-@kernel("aten::repeat(Tensor self, SymInt[] repeats) -> Tensor")
+@kernel("aten::repeat")
 def repeat(self: np.ndarray, repeats: list[int]) -> np.ndarray:
     if len(repeats) < self.ndim:
         raise ValueError("repeat: the number of repeats can not be smaller than the tensor's dims")
     return np.tile(self, repeats)
 
 
-@kernel("aten::tile(Tensor self, SymInt[] dims) -> Tensor")
+@kernel("aten::tile")
 def tile(self: np.ndarray, dims: list[int]) -> np.ndarray:
     return np.tile(self, dims)
 
 
-@kernel("aten::repeat_interleave.self_int(Tensor self, SymInt repeats, int? dim=None, *, "
-        "SymInt? output_size=None) -> Tensor",
-        "aten::repeat_interleave.self_Tensor(Tensor self, Tensor repeats, int? dim=None, *, "
-        "SymInt? output_size=None) -> Tensor")
+@kernel("aten::repeat_interleave.self_int",
+        "aten::repeat_interleave.self_Tensor")
 def repeat_interleave(self: np.ndarray, repeats: Any, dim: int | None = None,
                       output_size: int | None = None) -> np.ndarray:
     if isinstance(repeats, np.ndarray) and repeats.ndim == 0:
@@ -224,7 +220,7 @@ def repeat_interleave(self: np.ndarray, repeats: Any, dim: int | None = None,
     return np.repeat(self, repeats, axis=wrap_dim(dim, self.ndim))
 
 
-@kernel("aten::repeat_interleave.Tensor(Tensor repeats, *, SymInt? output_size=None) -> Tensor")
+@kernel("aten::repeat_interleave.Tensor")
 def repeat_interleave_indices(repeats: np.ndarray, output_size: int | None = None) -> np.ndarray:
     return np.repeat(np.arange(repeats.shape[0], dtype=repeats.dtype), repeats)
 
@@ -233,13 +229,13 @@ def repeat_interleave_indices(repeats: np.ndarray, output_size: int | None = Non
 # Reordering: flip, roll, channel/pixel shuffles
 # ----------------------------------------------------------------------------------------------------
 
-@kernel("aten::flip(Tensor self, int[] dims) -> Tensor")
+@kernel("aten::flip")
 def flip(self: np.ndarray, dims: list[int]) -> np.ndarray:
     axes = tuple(wrap_dim(d, self.ndim) for d in dims)
     return np.flip(self, axes).copy() if self.ndim else self.copy()
 
 
-@kernel("aten::roll(Tensor self, SymInt[1] shifts, int[1] dims=[]) -> Tensor")
+@kernel("aten::roll")
 def roll(self: np.ndarray, shifts: list[int], dims: list[int] = ()) -> np.ndarray:
     if isinstance(shifts, int):
         shifts = [shifts]
@@ -255,15 +251,15 @@ def _fresh(x: np.ndarray) -> np.ndarray:
     return np.array(x, order="C", copy=True)
 
 
-@kernel("aten::channel_shuffle(Tensor self, SymInt groups) -> Tensor",
-        "aten::native_channel_shuffle(Tensor self, SymInt groups) -> Tensor")
+@kernel("aten::channel_shuffle",
+        "aten::native_channel_shuffle")
 def channel_shuffle(self: np.ndarray, groups: int) -> np.ndarray:
     n, c, *rest = self.shape
     grouped = self.reshape(n, groups, c // groups, *rest)
     return _fresh(np.swapaxes(grouped, 1, 2)).reshape(self.shape)
 
 
-@kernel("aten::pixel_shuffle(Tensor self, int upscale_factor) -> Tensor")
+@kernel("aten::pixel_shuffle")
 def pixel_shuffle(self: np.ndarray, upscale_factor: int) -> np.ndarray:
     r = upscale_factor
     *batch, c, h, w = self.shape
@@ -273,7 +269,7 @@ def pixel_shuffle(self: np.ndarray, upscale_factor: int) -> np.ndarray:
     return _fresh(x).reshape(*batch, c // (r * r), h * r, w * r)
 
 
-@kernel("aten::pixel_unshuffle(Tensor self, int downscale_factor) -> Tensor")
+@kernel("aten::pixel_unshuffle")
 def pixel_unshuffle(self: np.ndarray, downscale_factor: int) -> np.ndarray:
     r = downscale_factor
     *batch, c, h, w = self.shape
@@ -287,7 +283,7 @@ def pixel_unshuffle(self: np.ndarray, downscale_factor: int) -> np.ndarray:
 # Padding
 # ----------------------------------------------------------------------------------------------------
 
-@kernel("aten::constant_pad_nd(Tensor self, SymInt[] pad, Scalar value=0) -> Tensor")
+@kernel("aten::constant_pad_nd")
 def constant_pad_nd(self: np.ndarray, pad: list[int], value: Any = 0) -> np.ndarray:
     """Pad (or, for negative amounts, crop) the last len(pad)/2 dims; pad lists the last dim first."""
     if len(pad) % 2 or len(pad) // 2 > self.ndim:
@@ -312,7 +308,7 @@ def constant_pad_nd(self: np.ndarray, pad: list[int], value: Any = 0) -> np.ndar
 _NUMPY_PAD_MODE = {"reflect": "reflect", "replicate": "edge", "circular": "wrap"}
 
 
-@kernel("aten::pad(Tensor self, SymInt[] pad, str mode=\"constant\", float? value=None) -> Tensor")
+@kernel("aten::pad")
 def pad(self: np.ndarray, pad: list[int], mode: str = "constant", value: float | None = None) -> np.ndarray:
     if mode == "constant":
         return constant_pad_nd(self, pad, 0 if value is None else value)

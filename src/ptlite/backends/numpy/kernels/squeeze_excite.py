@@ -15,7 +15,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ptlite.ir.registry import kernel
+from ptlite.backends.numpy.registry import kernel
+from ptlite.ops.squeeze_excite import SQUEEZE_EXCITE
 
 from ._fastnp import tile_row
 from ._layout import fits_out, nhwc_view
@@ -39,8 +40,7 @@ def _gate(g: np.ndarray, gate: str) -> None:
         np.divide(g, g.dtype.type(6), out=g)
 
 
-@kernel("ptlite::squeeze_excite(Tensor input, Tensor w1, Tensor? b1, str act1, float[] act1_args, Tensor w2, "
-        "Tensor? b2, str act2, float[] act2_args, str gate) -> Tensor", out=True)
+@kernel(SQUEEZE_EXCITE)
 def squeeze_excite(input: np.ndarray, w1: np.ndarray, b1: np.ndarray | None, act1: str, act1_args: Sequence[float],
                    w2: np.ndarray, b2: np.ndarray | None, act2: str, act2_args: Sequence[float], gate: str, *,
                    out: np.ndarray | None = None) -> np.ndarray:

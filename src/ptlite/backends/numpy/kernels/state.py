@@ -17,18 +17,11 @@ from typing import Any
 
 import numpy as np
 
-from ptlite.ir.registry import kernel
-
-MODULE_STATE = "ptlite::module_state"
-
-
-@kernel("ptlite::module_state() -> Any(a)")
-def module_state() -> dict[str, Any]:
-    raise RuntimeError("ptlite::module_state is the state of a loaded Module: the interpreter provides it, it is "
-                       "not computed by a kernel")
+from ptlite.backends.numpy.registry import kernel
+from ptlite.ops.state import GET_ATTR, SET_ATTR
 
 
-@kernel("ptlite::get_attr(Any(a) state, str name, Any initial) -> Any(a)")
+@kernel(GET_ATTR)
 def get_attr(state: dict[str, Any], name: str, initial: Any) -> Any:
     try:
         return state[name]
@@ -37,7 +30,7 @@ def get_attr(state: dict[str, Any], name: str, initial: Any) -> Any:
         return value
 
 
-@kernel("ptlite::set_attr(Any(a!) state, str name, Any value) -> ()")
+@kernel(SET_ATTR)
 def set_attr(state: dict[str, Any], name: str, value: Any) -> None:
     # An array is copied: it may live in a buffer of the memory plan (or the caller's input), which the next
     # call overwrites, while the attribute must keep its value.

@@ -10,8 +10,8 @@ from typing import Any
 
 import numpy as np
 
+from ptlite.backends.numpy.registry import kernel
 from ptlite.ir.dtypes import scalar_type_of
-from ptlite.ir.registry import kernel
 
 from .attention import NestedArray
 
@@ -30,29 +30,29 @@ def _wrap_dim(dim: int, ndim: int) -> int:
 # Shape
 # ---------------------------------------------------------------------------------------------------------
 
-@kernel("aten::size(Tensor self) -> int[]", "aten::sym_size(Tensor self) -> SymInt[]")
+@kernel("aten::size", "aten::sym_size")
 def size(self: np.ndarray) -> list[int]:
     return list(self.shape)
 
 
-@kernel("aten::size.int(Tensor self, int dim) -> int", "aten::sym_size.int(Tensor self, int dim) -> SymInt")
+@kernel("aten::size.int", "aten::sym_size.int")
 def size_int(self: np.ndarray, dim: int) -> int:
     if self.ndim == 0:
         raise IndexError("dimension specified as 0 but tensor has no dimensions")
     return int(self.shape[_wrap_dim(dim, self.ndim)])
 
 
-@kernel("aten::dim(Tensor self) -> int")
+@kernel("aten::dim")
 def dim(self: np.ndarray) -> int:
     return self.ndim
 
 
-@kernel("aten::numel(Tensor self) -> int", "aten::sym_numel(Tensor self) -> SymInt")
+@kernel("aten::numel", "aten::sym_numel")
 def numel(self: np.ndarray) -> int:
     return int(self.size)
 
 
-@kernel("aten::len.Tensor(Tensor t) -> int")
+@kernel("aten::len.Tensor")
 def len_tensor(t: np.ndarray) -> int:
     if t.ndim == 0:
         raise TypeError("len() of a 0-d tensor")
@@ -71,32 +71,32 @@ def _strides(self: np.ndarray) -> list[int]:
     return out[::-1]
 
 
-@kernel("aten::stride(Tensor self) -> int[]", "aten::sym_stride(Tensor self) -> SymInt[]")
+@kernel("aten::stride", "aten::sym_stride")
 def stride(self: np.ndarray) -> list[int]:
     return _strides(self)
 
 
-@kernel("aten::stride.int(Tensor self, int dim) -> int",
-        "aten::sym_stride.int(Tensor self, int dim) -> SymInt")
+@kernel("aten::stride.int",
+        "aten::sym_stride.int")
 def stride_int(self: np.ndarray, dim: int) -> int:
     return _strides(self)[_wrap_dim(dim, self.ndim)]
 
 
-@kernel("aten::sym_storage_offset(Tensor self) -> SymInt")
+@kernel("aten::sym_storage_offset")
 def storage_offset(self: np.ndarray) -> int:
     return 0
 
 
-@kernel("aten::is_contiguous(Tensor self) -> bool",
-        "aten::is_contiguous.memory_format(Tensor self, MemoryFormat memory_format) -> bool",
-        "aten::sym_is_contiguous(Tensor self, MemoryFormat memory_format=0) -> SymBool")
+@kernel("aten::is_contiguous",
+        "aten::is_contiguous.memory_format",
+        "aten::sym_is_contiguous")
 def is_contiguous(self: np.ndarray, memory_format: int = 0) -> bool:
     if memory_format == 2:  # channels_last: NHWC order in memory
         return self.ndim == 4 and self.transpose(0, 2, 3, 1).flags.c_contiguous
     return bool(self.flags.c_contiguous)
 
 
-@kernel("aten::element_size(Tensor self) -> int")
+@kernel("aten::element_size")
 def element_size(self: np.ndarray) -> int:
     return int(self.itemsize)
 
@@ -105,87 +105,87 @@ def element_size(self: np.ndarray) -> int:
 # Element type, device, flags
 # ---------------------------------------------------------------------------------------------------------
 
-@kernel("prim::dtype(Tensor a) -> int")
+@kernel("prim::dtype")
 def dtype(a: np.ndarray) -> int:
     return scalar_type_of(a)
 
 
-@kernel("aten::is_floating_point(Tensor self) -> bool")
+@kernel("aten::is_floating_point")
 def is_floating_point(self: np.ndarray) -> bool:
     return self.dtype.kind == "f"
 
 
-@kernel("aten::is_complex(Tensor self) -> bool")
+@kernel("aten::is_complex")
 def is_complex(self: np.ndarray) -> bool:
     return self.dtype.kind == "c"
 
 
-@kernel("prim::device(Tensor a) -> Device")
+@kernel("prim::device")
 def device(a: np.ndarray) -> str:
     return "cpu"
 
 
-@kernel("aten::get_device(Tensor self) -> int")
+@kernel("aten::get_device")
 def get_device(self: np.ndarray) -> int:
     return -1
 
 
-@kernel("prim::type(Device self) -> str")
+@kernel("prim::type")
 def device_type(self: str) -> str:
     return str(self).split(":")[0]
 
 
-@kernel("prim::index(Device self) -> int?")
+@kernel("prim::index")
 def device_index(self: str) -> int | None:
     _, _, index = str(self).partition(":")
     return int(index) if index else None
 
 
-@kernel("aten::device(str a) -> Device")
+@kernel("aten::device")
 def device_from_str(a: str) -> str:
     return a
 
 
-@kernel("aten::device.with_index(str type, int index) -> Device")
+@kernel("aten::device.with_index")
 def device_with_index(type: str, index: int) -> str:  # noqa: A002  (schema name)
     return f"{type}:{index}"
 
 
-@kernel("aten::eq.device(Device a, Device b) -> bool")
+@kernel("aten::eq.device")
 def device_eq(a: str, b: str) -> bool:
     return str(a) == str(b)
 
 
-@kernel("aten::ne.device(Device a, Device b) -> bool")
+@kernel("aten::ne.device")
 def device_ne(a: str, b: str) -> bool:
     return str(a) != str(b)
 
 
-@kernel("prim::layout(Tensor a) -> Layout")
+@kernel("prim::layout")
 def layout(a: np.ndarray) -> int:
     return _STRIDED
 
 
-@kernel("prim::is_nested(Tensor a) -> bool")
+@kernel("prim::is_nested")
 def is_nested(a: np.ndarray) -> bool:
     return isinstance(a, NestedArray)
 
 
-@kernel("prim::is_cuda(Tensor a) -> bool", "prim::is_sparse(Tensor a) -> bool",
-        "prim::is_quantized(Tensor a) -> bool", "prim::is_mkldnn(Tensor a) -> bool",
-        "prim::is_meta(Tensor a) -> bool", "prim::is_xpu(Tensor a) -> bool", "prim::is_mps(Tensor a) -> bool",
-        "prim::is_vulkan(Tensor a) -> bool", "prim::is_ipu(Tensor a) -> bool",
-        "prim::requires_grad(Tensor a) -> bool")
+@kernel("prim::is_cuda", "prim::is_sparse",
+        "prim::is_quantized", "prim::is_mkldnn",
+        "prim::is_meta", "prim::is_xpu", "prim::is_mps",
+        "prim::is_vulkan", "prim::is_ipu",
+        "prim::requires_grad")
 def always_false(a: np.ndarray) -> bool:
     return False
 
 
-@kernel("prim::name(Tensor a) -> str?")
+@kernel("prim::name")
 def name(a: np.ndarray) -> None:
     return None
 
 
-@kernel("prim::data(Tensor(a) a) -> Tensor(a)", "aten::data(Tensor self) -> Tensor")
+@kernel("prim::data", "aten::data")
 def data(a: np.ndarray) -> np.ndarray:
     return a
 
@@ -200,28 +200,28 @@ def _single(a: np.ndarray, what: str) -> Any:
     return a.reshape(()).item()
 
 
-@kernel("aten::item(Tensor self) -> Scalar", "aten::ScalarImplicit(Tensor a) -> Scalar",
-        "aten::_local_scalar_dense(Tensor self) -> Scalar")
+@kernel("aten::item", "aten::ScalarImplicit",
+        "aten::_local_scalar_dense")
 def item(self: np.ndarray) -> int | float | bool:
     return _single(self, "Scalar")
 
 
-@kernel("aten::Int.Tensor(Tensor a) -> int")
+@kernel("aten::Int.Tensor")
 def int_tensor(a: np.ndarray) -> int:
     return int(_single(a, "int"))
 
 
-@kernel("aten::Float.Tensor(Tensor a) -> float")
+@kernel("aten::Float.Tensor")
 def float_tensor(a: np.ndarray) -> float:
     return float(_single(a, "float"))
 
 
-@kernel("aten::Bool.Tensor(Tensor a) -> bool")
+@kernel("aten::Bool.Tensor")
 def bool_tensor(a: np.ndarray) -> bool:
     return bool(_single(a, "bool"))
 
 
-@kernel("prim::NumToTensor.Scalar(Scalar a) -> Tensor", "prim::NumToTensor.bool(bool a) -> Tensor")
+@kernel("prim::NumToTensor.Scalar", "prim::NumToTensor.bool")
 def num_to_tensor(a: int | float | bool) -> np.ndarray:
     """A 0-d tensor: bool, int64 or float64 (PyTorch's choice for a Python bool, int or float)."""
     if isinstance(a, (bool, np.bool_)):
@@ -236,7 +236,7 @@ _TOLIST_TYPES = {0: (("int64",), "Long"), 1: (("float32", "float64"), "Float or 
                  2: (("bool",), "Bool")}
 
 
-@kernel("prim::tolist(...) -> ...")
+@kernel("prim::tolist")
 def tolist(self: np.ndarray, dim: int, elem_type: int) -> Any:
     """tensor.tolist() with TorchScript's checks: the annotated rank and element type must match."""
     dtypes, torch_name = _TOLIST_TYPES[elem_type]

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from ptlite.ir.registry import kernel
+from ptlite.backends.numpy.registry import kernel
 
 from .elementwise import as_float, select, wrap, write_into
 
@@ -28,8 +28,8 @@ def _float_unary(name: str, fn: Callable[[np.ndarray], Any]) -> None:
         return write_into(self, run(self))
 
     run.__name__, run_.__name__ = name, name + "_"
-    kernel(f"aten::{name}(Tensor self) -> Tensor")(run)
-    kernel(f"aten::{name}_(Tensor(a!) self) -> Tensor(a!)")(run_)
+    kernel(f"aten::{name}")(run)
+    kernel(f"aten::{name}_")(run_)
 
 
 def _rsqrt(x: np.ndarray) -> np.ndarray:
@@ -94,8 +94,8 @@ def _same_type_unary(name: str, fn: Callable[[np.ndarray], Any], bool_ok: bool) 
         return write_into(self, run(self))
 
     run.__name__, run_.__name__ = name, name + "_"
-    kernel(f"aten::{name}(Tensor self) -> Tensor")(run)
-    kernel(f"aten::{name}_(Tensor(a!) self) -> Tensor(a!)")(run_)
+    kernel(f"aten::{name}")(run)
+    kernel(f"aten::{name}_")(run_)
 
 
 def _rounding(fn: np.ufunc) -> Callable[[np.ndarray], np.ndarray]:
@@ -118,30 +118,30 @@ for _name, _fn, _bool_ok in [("neg", np.negative, False), ("abs", np.abs, False)
     _same_type_unary(_name, _fn, _bool_ok)
 
 
-@kernel("aten::round.decimals(Tensor self, *, int decimals) -> Tensor")
+@kernel("aten::round.decimals")
 def round_decimals(self: np.ndarray, decimals: int) -> np.ndarray:
     if self.dtype.kind != "f":
         return self.copy(order="K")
     return wrap(np.round(self, decimals))
 
 
-@kernel("aten::square(Tensor self) -> Tensor")
+@kernel("aten::square")
 def square(self: np.ndarray) -> np.ndarray:
     if self.dtype == _BOOL:
         self = self.astype(_I64)  # torch computes pow(self, 2), which promotes bool with an int
     return wrap(np.square(self))
 
 
-@kernel("aten::isnan(Tensor self) -> Tensor")
+@kernel("aten::isnan")
 def isnan(self: np.ndarray) -> np.ndarray:
     return wrap(np.isnan(self)) if self.dtype.kind == "f" else np.zeros_like(self, _BOOL)
 
 
-@kernel("aten::isinf(Tensor self) -> Tensor")
+@kernel("aten::isinf")
 def isinf(self: np.ndarray) -> np.ndarray:
     return wrap(np.isinf(self)) if self.dtype.kind == "f" else np.zeros_like(self, _BOOL)
 
 
-@kernel("aten::isfinite(Tensor self) -> Tensor")
+@kernel("aten::isfinite")
 def isfinite(self: np.ndarray) -> np.ndarray:
     return wrap(np.isfinite(self)) if self.dtype.kind == "f" else np.ones_like(self, _BOOL)

@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from ptlite.ir.registry import kernel
+from ptlite.backends.numpy.registry import kernel
 
 from ._layout import from_nhwc, spatial_view
 
@@ -145,26 +145,23 @@ def nearest2d(x: np.ndarray, out_hw, scales=(None, None)) -> np.ndarray:
     return from_nhwc(out) if nhwc else out
 
 
-@kernel("aten::upsample_bilinear2d.vec(Tensor input, SymInt[]? output_size, bool align_corners, "
-        "float[]? scale_factors) -> Tensor")
+@kernel("aten::upsample_bilinear2d.vec")
 def upsample_bilinear2d_vec(input, output_size, align_corners, scale_factors):
     out_hw, scales = _output_size(input.shape[-2:], output_size, scale_factors)
     return bilinear2d(input, out_hw, align_corners, scales)
 
 
-@kernel("aten::upsample_bilinear2d(Tensor self, SymInt[2] output_size, bool align_corners, "
-        "float? scales_h=None, float? scales_w=None) -> Tensor")
+@kernel("aten::upsample_bilinear2d")
 def upsample_bilinear2d(self, output_size, align_corners, scales_h=None, scales_w=None):
     return bilinear2d(self, (int(output_size[0]), int(output_size[1])), align_corners, (scales_h, scales_w))
 
 
-@kernel("aten::upsample_nearest2d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor")
+@kernel("aten::upsample_nearest2d.vec")
 def upsample_nearest2d_vec(input, output_size, scale_factors):
     out_hw, scales = _output_size(input.shape[-2:], output_size, scale_factors)
     return nearest2d(input, out_hw, scales)
 
 
-@kernel("aten::upsample_nearest2d(Tensor self, SymInt[2] output_size, float? scales_h=None, "
-        "float? scales_w=None) -> Tensor")
+@kernel("aten::upsample_nearest2d")
 def upsample_nearest2d(self, output_size, scales_h=None, scales_w=None):
     return nearest2d(self, (int(output_size[0]), int(output_size[1])), (scales_h, scales_w))

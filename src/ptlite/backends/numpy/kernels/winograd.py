@@ -1,7 +1,7 @@
 """Winograd F(4x4, 3x3) convolution: 3x3, stride 1, dense convolutions on channels-last images with 4x fewer
 multiplications than im2col (36 per 4x4 output tile and channel pair instead of 144), at the price of transforms
 and a larger rounding error (about 2e-6 to 5e-6 of the largest output instead of im2col's 3e-7 to 5e-7; see
-docs/architecture.md).
+docs/decisions.md).
 
 Lavin & Gray's F(4x4, 3x3): each 6x6 input tile d becomes V = Bt d B, the filter g becomes U = G g Gt (stored in the
 file, packed by the WINOGRAD pass as (36, C, O)), the 36 products are one batched GEMM M = V @ U over all tiles,
@@ -23,7 +23,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ptlite.ir.registry import kernel
+from ptlite.backends.numpy.registry import kernel
+from ptlite.ops.winograd import CONV2D_WINOGRAD, CONV2D_WINOGRAD_V2
 
 from ._fastnp import strided_view
 from ._layout import fits_out, from_nhwc, nhwc_view, to_nhwc
@@ -132,8 +133,7 @@ def conv2d_winograd_nhwc(xh: np.ndarray, u: np.ndarray, bias: np.ndarray | None,
     return result
 
 
-@kernel("ptlite::conv2d_winograd_v2(Tensor input, Tensor weight, Tensor? bias, int[4] padding, "
-        "str activation=\"none\", float[] activation_args=[]) -> Tensor", out=True)
+@kernel(CONV2D_WINOGRAD_V2)
 def conv2d_winograd_v2(input, weight, bias, padding, activation="none", activation_args=(), *, out=None):
     """3x3 stride-1 dense convolution by the Winograd-transformed weight (36, C, O) of the points 0, 1, -1, 2, -1/2;
     padding is top, bottom, left, right. Takes (N, C, H, W) or (C, H, W) in any layout; returns channels-last
@@ -141,8 +141,7 @@ def conv2d_winograd_v2(input, weight, bias, padding, activation="none", activati
     return _conv2d_winograd(input, weight, bias, padding, activation, activation_args, out, (BT2, AT2))
 
 
-@kernel("ptlite::conv2d_winograd(Tensor input, Tensor weight, Tensor? bias, int[4] padding, "
-        "str activation=\"none\", float[] activation_args=[]) -> Tensor", out=True)
+@kernel(CONV2D_WINOGRAD)
 def conv2d_winograd(input, weight, bias, padding, activation="none", activation_args=(), *, out=None):
     """As ptlite::conv2d_winograd_v2, with the weight transformed for Lavin & Gray's points 0, 1, -1, 2, -2 (files
     written before v2)."""

@@ -1,3 +1,71 @@
-"""The NumPy backend's lowering passes."""
+"""The NumPy backend's lowering: the passes that rewrite a program for its kernels, after the target-independent
+ones (ptlite.passes).
 
-import ptlite.passes  # noqa: F401  (imports these passes: importing one of them first must not cycle)
+Convolution and linear weights are prepacked into the layouts the kernels read (prepack), large 3x3 convolutions
+go to Winograd (winograd), activations join the convolution producing them (fuse_activations), and MobileNet's and
+EfficientNet's blocks become single operators (fuse_pointwise_depthwise, fuse_squeeze_excite); dead code goes after
+them, and the memory plan (plan_memory) comes last: a plan holds only for the graph it was made for.
+"""
+
+from __future__ import annotations
+
+from ptlite.backends.base import LoweringContext
+from ptlite.ir.graph import Program
+from ptlite.ir.memory_plan import METADATA_KEY
+from ptlite.passes import run_to_fixpoint
+from ptlite.passes.base import Pass
+from ptlite.passes.dead_code import DeadCode
+
+from .fuse_activations import FuseActivations
+from .fuse_pointwise_depthwise import FusePointwiseDepthwise
+from .fuse_squeeze_excite import FuseSqueezeExcite
+from .plan_memory import PlanMemory, plan_method
+from .prepack import Prepack
+from .winograd import Winograd
+
+# The lowering passes in order, keyed by the name a blocklist uses to skip each.
+PASSES: dict[str, type[Pass]] = {
+    "INSERT_FOLD_PREPACK_OPS": Prepack,
+    "WINOGRAD": Winograd,  # takes the runner: it runs the method on zeros to see output sizes
+    "FUSE_ACTIVATIONS": FuseActivations,
+    "FUSE_POINTWISE_DEPTHWISE": FusePointwiseDepthwise,
+    "FUSE_SQUEEZE_EXCITE": FuseSqueezeExcite,
+    "MEMORY_PLAN": PlanMemory,  # last; takes the runner
+}
+
+
+def lower(program: Program, context: LoweringContext) -> list[str]:
+    """Run the lowering passes (without the blocked ones; dead code too, unless DEAD_CODE is blocked) until none
+    changes the program, then plan memory; the names of the passes that changed it."""
+    blocked = context.blocklist
+    passes = [_make(cls, context) for name, cls in PASSES.items() if name not in blocked and cls is not PlanMemory]
+    if "DEAD_CODE" not in blocked:
+        passes.append(DeadCode())
+    applied = run_to_fixpoint(program, passes)
+    if "MEMORY_PLAN" not in blocked:
+        PlanMemory(_runner(context))(program)
+    return applied
+
+
+def specialize(program: Program, method: str, context: LoweringContext) -> bool:
+    """At a first call (the method's input specs hold its shapes): choose Winograd where the shapes say it wins, if
+    this backend lowered the program, then plan the method's memory. Whether it made a plan (without one, the
+    method runs as loaded)."""
+    graph = program.methods[method]
+    if context.lowered and "WINOGRAD" not in context.blocklist and Winograd(_runner(context)).run(graph, program):
+        DeadCode().run(graph, program)
+    plan = plan_method(graph, program, _runner(context))
+    if plan is None:
+        return False
+    program.metadata.setdefault(METADATA_KEY, {})[method] = plan
+    return True
+
+
+def _make(cls: type[Pass], context: LoweringContext) -> Pass:
+    return cls(_runner(context)) if cls in (Winograd, PlanMemory) else cls()
+
+
+def _runner(context: LoweringContext):  # noqa: ANN202
+    if context.run is None:
+        raise ValueError("the NumPy backend's lowering runs methods on zeros: its LoweringContext needs a runner")
+    return context.run

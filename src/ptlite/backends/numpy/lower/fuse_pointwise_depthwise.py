@@ -16,13 +16,15 @@ Runs after FUSE_ACTIVATIONS, so that both activations are already part of the co
 from __future__ import annotations
 
 from ptlite.ir.graph import Graph, Node, Program
+from ptlite.ops.conv_block import CONV2D_POINTWISE_DEPTHWISE
+from ptlite.ops.prepacked import CONV2D_PREPACKED
 from ptlite.passes.base import Pass, blocks, constant_value, uses, weight_of
 from ptlite.passes.mutation import Mutations
 
 from .prepack import is_prepacked_pointwise
 
-CONV = "ptlite::conv2d_prepacked"
-FUSED = "ptlite::conv2d_pointwise_depthwise"
+CONV = CONV2D_PREPACKED
+FUSED = CONV2D_POINTWISE_DEPTHWISE
 
 
 class FusePointwiseDepthwise(Pass):

@@ -16,12 +16,13 @@ node reads x once, where the multiplication stood.
 from __future__ import annotations
 
 from ptlite.ir.graph import Graph, Node, Program
+from ptlite.ops.squeeze_excite import SQUEEZE_EXCITE
 from ptlite.passes.base import ConstantPool, Pass, blocks, constant_value, uses, weight_of
 from ptlite.passes.mutation import Mutations
 
 from .prepack import is_prepacked_pointwise
 
-FUSED = "ptlite::squeeze_excite"
+FUSED = SQUEEZE_EXCITE
 GATES = {"aten::sigmoid": "sigmoid", "aten::hardsigmoid": "hardsigmoid"}
 
 

@@ -14,17 +14,17 @@ from typing import Any
 
 import numpy as np
 
+from ptlite.backends.base import Runner, Step
 from ptlite.ir.graph import Graph, Node, Program
-from ptlite.runtime.interpreter import CompiledGraph, Step
 
 from .plan_memory import plannable_specs
 
 _CONFLICT = object()
 
 
-def observed_shapes(graph: Graph, program: Program) -> dict[int, tuple[int, ...]]:
-    """Value id -> shape of the array it held in a run on zeros of the input specs; {} when the inputs are not
-    all static tensors or the run fails (a method that checks its data, for example)."""
+def observed_shapes(graph: Graph, program: Program, run: Runner) -> dict[int, tuple[int, ...]]:
+    """Value id -> shape of the array it held in a run (compiled by `run`) on zeros of the input specs; {} when the
+    inputs are not all static tensors or the run fails (a method that checks its data, for example)."""
     specs = plannable_specs(graph)
     if specs is None:
         return {}
@@ -42,7 +42,7 @@ def observed_shapes(graph: Graph, program: Program) -> dict[int, tuple[int, ...]
         return observed
 
     try:
-        compiled = CompiledGraph(graph, program, instrument)
+        compiled = run(graph, program, instrument)
         slots.update(compiled.slots)
         with np.errstate(all="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore")

@@ -24,17 +24,24 @@ from typing import Any
 
 import numpy as np
 
+from ptlite import ops
+from ptlite.backends.base import Runner
 from ptlite.backends.numpy.kernels._layout import is_channels_last
-from ptlite.ir import registry
 from ptlite.ir.dtypes import SUPPORTED_NUMPY
 from ptlite.ir.graph import Graph, Node, Program, ValueSpec
+from ptlite.ir.liveness import last_reads, reads
 from ptlite.ir.memory_plan import METADATA_KEY, OUT_ATTR, align, drop_memory_plan, entry
+from ptlite.ops.state import MODULE_STATE
 from ptlite.passes.base import Pass, PassResult
-from ptlite.runtime.interpreter import CompiledGraph, last_reads, reads
 
 
 class PlanMemory(Pass):
+    """`run` compiles a method for the run on zeros that sees what each node returns."""
+
     name = "memory_plan"
+
+    def __init__(self, run: Runner) -> None:
+        self.run_method = run
 
     def __call__(self, program: Program) -> PassResult:
         drop_memory_plan(program)  # plans of methods that are gone or can no longer be planned go too
@@ -45,7 +52,7 @@ class PlanMemory(Pass):
     def run(self, graph: Graph, program: Program) -> bool:
         """Plan one method (replacing its plan); always False: a plan does not change what the method computes."""
         drop_memory_plan(program, graph.name)
-        plan = plan_method(graph, program)
+        plan = plan_method(graph, program, self.run_method)
         if plan is not None:
             program.metadata.setdefault(METADATA_KEY, {})[graph.name] = plan
         return False
@@ -133,10 +140,10 @@ class Recording:
     fresh: dict[int, Buffer]
 
 
-def record(graph: Graph, program: Program, specs: list[ValueSpec]) -> Recording:
+def record(graph: Graph, program: Program, specs: list[ValueSpec], run: Runner) -> Recording:
     """Run the method once on zeros of the input specs, as the interpreter runs it (each value released after
     its last use), noting which values share memory and which node outputs are new arrays."""
-    compiled = CompiledGraph(graph, program)
+    compiled = run(graph, program, None)
     env = compiled.template.copy()
     aliases = Aliases()
     for slot, value in enumerate(env):
@@ -205,8 +212,8 @@ def lifetimes(graph: Graph, rec: Recording) -> tuple[dict[int, int], set[int]]:
 
 def _plannable(buf: Buffer) -> bool:
     """A new array from a kernel with an out variant, in a layout the arena can give it."""
-    op = registry.lookup(buf.node.op) if buf.node is not None else None
-    return (op is not None and op.accepts_out and len(buf.node.outputs) == 1 and not buf.node.blocks
+    op = ops.lookup(buf.node.op) if buf.node is not None else None
+    return (op is not None and op.out and len(buf.node.outputs) == 1 and not buf.node.blocks
             and buf.nbytes > 0 and buf.dtype in SUPPORTED_NUMPY)
 
 
@@ -251,17 +258,18 @@ def _keeps_state(graph: Graph) -> bool:
     """Whether the method stores values in its Module's state (ptlite::module_state): a tensor kept there, or in a
     list or tuple kept there, outlives the call, which liveness within one call cannot see; such methods (a .ptl
     file's attributes set while running) stay unplanned."""
-    return any(node.op == "ptlite::module_state" for node in graph.walk())
+    return any(node.op == MODULE_STATE for node in graph.walk())
 
 
-def plan_method(graph: Graph, program: Program) -> dict[str, Any] | None:
-    """Plan one method: place its buffers and store their entries on the nodes; returns the method's plan for the
-    metadata, or None (nothing stored) when the method cannot be planned or has nothing to plan."""
+def plan_method(graph: Graph, program: Program, run: Runner) -> dict[str, Any] | None:
+    """Plan one method (run on zeros as `run` compiles it): place its buffers and store their entries on the nodes;
+    returns the method's plan for the metadata, or None (nothing stored) when the method cannot be planned or has
+    nothing to plan."""
     specs = plannable_specs(graph)
     if specs is None or _keeps_state(graph):
         return None
     try:
-        rec = record(graph, program, specs)
+        rec = record(graph, program, specs, run)
     except Exception:  # a method that fails on zeros (data-dependent checks) runs unplanned rather than not at all
         return None
     buffers, intermediate_bytes = buffers_to_place(graph, specs, rec)

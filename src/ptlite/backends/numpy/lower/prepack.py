@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from ptlite.ir.graph import Graph, Node, Program, Value
+from ptlite.ops.prepacked import CONV2D_PREPACKED, LINEAR_PREPACKED
 from ptlite.passes.base import NOT_CONSTANT, ConstantPool, Pass, blocks, constant_value, weight_constant, weight_of
 
 
@@ -63,7 +64,7 @@ def unpack_dense_conv2d_weight(packed: np.ndarray, kernel: tuple[int, int]) -> n
 def is_prepacked_pointwise(node: Node, program: Program) -> bool:
     """A ptlite::conv2d_prepacked that is a 1x1, stride-1, unpadded, undilated dense convolution (its packed weight
     (C, O)): what the fusion passes build on."""
-    if node.op != "ptlite::conv2d_prepacked" or len(node.inputs) < 8:
+    if node.op != CONV2D_PREPACKED or len(node.inputs) < 8:
         return False
     weight = weight_of(program, node.inputs[1])
     kernel, stride, padding, dilation, groups = (constant_value(v) for v in node.inputs[3:8])
@@ -154,7 +155,7 @@ class Prepack(Pass):
             ([kh, kw], "List[int]"), (stride, "List[int]"), (pads, "List[int]"), (dilation, "List[int]"),
             (groups, "int"), ("none", "str"), ([], "List[float]"))]
         inputs = [node.inputs[0], packed_value, node.inputs[2], *args]
-        return [*nodes, Node("ptlite::conv2d_prepacked", inputs, node.outputs, source=node.source)]
+        return [*nodes, Node(CONV2D_PREPACKED, inputs, node.outputs, source=node.source)]
 
     def _linear(self, node: Node, program: Program, packed: dict, pool: ConstantPool) -> list[Node] | None:
         weight = weight_of(program, node.inputs[1])
@@ -163,7 +164,7 @@ class Prepack(Pass):
         nodes, packed_value = self._packed_weight(node, program, packed, 0,
                                                   lambda: np.ascontiguousarray(weight.T))
         inputs = [node.inputs[0], packed_value, node.inputs[2], pool.get("none", "str"), pool.get([], "List[float]")]
-        return [*nodes, Node("ptlite::linear_prepacked", inputs, node.outputs, source=node.source)]
+        return [*nodes, Node(LINEAR_PREPACKED, inputs, node.outputs, source=node.source)]
 
     @staticmethod
     def _packed_weight(node: Node, program: Program, packed: dict, groups: int, pack) -> tuple[list[Node], Value]:

@@ -6,13 +6,9 @@ The output size is known from the capture's shape annotations or, where those ar
 files) but the method's input shapes are static, from a run on zeros (observe.py): both kernels are exact for any
 shape, so a shape that depends on the data can only make the choice slower, never wrong.
 
-`python benchmarks/bench_winograd.py` (one thread, NumPy + OpenBLAS, a 2-core x86 VM), im2col vs Winograd:
-64 channels at 56x56 3.8 vs 1.9 ms; 128 at 28x28 3.0 vs 1.6 ms; 256 at 14x14 3.7 vs 2.7 ms; 512 at 7x7 4.1 vs
-5.9 ms (tiles of 4 waste a quarter of a 7x7 image). The price: the transformed weight is 4x the size (36 instead of
-9 values per channel pair) and the rounding error grows from im2col's 3e-7 - 5e-7 to about 2e-6 - 5e-6 relative to
-the largest output (float32, against a float64 reference; 2.4e-6 - 3.3e-6 with two BLAS threads; 5e-6 - 1e-5 with
-Lavin & Gray's points, which older files' ptlite::conv2d_winograd uses). Hence the thresholds: large images, where
-the time saved is large and the weights small (at 14x14 the gain is 1.4x for a 4x larger weight: not taken).
+The price is a 4x larger weight (36 instead of 9 values per channel pair) and a larger rounding error, so the
+thresholds take it where the time saved is large and the weight small: large images (docs/decisions.md, Winograd,
+has the measurements; `python benchmarks/bench_winograd.py` repeats them).
 """
 
 from __future__ import annotations
@@ -21,7 +17,10 @@ import weakref
 
 import numpy as np
 
+from ptlite.backends.base import Runner
 from ptlite.ir.graph import Graph, Node, Program
+from ptlite.ops.prepacked import CONV2D_PREPACKED
+from ptlite.ops.winograd import CONV2D_WINOGRAD_V2
 from ptlite.passes.base import ConstantPool, Pass, blocks, constant_value, weight_constant, weight_of
 
 from .observe import observed_shapes
@@ -34,7 +33,8 @@ MIN_CHANNELS = 16
 class Winograd(Pass):
     name = "winograd"
 
-    def __init__(self) -> None:
+    def __init__(self, run: Runner) -> None:
+        self.run_method = run  # compiles a method for the run on zeros that observes shapes
         # Shapes seen in a graph's run on zeros, kept for the pipeline's later rounds (which would otherwise run the
         # method again for the candidates left too small); redone once per round if a candidate is missing.
         self._observed: weakref.WeakKeyDictionary[Graph, dict[int, tuple[int, ...]]] = weakref.WeakKeyDictionary()
@@ -47,12 +47,12 @@ class Winograd(Pass):
             rewritten: list[Node] = []
             for node in block.nodes:
                 new = None
-                if node.op == "ptlite::conv2d_prepacked" and _candidate(node, program):
+                if node.op == CONV2D_PREPACKED and _candidate(node, program):
                     shape = node.outputs[0].shape
                     if shape is None:
                         hints = self._observed.get(graph)
                         if not refreshed and (hints is None or node.outputs[0].id not in hints):
-                            hints = self._observed[graph] = observed_shapes(graph, program)
+                            hints = self._observed[graph] = observed_shapes(graph, program, self.run_method)
                             refreshed = True
                         shape = None if hints is None else hints.get(node.outputs[0].id)
                     new = self._rewrite(node, program, pool, shape)
@@ -75,7 +75,7 @@ class Winograd(Pass):
                                 node.source)
         inputs = [node.inputs[0], const.outputs[0], node.inputs[2], pool.get(list(padding), "List[int]"),
                   node.inputs[8], node.inputs[9]]
-        return [const, Node("ptlite::conv2d_winograd_v2", inputs, node.outputs, source=node.source)]
+        return [const, Node(CONV2D_WINOGRAD_V2, inputs, node.outputs, source=node.source)]
 
 
 def _candidate(node: Node, program: Program) -> bool:

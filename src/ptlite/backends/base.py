@@ -1,0 +1,148 @@
+"""What a backend is: the protocol every backend implements, and the kernel and delegate it hands the interpreter.
+
+A backend is a small object found by name (`ptlite.backends`). When a method is compiled, each operator node asks
+the backends in order for a kernel (`kernel(op, node)`); the first that accepts it runs it, and the NumPy reference,
+last, accepts every declared operator. A backend declines a node by returning None (a dtype, a layout or an
+argument it does not handle). A backend may also take a whole straight-line run of a method's nodes as one step (a
+delegate: `delegates`), which then runs with its own buffers. Lowering (`lower`, `specialize`) rewrites a program
+for the backend's kernels: weight layouts, fusions, the memory plan; a file records which backend lowered it.
+Every method has a default, so a backend overrides only what it does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+from ptlite.ir.graph import Graph, Node, Program, Value
+from ptlite.ops import OpDef
+
+Step = Callable[[list], None]
+Instrument = Callable[[Step, Node], Step]  # wraps the step of one operator node (profiling, observing)
+
+
+class CompiledMethod(Protocol):
+    """What a runner returns (ptlite.runtime.interpreter.CompiledGraph): a method ready to run, with its registers."""
+
+    slots: dict[int, int]
+    template: list[Any]
+    input_slots: list[int]
+    steps: list[Step]
+    nodes: list[Node]
+    releases: list[tuple[int, ...]]
+
+    def __call__(self, *args: Any) -> list[Any]: ...
+
+
+# Compiles a method to run on a backend's kernels, each operator step wrapped by the instrument if one is given:
+# what lowering uses to run a method on zeros (the runtime hands it in; backends do not import the runtime).
+Runner = Callable[[Graph, Program, Instrument | None], CompiledMethod]
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """A backend's implementation of one node: `fn` takes the node's inputs positionally and returns its result
+    (a tuple for several); with `accepts_out`, also a keyword `out=` array to write the result into (the memory
+    plan's buffer for that value), used when it has the result's shape and dtype."""
+
+    fn: Callable[..., Any]
+    backend: str
+    accepts_out: bool = False
+
+
+@dataclass
+class Delegate:
+    """A backend running consecutive straight-line nodes of a method as one step: `run` takes the values of
+    `inputs` (in order) and returns those of `outputs`, the values the rest of the method reads. Values made and
+    used only inside stay in the delegate's own memory."""
+
+    backend: str
+    nodes: list[Node]
+    inputs: list[Value]
+    outputs: list[Value]
+    run: Callable[..., Sequence[Any]]
+    name: str = field(default="")  # what profiles and reports call it (default "<backend>::delegate")
+
+    @property
+    def label(self) -> str:
+        return self.name or f"{self.backend}::delegate"
+
+
+@dataclass
+class LoweringContext:
+    """What lowering is given: the optimizations the user blocked (by blocklist name), a runner, and (for
+    `specialize`) whether this backend lowered the program, so that shape-dependent lowering may run too (else it
+    only plans memory)."""
+
+    blocklist: frozenset[str] = frozenset()
+    run: Runner | None = None
+    lowered: bool = True
+
+
+class Backend:
+    """The protocol (every method has a default: override what the backend does). `name` is how users select it
+    (`ptlite.load(path, backends=("numpy",))`) and how a file records that a backend lowered it."""
+
+    name: str = ""
+
+    def kernel(self, op: OpDef, node: Node) -> Kernel | None:
+        """This backend's kernel for a node of operator `op`, or None to decline it (the next backend is asked)."""
+        return None
+
+    def delegates(self, graph: Graph, program: Program, kernels: dict[int, Kernel]) -> list[Delegate]:
+        """Runs of consecutive top-level nodes of `graph` (no prim::If / prim::Loop among them) this backend
+        runs as one step each; `kernels` is what per-node dispatch chose (by id of the node). Default: none."""
+        return []
+
+    # ------------------------------------------------------------------------------------------------ lowering
+
+    def lowering_passes(self) -> dict[str, str]:
+        """The lowering passes, by the blocklist name that skips each -> what it does (for the blocklist's help)."""
+        return {}
+
+    def lower(self, program: Program, context: LoweringContext) -> list[str]:
+        """Rewrite an optimized program in place for this backend's kernels; returns the names of the passes that
+        changed it. Default: nothing to lower."""
+        return []
+
+    def specialize(self, program: Program, method: str, context: LoweringContext) -> bool:
+        """At a method's first call, once its input specs hold that call's shapes and dtypes: lower what needed
+        those shapes, and plan memory. Returns whether the program changed. Default: nothing."""
+        return False
+
+    # ------------------------------------------------------------------------------------------------ memory
+
+    def allocate(self, nbytes: int) -> Any:
+        """A buffer of `nbytes` bytes: the arena a memory plan's values live in."""
+        return np.empty(nbytes, dtype=np.uint8)
+
+    def to_host(self, value: Any) -> Any:
+        """A value of this backend's as NumPy sees it (for a device with memory of its own: a copy back)."""
+        return value
+
+    def from_host(self, value: Any) -> Any:
+        """A NumPy value as this backend's kernels take it."""
+        return value
+
+    def describe(self) -> str:
+        """One line on what runs here (versions, instruction sets, devices)."""
+        return ""
+
+    def __repr__(self) -> str:
+        return f"<ptlite backend {self.name}>"
+
+
+def operator_nodes(nodes: Iterable[Node]) -> Iterable[Node]:
+    """The nodes that run kernels (not prim::Constant, prim::If, prim::Loop, ptlite::module_state), nested blocks
+    included."""
+    from ptlite.ops import lookup
+
+    for node in nodes:
+        for block in node.blocks:
+            yield from operator_nodes(block.nodes)
+        op = lookup(node.op)
+        if op is None or not op.structural:
+            yield node

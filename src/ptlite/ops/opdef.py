@@ -1,0 +1,181 @@
+"""One row of the operator table: an operator's schema, its traits, and what its alias annotations say."""
+
+from __future__ import annotations
+
+import re
+from functools import cached_property
+
+from .schema import Schema, parse_schema
+
+# The traits a declaration may carry (`@name` after its schema), and what each one promises.
+TRAITS: dict[str, str] = {
+    "structural": "the interpreter runs it itself (constants, control flow, the module's state): no backend kernel",
+    "out": "has an out variant: its one tensor result is new memory, which a kernel may write into a buffer it is "
+           "given (a memory plan's) instead of allocating",
+    "effects": "running it can be noticed other than through its results (it raises, warns or changes global "
+               "state): never removed, folded or reordered",
+    "random": "its results may differ between runs on the same inputs (random numbers, uninitialized memory, "
+              "hashes): never folded",
+    "aliases": "a result may share memory with an argument although the schema does not annotate it (PyTorch's "
+               "unsafe views, dropout at inference)",
+    "unpacks": "returns its results as one sequence, an item per output, even when there is one output",
+    "dtypes": "`@dtypes(float16,float32)`: the tensor dtypes it is defined for; without it, every dtype of the IR",
+}
+
+# An alias annotation on a type: "Tensor(a)", "Tensor(a!)", "t[](a)", "t(c -> *)", "t(*)", "Tensor(b|a)".
+_ANNOTATION = re.compile(r"[\w\]]\([a-z*]")
+_LETTER = re.compile(r"\(([a-z*](?:!)?)(?:\s*->\s*[a-z*]+)?\)")
+_DTYPES = re.compile(r"dtypes\(([\w,]*)\)")
+
+
+class OpDef:
+    """An operator as the table declares it: `key` ("aten::add.Tensor"), the schema text, its traits and the
+    family it is declared in (`ptlite/ops/<family>.py`). The schema is parsed when first needed."""
+
+    __slots__ = ("key", "schema_text", "traits", "family", "dtypes", "__dict__")
+
+    def __init__(self, schema_text: str, traits: frozenset[str] = frozenset(), family: str = "",
+                 dtypes: frozenset[str] | None = None) -> None:
+        self.key = key_of(schema_text)
+        self.schema_text = schema_text
+        self.traits = traits
+        self.family = family
+        self.dtypes = dtypes  # the tensor dtypes it is defined for, None: any
+
+    @classmethod
+    def parse(cls, line: str, family: str = "") -> OpDef:
+        """A declaration line: the schema, then traits ("aten::relu(Tensor self) -> Tensor  @out")."""
+        schema_text, _, trait_text = line.partition(" @")
+        words = trait_text.replace("@", " ").split()
+        dtypes = None
+        traits = []
+        for word in words:
+            match = _DTYPES.fullmatch(word)
+            if match:
+                dtypes = frozenset(filter(None, match.group(1).split(",")))
+                word = "dtypes"
+            if word not in TRAITS:
+                raise ValueError(f"declaration of {schema_text.partition('(')[0]}: unknown trait @{word}; "
+                                 f"traits are {', '.join(TRAITS)}")
+            traits.append(word)
+        return cls(schema_text.strip(), frozenset(traits), family, dtypes)
+
+    # ------------------------------------------------------------------------------------------------ traits
+
+    @property
+    def structural(self) -> bool:
+        return "structural" in self.traits
+
+    @property
+    def out(self) -> bool:
+        """Has an out variant (see TRAITS)."""
+        return "out" in self.traits
+
+    @property
+    def effects(self) -> bool:
+        return "effects" in self.traits
+
+    @property
+    def random(self) -> bool:
+        return "random" in self.traits
+
+    @property
+    def unpacks(self) -> bool:
+        return "unpacks" in self.traits
+
+    @property
+    def pure(self) -> bool:
+        """Its results depend only on its arguments and running it does nothing else: no effects, no randomness,
+        no in-place writes, not run by the interpreter itself."""
+        return not (self.traits & {"effects", "random", "structural"}) and not self.writes
+
+    # ------------------------------------------------------------------------------------------------ schema
+
+    @cached_property
+    def schema(self) -> Schema:
+        return parse_schema(self.schema_text)
+
+    @cached_property
+    def argument_texts(self) -> tuple[str, ...]:
+        """The positional declarations of the arguments ("Tensor(a!) self", ...), without the `*` marker."""
+        head = self.schema_text.rpartition("->")[0]
+        return tuple(_split(head[head.index("(") + 1:head.rindex(")")]))
+
+    @cached_property
+    def return_texts(self) -> tuple[str, ...]:
+        returns = self.schema_text.rpartition("->")[2].strip()
+        if returns.startswith("(") and returns.endswith(")"):
+            returns = returns[1:-1]
+        return tuple(_split(returns))
+
+    @cached_property
+    def writes(self) -> tuple[int, ...]:
+        """Positions of the arguments it writes in place (annotated `(a!)`)."""
+        return tuple(i for i, text in enumerate(self.argument_texts) if "!" in text)
+
+    @cached_property
+    def result_aliases(self) -> bool:
+        """Whether a result may share memory with an argument: its schema annotates a result (`-> Tensor(a)`), or
+        it has the `aliases` trait."""
+        return "aliases" in self.traits or any(_ANNOTATION.search(text) for text in self.return_texts)
+
+    @cached_property
+    def annotated_arguments(self) -> tuple[int, ...]:
+        """Positions of the arguments that carry an alias annotation (what an annotated result may be)."""
+        return tuple(i for i, text in enumerate(self.argument_texts) if _ANNOTATION.search(text))
+
+    @cached_property
+    def result_sources(self) -> tuple[tuple[int, ...], ...]:
+        """For each result, the positions of the arguments it may be (part of), by the annotations' letters
+        (`Tensor(a) self` ... `-> Tensor(a)`; a result `t(*)` may be any annotated argument)."""
+        letters = [_letter(text) for text in self.argument_texts]
+        sources = []
+        for text in self.return_texts:
+            letter = _letter(text)
+            if letter is None:
+                sources.append(())
+            elif letter == "*":
+                sources.append(tuple(i for i, mine in enumerate(letters) if mine is not None))
+            else:
+                sources.append(tuple(i for i, mine in enumerate(letters) if mine == letter))
+        return tuple(sources)
+
+    def __repr__(self) -> str:
+        traits = "".join(f" @{t}" for t in sorted(self.traits))
+        return f"OpDef({self.schema_text!r}{traits})"
+
+
+def key_of(schema_text: str) -> str:
+    """The table key of a schema: its qualified name and overload ('aten::add.Tensor')."""
+    head = schema_text.partition("(")[0].strip()
+    if not head.partition("::")[2]:
+        raise ValueError(f"schema {schema_text!r} lacks a qualified operator name (e.g. 'aten::relu')")
+    return head
+
+
+def _split(text: str) -> list[str]:
+    """Top-level comma-separated parts (the keyword-only marker '*' and a variadic '...' dropped)."""
+    parts, depth, current = [], 0, ""
+    for ch in text + ",":
+        depth += {"(": 1, "[": 1, ")": -1, "]": -1}.get(ch, 0)
+        if ch == "," and depth == 0:
+            if current.strip() not in ("", "*", "..."):
+                parts.append(current.strip())
+            current = ""
+        else:
+            current += ch
+    return parts
+
+
+def _annotation(part: str) -> str | None:
+    """'a!' of 'Tensor(a!) self', 'a' of 'Tensor(a -> *) self' or of the return 'Tensor(a)[]', else None."""
+    kind = part.split("=", 1)[0].strip()
+    if kind.count(" ") and not kind.endswith(")") and not kind.endswith("]"):
+        kind = kind.rsplit(" ", 1)[0]  # drop the argument's name
+    match = _LETTER.search(kind)
+    return match.group(1) if match else None
+
+
+def _letter(part: str) -> str | None:
+    annotation = _annotation(part)
+    return annotation.rstrip("!") if annotation else None

@@ -1,0 +1,7 @@
+"""Run-time type checks of TorchScript values (ptlite's isinstance)."""
+
+ISINSTANCE = "ptlite::isinstance"
+
+DECLARATIONS = r"""
+ptlite::isinstance(Any value, str[] types) -> bool
+"""

@@ -1,0 +1,10 @@
+"""Upsampling (bilinear and nearest, 2-D)."""
+
+DECLARATIONS = r"""
+aten::upsample_bilinear2d.vec(Tensor input, SymInt[]? output_size, bool align_corners,
+    float[]? scale_factors) -> Tensor
+aten::upsample_bilinear2d(Tensor self, SymInt[2] output_size, bool align_corners, float? scales_h=None,
+    float? scales_w=None) -> Tensor
+aten::upsample_nearest2d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor
+aten::upsample_nearest2d(Tensor self, SymInt[2] output_size, float? scales_h=None, float? scales_w=None) -> Tensor
+"""

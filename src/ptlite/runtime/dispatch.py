@@ -1,0 +1,87 @@
+"""Which backend runs each node: chosen once, when a method is compiled, so that a call pays nothing for it.
+
+Each operator node asks the backends in order for a kernel; the first that accepts it runs it (the NumPy reference,
+asked last, accepts every declared operator). Before that, each backend may claim runs of consecutive top-level
+nodes to run as one step (delegates); a node claimed twice, or a claim that is not such a run, is refused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ptlite import ops
+from ptlite.backends.base import Backend, Delegate, Kernel
+from ptlite.errors import UnsupportedOperatorError
+from ptlite.ir.graph import Graph, Node, Program
+from ptlite.ir.liveness import region_values
+from ptlite.ops.state import MODULE_STATE
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where one operator node runs: the backend, and the delegate step it is part of (None: its own kernel)."""
+
+    node: Node
+    backend: str
+    delegate: str | None = None
+
+
+class Dispatcher:
+    """The backends a module runs on, in the order they are asked."""
+
+    def __init__(self, backends: Sequence[Backend]) -> None:
+        if not backends:
+            raise ValueError("a dispatcher needs at least one backend")
+        self.backends = list(backends)
+
+    @property
+    def names(self) -> list[str]:
+        return [b.name for b in self.backends]
+
+    def kernel(self, node: Node) -> Kernel:
+        """The first backend's kernel that accepts the node."""
+        op = ops.lookup(node.op)
+        if op is None:
+            raise UnsupportedOperatorError(f"{where(node)}: ptlite has no operator {node.op}")
+        for backend in self.backends:
+            found = backend.kernel(op, node)
+            if found is not None:
+                return found
+        raise UnsupportedOperatorError(f"{where(node)}: none of the backends {', '.join(self.names)} has a kernel "
+                                       f"for {node.op}")
+
+    def delegates(self, graph: Graph, program: Program, kernels: dict[int, Kernel]) -> list[Delegate]:
+        """The delegate steps the backends claim in the method's top-level block, checked."""
+        steps = [n for n in graph.nodes if not is_template(n)]
+        position = {id(n): i for i, n in enumerate(steps)}
+        claimed: dict[int, str] = {}
+        found = []
+        for backend in self.backends:
+            for delegate in backend.delegates(graph, program, kernels):
+                indexes = [position.get(id(n)) for n in delegate.nodes]
+                if not indexes or None in indexes or indexes != list(range(indexes[0], indexes[0] + len(indexes))):
+                    raise ValueError(f"backend {backend.name}: a delegate must be consecutive top-level nodes of "
+                                     f"method {graph.name} (constants aside)")
+                if any(n.blocks for n in delegate.nodes):
+                    raise ValueError(f"backend {backend.name}: a delegate cannot hold prim::If or prim::Loop")
+                twice = [claimed[id(n)] for n in delegate.nodes if id(n) in claimed]
+                if twice:
+                    raise ValueError(f"backend {backend.name}: its delegate claims nodes backend {twice[0]} claimed")
+                want = region_values(graph, delegate.nodes)
+                if ([v.id for v in delegate.inputs], [v.id for v in delegate.outputs]) != \
+                        ([v.id for v in want[0]], [v.id for v in want[1]]):
+                    raise ValueError(f"backend {backend.name}: a delegate's inputs and outputs must be "
+                                     "ptlite.ir.liveness.region_values of its nodes")
+                claimed.update((id(n), backend.name) for n in delegate.nodes)
+                found.append(delegate)
+        return found
+
+
+def where(node: Node) -> str:
+    return node.op + (f" (from {node.source})" if node.source else "")
+
+
+def is_template(node: Node) -> bool:
+    """Nodes that become registers of the template rather than steps (constants, the module's state)."""
+    return node.op in ("prim::Constant", MODULE_STATE)

@@ -1,0 +1,170 @@
+"""`ptlite convert`: capture a PyTorch model (or read a PyTorch Mobile file), optimize it, save a .ptlite file."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+import warnings
+from typing import Any
+
+import numpy as np
+
+import ptlite
+from ptlite.format.ptl import is_pytorch_mobile
+from ptlite.tools import models
+from ptlite.tools.errors import ToolError
+
+from .options import check_blocklist, human_bytes, input_shape
+
+CAPTURE_METHODS = ("auto", "export", "script", "trace")
+INPUT_DTYPES = ("float32", "float64", "float16", "int64", "int32", "int16", "int8", "uint8", "bool")
+CONVERT_EPILOG = """\
+MODEL is 'module:function', a function or class called without arguments that returns an nn.Module (or
+a (module, example_inputs) tuple); the current directory is importable, and 'path/to/file.py:function'
+works too. MODEL can also be a file saved with torch.jit.save, or a PyTorch Mobile .ptl file
+(_save_for_lite_interpreter), which is read without torch.
+
+example: ptlite convert torchvision.models:resnet18 --input-shape 1,3,224,224 -o resnet18.ptlite"""
+
+
+def add_parser(commands: Any) -> None:
+    parser = commands.add_parser(
+        "convert", help="capture a PyTorch model (or read a .ptl file) into a .ptlite file (needs torch, except .ptl)",
+        description=f"Capture a PyTorch model and save it as a .ptlite file. Needs torch ({models.TORCH_INSTALL}), "
+                    "except for a PyTorch Mobile .ptl file, which ptlite reads itself.",
+        epilog=CONVERT_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("model", metavar="MODEL", help="'module:function' or a TorchScript file")
+    parser.add_argument("-o", "--output", metavar="OUT",
+                        help="the .ptlite file to write (default: MODEL's name with .ptlite, here)")
+    parser.add_argument("--method", choices=CAPTURE_METHODS, default="auto",
+                        help="how to capture: torch.export, torch.jit.script, torch.jit.trace, or auto "
+                             "(try them in that order; default)")
+    parser.add_argument("--input-shape", metavar="SHAPE", type=input_shape, action="append", default=[],
+                        help="shape of an example input, e.g. 1,3,224,224; repeat for each input "
+                             "(export and trace need them)")
+    parser.add_argument("--input-dtype", metavar="DTYPE", choices=INPUT_DTYPES, action="append", default=[],
+                        help="dtype of the example inputs: " + ", ".join(INPUT_DTYPES) + " (default "
+                             "float32); give once for all inputs or once per --input-shape")
+    parser.add_argument("--dynamic-batch", action="store_true",
+                        help="with export: let the first dimension of every input vary (by default an "
+                             "exported program accepts only the example shapes)")
+    parser.add_argument("--no-optimize", action="store_true",
+                        help="save the program as captured, without ptlite.optimize_for_mobile (which folds "
+                             "batch norms into convolutions and drops dropout and dead code)")
+    parser.add_argument("--blocklist", metavar="PASS", action="append", default=[],
+                        help="skip one optimization (repeatable), by the names optimize_for_mobile's "
+                             "optimization_blocklist takes: WINOGRAD (im2col for 3x3 convolutions: about 10x less "
+                             "rounding error, slower), CONV_BN_FUSION, FUSE_ADD_RELU, MEMORY_PLAN, ...")
+    parser.add_argument("--preserve-method", metavar="NAME", action="append", default=[],
+                        help="keep another method of a scripted module (repeatable); run it with "
+                             "'ptlite run --method NAME'")
+    parser.set_defaults(handler=run)
+
+
+def _default_output(model: str) -> str:
+    if ":" in model and not os.path.exists(model):
+        stem = model.rpartition(":")[2].split(".")[-1]
+    else:
+        stem = os.path.splitext(os.path.basename(model))[0]
+    return f"{stem or 'model'}.ptlite"
+
+
+def run(args: argparse.Namespace) -> int:
+    check_blocklist(args)
+    if os.path.isfile(args.model) and is_pytorch_mobile(args.model):
+        return _convert_pytorch_mobile(args)
+    torch = models.import_torch()
+    example = models.example_inputs(args.input_shape, args.input_dtype, torch)
+    if os.path.isfile(args.model):
+        model = models.load_torchscript(args.model, torch)
+    elif ":" in args.model:
+        model, built_example = models.make_model(args.model, torch)
+        example = example if example is not None else built_example
+    else:
+        raise ToolError(f"{args.model}: no such file, and not 'module:function'")
+    options: dict[str, Any] = {"preserved_methods": tuple(args.preserve_method)}
+    if args.dynamic_batch:
+        example, options["dynamic_shapes"] = models.dynamic_batch(example, torch)
+    if args.method in ("export", "trace") and example is None:
+        raise ToolError(f"--method {args.method} needs example inputs: give --input-shape (e.g. 1,3,224,224)")
+    start = time.perf_counter()
+    with warnings.catch_warnings():  # TorchScript's deprecation notices: converting is what the user asked
+        warnings.filterwarnings("ignore", message=r".*torch\.jit\..*deprecated", category=FutureWarning)
+        program = ptlite.capture(model, example, method=args.method, **options)
+    captured_s = time.perf_counter() - start
+    if not os.path.isfile(args.model) and models.SOURCE_PATTERN.fullmatch(args.model):  # shown by inspect and compare
+        program.metadata[models.SOURCE_KEY] = args.model
+    return _optimize_and_save(program, args, f"captured {args.model} with "
+                              f"{program.metadata.get('capture', args.method)} in {captured_s:.1f} s")
+
+
+def _convert_pytorch_mobile(args: argparse.Namespace) -> int:
+    """A PyTorch Mobile .ptl file: translated by ptlite's own reader (no torch needed), optimized and saved."""
+    ignored = [flag for flag, given in (("--method", args.method != "auto"), ("--dynamic-batch", args.dynamic_batch),
+                                        ("--preserve-method", args.preserve_method)) if given]
+    if ignored:
+        print(f"note: {', '.join(ignored)} ignored: {args.model} is a PyTorch Mobile file, read as it is (forward "
+              "and the public methods; ptlite.format.ptl.read_ptl(path, methods=[...]) reads others)", file=sys.stderr)
+    start = time.perf_counter()
+    program = ptlite.load_program(args.model)
+    read_s = time.perf_counter() - start
+    if args.input_shape:
+        _fix_input_shapes(program, args.input_shape, args.input_dtype)
+        _try_input_shapes(program)
+    elif args.input_dtype:
+        raise ToolError("--input-dtype needs --input-shape")
+    return _optimize_and_save(program, args, f"read {args.model} (PyTorch Mobile, bytecode version "
+                                             f"{program.metadata.get('bytecode_version')}) in {read_s:.1f} s")
+
+
+def _try_input_shapes(program: ptlite.Program) -> None:
+    """Run forward once on random inputs of the --input-shape given: a .ptl file records no shapes, so a wrong one
+    (a missing batch dimension, channels last) would otherwise surface only when the converted file refuses every
+    real input. A note, not an error: a model may refuse random data for reasons of its own."""
+    from ptlite.tools.bench import random_inputs
+
+    specs = program.methods["forward"].input_specs
+    try:
+        ptlite.Module(program).forward(*random_inputs(specs))
+    except (ptlite.errors.PtliteError, ValueError) as exc:
+        shapes = ", ".join(f"{s.name} {list(s.shape)}" for s in specs if s.type == "Tensor")
+        print(f"note: forward fails on random inputs of the shapes given ({shapes}): {str(exc)[:300]}; the file is "
+              "written with these shapes, and accepts no others: check --input-shape", file=sys.stderr)
+
+
+def _fix_input_shapes(program: ptlite.Program, shapes: list[tuple[int, ...]], dtypes: list[str]) -> None:
+    """--input-shape (and --input-dtype, default float32) for a .ptl file, which records neither: forward's tensor
+    inputs get these static shapes and dtypes, so that optimize_for_mobile can plan memory; the converted file then
+    accepts only them."""
+    specs = [s for s in program.methods["forward"].input_specs if s.type == "Tensor"]
+    if len(shapes) != len(specs):
+        raise ToolError(f"forward takes {len(specs)} tensor input(s); give --input-shape once for each "
+                       f"(got {len(shapes)})")
+    if len(dtypes) not in (0, 1, len(shapes)):
+        raise ToolError(f"give --input-dtype once, or once per --input-shape ({len(shapes)}), not {len(dtypes)} times")
+    dtypes = dtypes * len(shapes) if len(dtypes) == 1 else dtypes or ["float32"] * len(shapes)
+    for spec, shape, dtype in zip(specs, shapes, dtypes):
+        if spec.shape is not None and len(spec.shape) != len(shape):
+            raise ToolError(f"input '{spec.name}' has {len(spec.shape)} dimensions, --input-shape gives {len(shape)}")
+        if spec.dtype is not None and spec.dtype != dtype:
+            raise ToolError(f"input '{spec.name}' is {spec.dtype}, --input-dtype gives {dtype}")
+        spec.shape, spec.dtype = tuple(shape), dtype
+
+
+def _optimize_and_save(program: ptlite.Program, args: argparse.Namespace, headline: str) -> int:
+    if not args.no_optimize:
+        program = ptlite.optimize_for_mobile(program, optimization_blocklist=args.blocklist)
+    output = args.output or _default_output(args.model)
+    ptlite.save(program, output)
+    weight_bytes = sum(np.asarray(w).nbytes for w in program.weights.values())
+    print(headline)
+    if not args.no_optimize:
+        print(f"optimized: {', '.join(program.metadata.get('passes', [])) or 'nothing to change'}")
+    for name, graph in program.methods.items():
+        print(f"  {name}(" + ", ".join(s.describe() for s in graph.input_specs) + ")")
+    print(f"operators: {len(ptlite.export_opnames(program))}")
+    print(f"weights:   {len(program.weights)} tensors, {human_bytes(weight_bytes)}")
+    print(f"wrote {output} ({human_bytes(os.path.getsize(output))})")
+    return 0

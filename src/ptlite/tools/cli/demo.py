@@ -1,0 +1,25 @@
+"""`ptlite demo`: the README's first command (ptlite.tools.demo)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+
+def add_parser(commands: Any) -> None:
+    parser = commands.add_parser(
+        "demo", help="train a small CNN, convert it two ways, compare ptlite with PyTorch (needs torch)",
+        description="Train a small CNN on scikit-learn's digits (no download), capture it with "
+                    "torch.jit.script and torch.export, save, load and run it with ptlite, and compare "
+                    "accuracy, outputs, file size, load time and latency with PyTorch. Needs torch and "
+                    "scikit-learn.")
+    parser.add_argument("--quick", action="store_true", help="train fewer epochs and time fewer runs")
+    parser.add_argument("--out-dir", metavar="DIR",
+                        help="where to save the files (default: a new temporary folder)")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ptlite.tools import demo
+
+    return demo.run(quick=args.quick, out_dir=args.out_dir)

@@ -1,0 +1,129 @@
+"""`ptlite ops` and `ptlite inspect`: what a .ptlite file holds, needs and runs on."""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import os
+import warnings
+from typing import Any
+
+import numpy as np
+
+import ptlite
+from ptlite.tools.models import recorded_source
+
+from .options import add_backend_option, human_bytes, load_program
+
+
+def add_parser(commands: Any) -> None:
+    ops_parser = commands.add_parser(
+        "ops", help="list the operators a .ptlite file uses",
+        description="Print the operators the program uses (ptlite.export_opnames), one a line; with "
+                    "--yaml as the YAML list that PyTorch's selective build takes (like "
+                    "torch.jit.mobile._export_operator_list).")
+    ops_parser.add_argument("model", metavar="MODEL", help="a .ptlite file")
+    ops_parser.add_argument("--yaml", action="store_true", help="print a YAML list")
+    ops_parser.set_defaults(handler=list_operators)
+
+    parser = commands.add_parser(
+        "inspect", help="describe a .ptlite file: methods, operators, weights",
+        description="Describe a .ptlite file: its methods with their inputs and outputs, how many times "
+                    "each operator is used, its weights, and how it was made.")
+    parser.add_argument("model", metavar="MODEL", help="a .ptlite file")
+    parser.add_argument("--graph", action="store_true", help="also print the program's IR")
+    add_backend_option(parser)
+    parser.set_defaults(handler=run)
+
+
+def list_operators(args: argparse.Namespace) -> int:
+    names = ptlite.export_opnames(load_program(args.model))
+    if args.yaml:
+        print("\n".join(f"- {name}" for name in names) if names else "[]")
+    else:
+        print("\n".join(names))
+    return 0
+
+
+_NO_PLAN = "no memory plan in the file (if every input is a tensor, the first call makes one for its shapes)"
+
+
+def _operator_counts(program: ptlite.Program) -> collections.Counter:
+    counts: collections.Counter = collections.Counter()
+    for graph in program.methods.values():
+        for node in graph.walk():
+            if node.op != "prim::Constant":
+                counts[node.op] += 1
+    return counts
+
+
+def run(args: argparse.Namespace) -> int:
+    program = load_program(args.model)
+    meta = program.metadata
+    size = os.path.getsize(args.model)
+    print(f"file:       {args.model} ({human_bytes(size)}, {size} bytes)")
+    print(f"producer:   {meta.get('producer') or 'unknown'}")
+    print(f"captured:   {meta.get('capture', 'unknown')}"
+          + (f" with torch {meta['torch_version']}" if meta.get("torch_version") else "")
+          + (f" from {source}" if (source := recorded_source(program)) else ""))
+    print(f"methods:    {len(program.methods)}")
+    for graph in program.methods.values():
+        print(f"  {graph.name}")
+        for spec in graph.input_specs:
+            print(f"    in   {spec.describe()}")
+        for spec in graph.output_specs:
+            print(f"    out  {spec.describe()}")
+    counts = _operator_counts(program)
+    print(f"operators:  {len(counts)} distinct, {sum(counts.values())} calls")
+    width = max((len(op) for op in counts), default=0)
+    for op, n in sorted(counts.items(), key=lambda item: (-item[1], item[0])):
+        print(f"  {op:<{width}}  {n}")
+    _print_weights(program)
+    from ptlite.ir.memory_plan import summary
+
+    for graph in program.methods.values():
+        plan = summary(program, graph.name)
+        print(f"memory:     {graph.name}: {plan.describe() if plan else _NO_PLAN}")
+    from ptlite.ir.verifier import unknown_operators
+
+    missing = unknown_operators(program)
+    if missing:
+        print(f"runnable:   no; this ptlite lacks {', '.join(sorted(missing))}")
+    else:
+        print("runnable:   yes, every operator has a kernel here")
+        _print_backends(program, args.backends)
+    if args.graph:
+        print()
+        print(program)
+    return 0
+
+
+def _print_weights(program: ptlite.Program) -> None:
+    arrays = [np.asarray(w) for w in program.weights.values()]
+    by_dtype: collections.Counter = collections.Counter()
+    for arr in arrays:
+        by_dtype[arr.dtype.name] += arr.nbytes
+    total = sum(by_dtype.values())
+    detail = ", ".join(f"{dtype} {human_bytes(n)}" for dtype, n in sorted(by_dtype.items()))
+    print(f"weights:    {len(arrays)} tensors, {sum(a.size for a in arrays)} values, {human_bytes(total)}"
+          + (f" ({detail})" if len(by_dtype) > 1 else ""))
+
+
+def _print_backends(program: ptlite.Program, selected: list[str] | None) -> None:
+    """Which backend the program was lowered for, which are here, and which runs how many nodes of each method."""
+    here = ", ".join(f"{info.name} ({info.detail})" if info.available else f"{info.name} (not available: {info.detail})"
+                     for info in ptlite.backends())
+    print(f"lowered:    {f'for {program.lowered_for}' if program.lowered_for else 'no (not optimized)'}")
+    print(f"backends:   {here}")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        module = ptlite.Module(program, selected)
+    for warning in caught:
+        print(f"            note: {warning.message}")
+    for name in module.method_names:
+        counts = module.backend_counts(name)
+        delegated = collections.Counter(p.delegate for p in module.placements(name) if p.delegate)
+        text = ", ".join(f"{backend} {n} node(s)" for backend, n in counts.items()) or "no operator nodes"
+        if delegated:
+            text += "; in delegates: " + ", ".join(f"{d} {n}" for d, n in delegated.items())
+        print(f"runs on:    {name}: {text}")

@@ -1,0 +1,141 @@
+"""`ptlite run`: run a method of a .ptlite file on files or numbers and print its outputs (the top classes of a
+classifier's)."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from typing import Any
+
+import numpy as np
+
+import ptlite
+from ptlite.tools import inputs as model_inputs
+from ptlite.tools.errors import ToolError, require_file
+
+from .options import add_backend_option, image_size, load_program, non_negative_int
+
+RUN_EPILOG = """\
+Images are resized (shorter side) and center-cropped to the input shape the model was captured with
+(224 when unknown), scaled to [0, 1] and normalized with ImageNet's mean and std. Several images for a
+one-input model are stacked into a batch.
+
+example: ptlite run resnet18.ptlite cat.jpg --labels imagenet_classes.txt"""
+
+
+def add_parser(commands: Any) -> None:
+    parser = commands.add_parser(
+        "run", help="run a .ptlite file on .npy or image inputs (no torch needed)",
+        description="Run a method of a .ptlite file and print its outputs; for a classifier (an output "
+                    "of shape [batch, classes]) print the top classes with softmax probabilities.",
+        epilog=RUN_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("model", metavar="MODEL", help="a .ptlite file")
+    parser.add_argument("inputs", metavar="INPUT", nargs="+",
+                        help="one per model input: an .npy file, an image file (png, jpg, ...), or a number "
+                             "for an int/float/bool input")
+    parser.add_argument("--method", metavar="NAME", default="forward",
+                        help="the method to run (default forward)")
+    parser.add_argument("--top-k", metavar="K", type=non_negative_int, default=5,
+                        help="classes to show for classifier outputs (default 5; 0 turns this off)")
+    parser.add_argument("--labels", metavar="FILE", help="a text file with one class name a line")
+    parser.add_argument("--image-size", metavar="SIZE", type=image_size,
+                        help="crop images to SIZE or HEIGHT,WIDTH instead of the model's input shape")
+    parser.add_argument("--no-normalize", action="store_true",
+                        help="feed images scaled to [0, 1], without ImageNet mean/std normalization")
+    parser.add_argument("--save-outputs", metavar="OUT.npz", help="save every output array to an .npz file")
+    add_backend_option(parser)
+    parser.set_defaults(handler=run)
+
+
+def _output_leaves(result: Any, specs: list[ptlite.ValueSpec]) -> list[tuple[str, Any]]:
+    from ptlite.tools.compare import flatten_outputs
+
+    leaves = flatten_outputs(result)
+    if len(specs) == len(leaves) and not isinstance(result, dict):
+        return [(spec.name or name, value) for spec, (name, value) in zip(specs, leaves, strict=True)]
+    return leaves
+
+
+def _read_labels(path: str | None) -> list[str]:
+    if path is None:
+        return []
+    require_file(path)
+    with open(path, encoding="utf-8", errors="replace") as f:
+        return [line.strip() for line in f.read().splitlines()]
+
+
+def _softmax(logits: np.ndarray) -> np.ndarray:
+    x = logits.astype(np.float64)
+    x = x - x.max(axis=-1, keepdims=True)
+    e = np.exp(x)
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def _print_top_k(logits: np.ndarray, k: int, labels: list[str], row_names: list[str]) -> None:
+    probs = _softmax(logits)
+    k = min(k, logits.shape[1])
+    for row in range(logits.shape[0]):
+        title = f"  top-{k} of {logits.shape[1]} classes"
+        if logits.shape[0] > 1:
+            title += f" for {row_names[row] if row < len(row_names) else f'row {row}'}"
+        print(title + ":")
+        order = np.argsort(-probs[row], kind="stable")[:k]
+        width = len(str(logits.shape[1] - 1))
+        names = [labels[cls] if cls < len(labels) else "" for cls in order]
+        label_width = max(len(name) for name in names)
+        for rank, (cls, name) in enumerate(zip(order, names, strict=True), 1):
+            label = f"  {name:<{label_width}}" if label_width else ""
+            print(f"    {rank}. class {cls:>{width}}{label}  {probs[row, cls] * 100:6.2f}%  "
+                  f"(logit {logits[row, cls]:.4g})")
+
+
+def _describe_value(name: str, value: Any) -> str:
+    if isinstance(value, np.ndarray):
+        text = f"{name}: shape {tuple(value.shape)} {value.dtype}"
+        if value.size and value.size <= 8:
+            text += f"  values {np.array2string(value.ravel(), precision=4, separator=', ')}"
+        elif value.size and value.dtype.kind in "fiub":
+            v = value.astype(np.float64)
+            text += f"  min {v.min():.4g}  max {v.max():.4g}  mean {v.mean():.4g}"
+        return text
+    return f"{name}: {type(value).__name__} {value!r}"
+
+
+def _is_classifier(value: Any) -> bool:
+    """A [batch, classes] float array: worth showing the top classes of."""
+    return (isinstance(value, np.ndarray) and value.ndim == 2 and value.dtype.kind == "f"
+            and value.shape[1] >= 2)
+
+
+def _save_outputs(path: str, leaves: list[tuple[str, Any]]) -> str:
+    arrays = {}
+    for name, value in leaves:
+        if isinstance(value, np.ndarray) or isinstance(value, (int, float, bool, list, tuple)):
+            arrays[name] = np.asarray(value)
+    np.savez(path, **arrays)
+    return path if path.endswith(".npz") else path + ".npz"
+
+
+def run(args: argparse.Namespace) -> int:
+    program = load_program(args.model)
+    if args.method not in program.methods:
+        raise ToolError(f"{args.model} has no method '{args.method}'; it has {', '.join(program.methods)}")
+    specs = program.methods[args.method].input_specs
+    labels = _read_labels(args.labels)
+    inputs = model_inputs.read_inputs(args.inputs, specs, args.method, args.image_size, not args.no_normalize)
+    start = time.perf_counter()
+    module = ptlite.Module(program, args.backends)
+    loaded_s = time.perf_counter() - start
+    start = time.perf_counter()
+    result = module.run_method(args.method, *inputs)
+    ran_s = time.perf_counter() - start
+    print(f"{args.method} ran in {ran_s * 1e3:.1f} ms (prepared in {loaded_s * 1e3:.1f} ms)")
+    leaves = _output_leaves(result, program.methods[args.method].output_specs)
+    stacked_names = list(args.inputs) if len(args.inputs) > 1 and len(specs) == 1 else []
+    for name, value in leaves:
+        print(_describe_value(name, value))
+        if args.top_k and _is_classifier(value):
+            _print_top_k(value, args.top_k, labels, stacked_names)
+    if args.save_outputs:
+        print(f"saved outputs to {_save_outputs(args.save_outputs, leaves)}")
+    return 0

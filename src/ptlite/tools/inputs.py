@@ -1,0 +1,200 @@
+"""A model's inputs from files and text: .npy and .npz arrays, images (preprocessed to the input's shape), numbers;
+as `ptlite run`, `bench --inputs` and `compare --inputs` take them."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+import ptlite
+
+from .errors import ToolError, require_file
+
+_SCALAR_INPUTS = ("int", "float", "bool", "str")
+
+
+def _parse_scalar(text: str, kind: str) -> Any:
+    try:
+        if kind == "int":
+            return int(text)
+        if kind == "float":
+            return float(text)
+        if kind == "bool":
+            if text.lower() in ("true", "1", "yes"):
+                return True
+            if text.lower() in ("false", "0", "no"):
+                return False
+            raise ValueError(text)
+    except ValueError:
+        raise ToolError(f"input {text!r} is not a valid {kind}") from None
+    return text  # str inputs are taken as given
+
+
+def _image_layout(spec: ptlite.ValueSpec | None,
+                  override: tuple[int, int] | None) -> tuple[int, int, int, bool]:
+    """(height, width, channels, batched) for images fed to an input with this spec."""
+    shape = spec.shape if spec is not None else None
+    rank = len(shape) if shape is not None else 4
+    if rank not in (3, 4):
+        raise ToolError(f"input '{spec.name if spec else '?'}' has {rank} dimensions; images need "
+                       "3 (C,H,W) or 4 (N,C,H,W)")
+    height = width = None
+    channels = 3
+    if shape is not None:
+        c, height, width = shape[-3:]
+        channels = c if c is not None else 3
+    if override is not None:
+        height, width = override
+    return (height or 224, width or 224, channels, rank == 4)
+
+
+def _read_npy(path: str) -> np.ndarray:
+    try:
+        value = np.load(path, allow_pickle=False)
+    except ValueError as exc:
+        raise ToolError(f"{path}: not a NumPy .npy file without Python objects ({exc})") from None
+    if not isinstance(value, np.ndarray):
+        raise ToolError(f"{path}: holds several arrays; give one .npy file per input")
+    return value
+
+
+def _read_images(paths: list[str], spec: ptlite.ValueSpec | None, size: tuple[int, int] | None,
+                 normalize: bool) -> np.ndarray:
+    from .preprocess import load_image
+
+    height, width, channels, batched = _image_layout(spec, size)
+    images = []
+    for path in paths:
+        try:
+            images.append(load_image(path, (height, width), channels=channels,
+                                     normalized=normalize))
+        except ValueError as exc:  # load_image's errors name the file
+            raise ToolError(str(exc)) from None
+    if batched:
+        return np.stack(images)
+    if len(images) > 1:
+        raise ToolError(f"input '{spec.name if spec else '?'}' takes one image [C, H, W], got {len(images)}")
+    return images[0]
+
+
+def _is_npy(path: str) -> bool:
+    with open(path, "rb") as f:
+        return f.read(6) == b"\x93NUMPY"
+
+
+def _convert_dtype(value: np.ndarray, spec: ptlite.ValueSpec, path: str) -> np.ndarray:
+    """Cast float64 to float32 (NumPy's default vs PyTorch's) and the like, within the same kind only.
+
+    When the program does not record the input's dtype, float64 becomes float32, PyTorch's default.
+    """
+    if spec.dtype is None and value.dtype == np.float64:
+        print(f"note: {path}: converted float64 to float32 for input '{spec.name}' (the program does not say "
+              "which dtype it takes; PyTorch models usually take float32)", file=sys.stderr)
+        return value.astype(np.float32)
+    if spec.dtype is None or value.dtype == np.dtype(spec.dtype):
+        return value
+    want = np.dtype(spec.dtype)
+    if value.dtype.kind == want.kind or (value.dtype.kind in "iu" and want.kind in "iu"):
+        print(f"note: {path}: converted {value.dtype} to {want} for input '{spec.name}'", file=sys.stderr)
+        return value.astype(want)
+    return value  # the module reports the mismatch with the expected dtype
+
+
+def read_inputs(items: Sequence[str], specs: list[ptlite.ValueSpec], method: str = "forward",
+                image_size: tuple[int, int] | None = None, normalize: bool = True) -> list[Any]:
+    """One value per item for a method with these input specs: an .npy file, an image (resized and cropped to the
+    input's shape or `image_size`, ImageNet-normalized unless `normalize` is False) or a number; several images
+    for a one-input method are stacked into a batch."""
+    items = list(items)
+    stack = len(specs) == 1 and len(items) > 1 and all(_looks_like_image(p) for p in items)
+    if stack:
+        return [_read_images(items, specs[0], image_size, normalize)]
+    if specs and len(items) > len(specs):
+        names = ", ".join(s.name for s in specs)
+        raise ToolError(f"method '{method}' takes {len(specs)} input(s) ({names}), got {len(items)}")
+    values = []
+    for i, item in enumerate(items):
+        spec = specs[i] if i < len(specs) else None
+        if spec is not None and spec.type in _SCALAR_INPUTS and not os.path.exists(item):
+            values.append(_parse_scalar(item, spec.type))
+            continue
+        if spec is not None and not os.path.exists(item) and _is_number(item):
+            raise ToolError(f"input {spec.describe()} takes an .npy file or an image, not the number {item}")
+        require_file(item)
+        if _looks_like_image(item) and not _is_npy(item):
+            values.append(_read_images([item], spec, image_size, normalize))
+            continue
+        if not _is_npy(item):
+            raise ToolError(f"{item}: not an .npy file or an image (png, jpg, ...)")
+        value = _read_npy(item)
+        values.append(_convert_dtype(value, spec, item) if spec is not None else value)
+    return values
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _looks_like_image(path: str) -> bool:
+    from .preprocess import is_image_path
+
+    return is_image_path(path)
+
+
+def read_npz(path: str, specs: list[ptlite.ValueSpec]) -> list[Any]:
+    """Inputs from an .npz file: arrays named after the inputs, or saved in order (np.savez(path, *arrays))."""
+    require_file(path)
+    try:
+        data = np.load(path, allow_pickle=False)
+    except ValueError as exc:
+        raise ToolError(f"{path}: not a NumPy .npz file without Python objects ({exc})") from None
+    if not hasattr(data, "files"):
+        raise ToolError(f"{path}: holds one array, not an .npz file of inputs")
+    with data:
+        names = list(data.files)
+        in_order = names == [f"arr_{i}" for i in range(len(names))]
+        if not in_order and not set(names) <= {s.name for s in specs}:
+            raise ToolError(f"{path}: holds {', '.join(names)}; the inputs are {', '.join(s.name for s in specs)}: "
+                           "save the arrays under these names, or in order with np.savez(path, *arrays)")
+        if in_order:
+            arrays = [data[name] for name in names]
+            return [_npz_value(a, specs[i] if i < len(specs) else None, path) for i, a in enumerate(arrays)]
+        values = []
+        for spec in specs:
+            if spec.name in names:
+                values.append(_npz_value(data[spec.name], spec, path))
+            elif spec.has_default:
+                values.append(spec.default)
+            else:
+                raise ToolError(f"{path}: has no array for input '{spec.name}'")
+        return values
+
+
+def _npz_value(value: np.ndarray, spec: ptlite.ValueSpec | None, path: str) -> Any:
+    if spec is None:
+        return value
+    if spec.type in _SCALAR_INPUTS and value.ndim == 0:
+        return value.item()
+    return _convert_dtype(value, spec, path)
+
+
+def inputs_from(files: Sequence[str], shapes: Sequence[tuple[int, ...]], specs: list[ptlite.ValueSpec],
+                method: str = "forward") -> list[Any]:
+    """Inputs as `--inputs FILE ...` / `--input-shape SHAPE ...` give them (bench, compare): one .npz file with
+    every input, or one file or number per input as read_inputs takes them; without files, random inputs (seed 0)
+    of the shapes given or recorded."""
+    if not files:
+        from .bench import random_inputs
+
+        return random_inputs(specs, shapes)
+    if len(files) == 1 and files[0].endswith(".npz"):
+        return read_npz(files[0], specs)
+    return read_inputs(files, specs, method)
