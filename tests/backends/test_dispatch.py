@@ -17,7 +17,7 @@ from ptlite.backends import BackendUnavailable
 from ptlite.backends.base import Backend, Delegate, Kernel
 from ptlite.ir.graph import Graph, Node, Program, Value, ValueSpec
 from ptlite.ir.liveness import region_values
-from ptlite.ops.state import MODULE_STATE
+from ptlite.ops import MODULE_STATE
 from ptlite.runtime.profile import profile
 from ptlite.tools.cli import main
 

@@ -14,7 +14,7 @@ import importlib
 import sys
 import types
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .base import Backend
@@ -32,12 +32,28 @@ class BackendUnavailable(Exception):  # noqa: N818  (a reason, not an error: the
     """Raised by a backend's create() when it cannot run here; the message says why."""
 
 
-class BackendInfo(NamedTuple):
-    """A backend's name, whether it runs here, and what it is or why it is not available."""
+class BackendInfo:
+    """A backend's name, whether it runs here, and what it is or why it is not available (a plain class: a
+    NamedTuple would cost `import ptlite` more than the rest of this module)."""
 
-    name: str
-    available: bool
-    detail: str
+    __slots__ = ("name", "available", "detail")
+
+    def __init__(self, name: str, available: bool, detail: str) -> None:
+        self.name = name
+        self.available = available
+        self.detail = detail
+
+    def __iter__(self):  # noqa: ANN204  (name, available, detail = info)
+        return iter((self.name, self.available, self.detail))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, BackendInfo) and tuple(self) == tuple(other)
+
+    def __hash__(self) -> int:
+        return hash(tuple(self))
+
+    def __repr__(self) -> str:
+        return f"BackendInfo(name={self.name!r}, available={self.available}, detail={self.detail!r})"
 
 
 _CREATED: dict[str, Any] = {}  # name -> the Backend, or the BackendUnavailable raised making it

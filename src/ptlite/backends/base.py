@@ -11,75 +11,78 @@ Every method has a default, so a backend overrides only what it does.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
 from ptlite.ir.graph import Graph, Node, Program, Value
 from ptlite.ops import OpDef
 
+# The classes here are plain ones, not dataclasses: they are made at `import ptlite`, where a dataclass costs ~0.5 ms.
+
 Step = Callable[[list], None]
 Instrument = Callable[[Step, Node], Step]  # wraps the step of one operator node (profiling, observing)
+# Compiles a method to run on a backend's kernels, each operator step wrapped by the instrument if one is given, and
+# returns it ready to run (ptlite.runtime.interpreter.CompiledGraph: its steps, nodes and registers): what lowering
+# uses to run a method on zeros. The runtime hands it in; backends do not import the runtime.
+Runner = Callable[[Graph, Program, Instrument | None], Any]
 
 
-class CompiledMethod(Protocol):
-    """What a runner returns (ptlite.runtime.interpreter.CompiledGraph): a method ready to run, with its registers."""
-
-    slots: dict[int, int]
-    template: list[Any]
-    input_slots: list[int]
-    steps: list[Step]
-    nodes: list[Node]
-    releases: list[tuple[int, ...]]
-
-    def __call__(self, *args: Any) -> list[Any]: ...
-
-
-# Compiles a method to run on a backend's kernels, each operator step wrapped by the instrument if one is given:
-# what lowering uses to run a method on zeros (the runtime hands it in; backends do not import the runtime).
-Runner = Callable[[Graph, Program, Instrument | None], CompiledMethod]
-
-
-@dataclass(frozen=True)
 class Kernel:
     """A backend's implementation of one node: `fn` takes the node's inputs positionally and returns its result
     (a tuple for several); with `accepts_out`, also a keyword `out=` array to write the result into (the memory
     plan's buffer for that value), used when it has the result's shape and dtype."""
 
-    fn: Callable[..., Any]
-    backend: str
-    accepts_out: bool = False
+    __slots__ = ("fn", "backend", "accepts_out")
+
+    def __init__(self, fn: Callable[..., Any], backend: str, accepts_out: bool = False) -> None:
+        self.fn = fn
+        self.backend = backend
+        self.accepts_out = accepts_out
+
+    def __repr__(self) -> str:
+        return f"Kernel({getattr(self.fn, '__qualname__', self.fn)!s}, backend={self.backend!r}, " \
+               f"accepts_out={self.accepts_out})"
 
 
-@dataclass
 class Delegate:
     """A backend running consecutive straight-line nodes of a method as one step: `run` takes the values of
-    `inputs` (in order) and returns those of `outputs`, the values the rest of the method reads. Values made and
-    used only inside stay in the delegate's own memory."""
+    `inputs` (in order) and returns those of `outputs`, the values the rest of the method reads
+    (ptlite.ir.liveness.region_values gives both). Values made and used only inside stay in the delegate's own
+    memory. `name` is what profiles and reports call it (default "<backend>::delegate")."""
 
-    backend: str
-    nodes: list[Node]
-    inputs: list[Value]
-    outputs: list[Value]
-    run: Callable[..., Sequence[Any]]
-    name: str = field(default="")  # what profiles and reports call it (default "<backend>::delegate")
+    __slots__ = ("backend", "nodes", "inputs", "outputs", "run", "name")
+
+    def __init__(self, backend: str, nodes: list[Node], inputs: list[Value], outputs: list[Value],
+                 run: Callable[..., Sequence[Any]], name: str = "") -> None:
+        self.backend = backend
+        self.nodes = nodes
+        self.inputs = inputs
+        self.outputs = outputs
+        self.run = run
+        self.name = name
 
     @property
     def label(self) -> str:
         return self.name or f"{self.backend}::delegate"
 
+    def __repr__(self) -> str:
+        return f"<Delegate {self.label}: {len(self.nodes)} nodes>"
 
-@dataclass
+
 class LoweringContext:
     """What lowering is given: the optimizations the user blocked (by blocklist name), a runner, and (for
     `specialize`) whether this backend lowered the program, so that shape-dependent lowering may run too (else it
     only plans memory)."""
 
-    blocklist: frozenset[str] = frozenset()
-    run: Runner | None = None
-    lowered: bool = True
+    __slots__ = ("blocklist", "run", "lowered")
+
+    def __init__(self, blocklist: frozenset[str] = frozenset(), run: Runner | None = None,
+                 lowered: bool = True) -> None:
+        self.blocklist = blocklist
+        self.run = run
+        self.lowered = lowered
 
 
 class Backend:
@@ -88,8 +91,10 @@ class Backend:
 
     name: str = ""
 
-    def kernel(self, op: OpDef, node: Node) -> Kernel | None:
-        """This backend's kernel for a node of operator `op`, or None to decline it (the next backend is asked)."""
+    def kernel(self, op: OpDef, node: Node | None) -> Kernel | None:
+        """This backend's kernel for a node of operator `op`, or None to decline it (the next backend is asked).
+        The node's input values say what is known of its arguments (dtypes, shapes, constants); `node` is None
+        when the operator is asked for without a graph (the kernel tests)."""
         return None
 
     def delegates(self, graph: Graph, program: Program, kernels: dict[int, Kernel]) -> list[Delegate]:
@@ -133,16 +138,3 @@ class Backend:
 
     def __repr__(self) -> str:
         return f"<ptlite backend {self.name}>"
-
-
-def operator_nodes(nodes: Iterable[Node]) -> Iterable[Node]:
-    """The nodes that run kernels (not prim::Constant, prim::If, prim::Loop, ptlite::module_state), nested blocks
-    included."""
-    from ptlite.ops import lookup
-
-    for node in nodes:
-        for block in node.blocks:
-            yield from operator_nodes(block.nodes)
-        op = lookup(node.op)
-        if op is None or not op.structural:
-            yield node

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ptlite import ops
-from ptlite.ops.state import MODULE_STATE
+from ptlite.ops import MODULE_STATE
 
 from .graph import Block, Graph, Node, Program
 from .memory_plan import plan_problems
@@ -53,9 +53,9 @@ def _check_node(node: Node, scope: set[int], program: Program, problems: list[st
         if op is None:
             if check_ops:
                 problems.append(f"{_where(node)}: unknown operator")
-        elif not op.schema.variadic and len(node.inputs) != len(op.schema.arguments):
+        elif not op.variadic and len(node.inputs) != len(op.argument_texts):
             problems.append(f"{_where(node)}: {len(node.inputs)} inputs, schema {op.schema} takes "
-                            f"{len(op.schema.arguments)}")
+                            f"{len(op.argument_texts)}")
     for block in node.blocks:
         _check_block(block, set(scope), program, problems, check_ops)
     for out in node.outputs:

@@ -5,8 +5,8 @@ runtime's missing-operator check read this table; backends register kernels for 
 
 Operators are declared by family, one module each (`ptlite/ops/activation.py`, ...): a `DECLARATIONS` text with one
 schema a line (a line starting with spaces continues the one before), each followed by its traits (`@out`,
-`@effects`, ...: `opdef.TRAITS`). ptlite's own operators (`ptlite::...`) are declared there too, with a constant
-naming each (`prepacked.CONV2D_PREPACKED`) that the code emitting them uses. Lookups read the generated `_table.py`
+`@effects`, ...: `opdef.TRAITS`). ptlite's own operators (`ptlite::...`) are declared there too, and named here by
+constants (`ops.CONV2D_PREPACKED`) that the code emitting and running them uses. Lookups read the generated `_table.py`
 (every family's declarations in one module, so that a lookup imports one module, not a family each); after editing
 a declaration run `python -m ptlite.ops --write-table` (tests/ops/test_table.py fails until then).
 
@@ -20,12 +20,24 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .opdef import TRAITS, OpDef, key_of
-from .schema import Argument, Schema, parse_schema
 
 __all__ = ["OpDef", "Schema", "Argument", "TRAITS", "lookup", "get", "all_ops", "overloads", "declare", "families",
            "parse_schema", "key_of", "TABLE_COMMAND", "Evaluate"]
 
 TABLE_COMMAND = "python -m ptlite.ops --write-table"
+
+# ptlite's own operators, by the names the code emitting and running them uses; each is declared (schema, traits)
+# in the family module named beside it.
+CONV2D_POINTWISE_DEPTHWISE = "ptlite::conv2d_pointwise_depthwise"  # ops/conv_block.py
+CONV2D_PREPACKED = "ptlite::conv2d_prepacked"  # ops/prepacked.py
+LINEAR_PREPACKED = "ptlite::linear_prepacked"  # ops/prepacked.py
+ISINSTANCE = "ptlite::isinstance"  # ops/script_types.py
+SQUEEZE_EXCITE = "ptlite::squeeze_excite"  # ops/squeeze_excite.py
+GET_ATTR = "ptlite::get_attr"  # ops/state.py
+MODULE_STATE = "ptlite::module_state"  # ops/state.py
+SET_ATTR = "ptlite::set_attr"  # ops/state.py
+CONV2D_WINOGRAD = "ptlite::conv2d_winograd"  # ops/winograd.py
+CONV2D_WINOGRAD_V2 = "ptlite::conv2d_winograd_v2"  # ops/winograd.py
 
 # Computes an operator's results from its arguments: evaluate("aten::add.Tensor", [a, b, 1]). Compile-time
 # evaluation (constant folding, the .ptl translator) is handed one: the reference backend's kernels.
@@ -34,6 +46,16 @@ Evaluate = Callable[[str, Sequence[Any]], Any]
 _ROWS: dict[str, OpDef] = {}  # the rows looked up so far, and every declared one once all_ops() has run
 _DECLARED: dict[str, OpDef] = {}  # operators declared at run time (declare), by key
 _COMPLETE = False  # _ROWS holds every row
+
+
+def __getattr__(name: str) -> Any:
+    """The schema parser's names (Schema, Argument, parse_schema), imported when first asked for: a load needs
+    none of them."""
+    if name in ("Schema", "Argument", "parse_schema"):
+        from . import schema
+
+        return getattr(schema, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def lookup(key: str) -> OpDef | None:

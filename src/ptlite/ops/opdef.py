@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import re
-from functools import cached_property
+from functools import cache, cached_property
+from typing import TYPE_CHECKING
 
-from .schema import Schema, parse_schema
+if TYPE_CHECKING:
+    from .schema import Schema
 
 # The traits a declaration may carry (`@name` after its schema), and what each one promises.
 TRAITS: dict[str, str] = {
@@ -22,10 +24,16 @@ TRAITS: dict[str, str] = {
     "dtypes": "`@dtypes(float16,float32)`: the tensor dtypes it is defined for; without it, every dtype of the IR",
 }
 
+# Patterns compiled when first used (what a load reads needs none of them: `import ptlite` should not pay for them).
 # An alias annotation on a type: "Tensor(a)", "Tensor(a!)", "t[](a)", "t(c -> *)", "t(*)", "Tensor(b|a)".
-_ANNOTATION = re.compile(r"[\w\]]\([a-z*]")
-_LETTER = re.compile(r"\(([a-z*](?:!)?)(?:\s*->\s*[a-z*]+)?\)")
-_DTYPES = re.compile(r"dtypes\(([\w,]*)\)")
+_ANNOTATION = r"[\w\]]\([a-z*]"
+_LETTER = r"\(([a-z*](?:!)?)(?:\s*->\s*[a-z*]+)?\)"
+_DTYPES = r"dtypes\(([\w,]*)\)"
+
+
+@cache
+def _pattern(text: str) -> re.Pattern[str]:
+    return re.compile(text)
 
 
 class OpDef:
@@ -50,7 +58,7 @@ class OpDef:
         dtypes = None
         traits = []
         for word in words:
-            match = _DTYPES.fullmatch(word)
+            match = _pattern(_DTYPES).fullmatch(word) if word.startswith("dtypes(") else None
             if match:
                 dtypes = frozenset(filter(None, match.group(1).split(",")))
                 word = "dtypes"
@@ -93,7 +101,15 @@ class OpDef:
 
     @cached_property
     def schema(self) -> Schema:
+        from .schema import parse_schema  # here: a load checks argument counts without parsing schemas
+
         return parse_schema(self.schema_text)
+
+    @cached_property
+    def variadic(self) -> bool:
+        """Takes any number of arguments, or returns any number of results (`(...)`, `-> ...`), as Schema says."""
+        head, _, returns = self.schema_text.rpartition("->")
+        return head[head.index("(") + 1:head.rindex(")")].strip() == "..." or returns.strip() == "..."
 
     @cached_property
     def argument_texts(self) -> tuple[str, ...]:
@@ -117,12 +133,12 @@ class OpDef:
     def result_aliases(self) -> bool:
         """Whether a result may share memory with an argument: its schema annotates a result (`-> Tensor(a)`), or
         it has the `aliases` trait."""
-        return "aliases" in self.traits or any(_ANNOTATION.search(text) for text in self.return_texts)
+        return "aliases" in self.traits or any(_pattern(_ANNOTATION).search(text) for text in self.return_texts)
 
     @cached_property
     def annotated_arguments(self) -> tuple[int, ...]:
         """Positions of the arguments that carry an alias annotation (what an annotated result may be)."""
-        return tuple(i for i, text in enumerate(self.argument_texts) if _ANNOTATION.search(text))
+        return tuple(i for i, text in enumerate(self.argument_texts) if _pattern(_ANNOTATION).search(text))
 
     @cached_property
     def result_sources(self) -> tuple[tuple[int, ...], ...]:
@@ -154,11 +170,17 @@ def key_of(schema_text: str) -> str:
 
 
 def _split(text: str) -> list[str]:
-    """Top-level comma-separated parts (the keyword-only marker '*' and a variadic '...' dropped)."""
-    parts, depth, current = [], 0, ""
+    """Top-level comma-separated parts (the keyword-only marker '*' and a variadic '...' dropped): commas inside
+    brackets, parentheses and quoted defaults do not split."""
+    parts, depth, quote, current = [], 0, "", ""
     for ch in text + ",":
-        depth += {"(": 1, "[": 1, ")": -1, "]": -1}.get(ch, 0)
-        if ch == "," and depth == 0:
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        else:
+            depth += {"(": 1, "[": 1, ")": -1, "]": -1}.get(ch, 0)
+        if ch == "," and depth == 0 and not quote:
             if current.strip() not in ("", "*", "..."):
                 parts.append(current.strip())
             current = ""
@@ -172,7 +194,7 @@ def _annotation(part: str) -> str | None:
     kind = part.split("=", 1)[0].strip()
     if kind.count(" ") and not kind.endswith(")") and not kind.endswith("]"):
         kind = kind.rsplit(" ", 1)[0]  # drop the argument's name
-    match = _LETTER.search(kind)
+    match = _pattern(_LETTER).search(kind)
     return match.group(1) if match else None
 
 

@@ -1,8 +1,5 @@
 """Convolution and linear layers on prepacked weights (ptlite's; lowering makes them)."""
 
-CONV2D_PREPACKED = "ptlite::conv2d_prepacked"
-LINEAR_PREPACKED = "ptlite::linear_prepacked"
-
 DECLARATIONS = r"""
 ptlite::conv2d_prepacked(Tensor input, Tensor weight, Tensor? bias, int[2] kernel_size, int[2] stride,
     int[4] padding, int[2] dilation, int groups, str activation="none", float[] activation_args=[]) -> Tensor  @out

@@ -1,7 +1,5 @@
 """Run-time type checks of TorchScript values (ptlite's isinstance)."""
 
-ISINSTANCE = "ptlite::isinstance"
-
 DECLARATIONS = r"""
 ptlite::isinstance(Any value, str[] types) -> bool
 """

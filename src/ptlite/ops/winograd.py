@@ -1,8 +1,5 @@
 """Winograd F(4x4, 3x3) convolutions on transformed weights (ptlite's; lowering makes them)."""
 
-CONV2D_WINOGRAD_V2 = "ptlite::conv2d_winograd_v2"
-CONV2D_WINOGRAD = "ptlite::conv2d_winograd"
-
 DECLARATIONS = r"""
 ptlite::conv2d_winograd_v2(Tensor input, Tensor weight, Tensor? bias, int[4] padding, str activation="none",
     float[] activation_args=[]) -> Tensor  @out

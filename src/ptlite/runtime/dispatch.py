@@ -8,23 +8,28 @@ nodes to run as one step (delegates); a node claimed twice, or a claim that is n
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from ptlite import ops
 from ptlite.backends.base import Backend, Delegate, Kernel
 from ptlite.errors import UnsupportedOperatorError
 from ptlite.ir.graph import Graph, Node, Program
 from ptlite.ir.liveness import region_values
-from ptlite.ops.state import MODULE_STATE
+from ptlite.ops import MODULE_STATE
 
 
-@dataclass(frozen=True)
 class Placement:
     """Where one operator node runs: the backend, and the delegate step it is part of (None: its own kernel)."""
 
-    node: Node
-    backend: str
-    delegate: str | None = None
+    __slots__ = ("node", "backend", "delegate")
+
+    def __init__(self, node: Node, backend: str, delegate: str | None = None) -> None:
+        self.node = node
+        self.backend = backend
+        self.delegate = delegate
+
+    def __repr__(self) -> str:
+        return f"Placement({self.node.op}, backend={self.backend!r}" + \
+            (f", delegate={self.delegate!r})" if self.delegate else ")")
 
 
 class Dispatcher:

@@ -3,13 +3,13 @@ keyword arguments, filling defaults, and refusing a wrong type, dtype, rank or s
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from ptlite.errors import InputError
 from ptlite.ir.graph import ValueSpec
-from ptlite.ir.types import check_type, has_type
 
 _SCALAR_TYPES = {"int": (int, np.integer), "float": (float, int, np.floating, np.integer), "bool": (bool, np.bool_),
                  "str": (str,)}
@@ -43,6 +43,8 @@ def _shape_text(shape: tuple) -> str:
 def _check_union(spec: ValueSpec, value: Any, method: str) -> Any:
     """An Optional or Union input: the value must have one of the types (arrays from other libraries become NumPy
     arrays); types ptlite cannot check pass unchecked."""
+    from ptlite.ir.types import check_type, has_type  # here: only Optional and Union inputs need it
+
     try:
         check_type(spec.type)
     except ValueError:
@@ -65,23 +67,23 @@ def _check_scalar(spec: ValueSpec, value: Any, method: str) -> Any:
 
 
 def check_args(specs: list[ValueSpec], args: tuple[Any, ...], kwargs: dict[str, Any], name: str,
-               signature: str) -> list[Any]:
-    """Bind positional and keyword arguments to the inputs `specs` of method `name` (whose signature errors
-    quote), fill defaults and check each one; InputError names the first problem."""
+               signature: Callable[[], str]) -> list[Any]:
+    """Bind positional and keyword arguments to the inputs `specs` of method `name` (whose signature(), made only
+    for an error, errors quote), fill defaults and check each one; InputError names the first problem."""
     if len(args) > len(specs):
-        raise InputError(f"{signature} takes {len(specs)} input(s), got {len(args)}")
+        raise InputError(f"{signature()} takes {len(specs)} input(s), got {len(args)}")
     bound: list[Any] = list(args)
     names = [s.name for s in specs]
     for key in kwargs:
         if key not in names:
-            raise InputError(f"{signature} has no input named '{key}'")
+            raise InputError(f"{signature()} has no input named '{key}'")
     for spec in specs[len(args):]:
         if spec.name in kwargs:
             bound.append(kwargs[spec.name])
         elif spec.has_default:
             bound.append(spec.default)
         else:
-            raise InputError(f"{signature}: missing input '{spec.name}'")
+            raise InputError(f"{signature()}: missing input '{spec.name}'")
     checked = []
     for spec, value in zip(specs, bound):
         if spec.type == "Tensor":

@@ -21,7 +21,7 @@ from ptlite.backends.base import Backend, Delegate
 from ptlite.errors import ExecutionError, PtliteError
 from ptlite.ir.graph import Block, Graph, Node, Program
 from ptlite.ir.liveness import all_values, last_reads
-from ptlite.ops.state import MODULE_STATE
+from ptlite.ops import MODULE_STATE
 
 from .arena import Arena
 from .dispatch import Dispatcher, Placement, is_template, where

@@ -16,7 +16,6 @@ from ptlite.backends import REFERENCE, resolve
 from ptlite.backends.base import Backend, LoweringContext
 from ptlite.errors import InputError, UnsupportedOperatorError
 from ptlite.ir import memory_plan
-from ptlite.ir.copy import copy_program
 from ptlite.ir.graph import BLOCKLIST_KEY, Graph, Program, ValueSpec
 from ptlite.ir.memory_plan import MemoryPlanSummary
 from ptlite.ir.verifier import unknown_operators
@@ -67,7 +66,7 @@ class Method:
 
     def check_args(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[Any]:
         """Bind positional and keyword arguments to the method's inputs, fill defaults and check each one."""
-        return check_args(self.input_specs, args, kwargs, self.name, self.signature())
+        return check_args(self.input_specs, args, kwargs, self.name, self.signature)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         checked = self.check_args(args, kwargs)
@@ -101,6 +100,8 @@ class Method:
             self._plan_at_first_call = False
             if not all(isinstance(a, np.ndarray) and a.flags.c_contiguous for a in args):
                 return
+            from ptlite.ir.copy import copy_program  # here: only a first call that specializes needs it
+
             program = copy_program(self.program)
             graph = program.methods[self.name]
             graph.input_specs = [replace(spec, dtype=a.dtype.name, shape=tuple(a.shape))

@@ -15,7 +15,7 @@ import pytest
 
 import ptlite
 from ptlite import ops
-from ptlite.backends.numpy import registry
+from ptlite.backends import numpy as registry
 from ptlite.ir.graph import Graph, Node, Program, Value, ValueSpec
 
 KERNELS = "ptlite.backends.numpy.kernels"

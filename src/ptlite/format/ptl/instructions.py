@@ -12,8 +12,7 @@ from ptlite import ops
 from ptlite.errors import UnsupportedOperatorError
 from ptlite.ir.graph import Block, Node, Value
 from ptlite.ir.types import check_type
-from ptlite.ops.script_types import ISINSTANCE
-from ptlite.ops.state import GET_ATTR, SET_ATTR
+from ptlite.ops import GET_ATTR, ISINSTANCE, SET_ATTR
 
 from . import upgraders
 from .bytecode import Operator

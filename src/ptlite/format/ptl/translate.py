@@ -25,8 +25,7 @@ import numpy as np
 from ptlite.errors import FormatError, UnsupportedOperatorError
 from ptlite.ir.graph import Block, Graph, Node, Program, Value, ValueSpec
 from ptlite.ir.types import type_arguments
-from ptlite.ops import Evaluate
-from ptlite.ops.state import MODULE_STATE
+from ptlite.ops import MODULE_STATE, Evaluate
 
 from .bytecode import Argument, Function
 from .instructions import Instructions

@@ -18,8 +18,6 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from ptlite.ir.weights import frozen
-
 T = TypeVar("T")
 
 PER_ANCHOR = 64  # keys (shapes, arguments) kept per anchor: beyond that the anchor's values are all dropped
@@ -64,6 +62,8 @@ def derived(arrays: tuple[Any, ...], key: tuple, make: Callable[[], T]) -> T:
         value = make()
         if any(_based_on(a, anchor) for a in arrays[1:]):
             return value  # not kept: through that view the entry would hold the anchor alive (made at every call)
+        from ptlite.ir.weights import frozen  # here: a load need not import it, only a first call making a value
+
         snapshot = None if all(a is None or frozen(a) for a in arrays) else \
             tuple(None if a is None else np.array(a, copy=True) for a in arrays)
         if len(entries) >= PER_ANCHOR:

@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from ptlite.backends.numpy.registry import kernel
+from ptlite.backends.numpy import kernel
 from ptlite.ir.dtypes import to_numpy
 
 from ._fastnp import clip

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ptlite.backends.numpy.registry import kernel
+from ptlite.backends.numpy import kernel
 
 from .norm import layer_norm
 

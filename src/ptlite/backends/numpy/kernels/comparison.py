@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ptlite.backends.numpy.registry import kernel
+from ptlite.backends.numpy import kernel
 
 from .elementwise import Operand, binary, cast, result_type, select, wrap
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ptlite.backends.numpy.registry import kernel
+from ptlite.backends.numpy import kernel
 
 from .prim import script_str
 

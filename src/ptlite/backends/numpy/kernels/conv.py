@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from ptlite.backends.numpy.registry import kernel
+from ptlite.backends.numpy import kernel
 
 from ._args import expand
 from ._parallel import parallel_for

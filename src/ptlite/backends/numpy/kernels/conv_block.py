@@ -25,8 +25,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ptlite.backends.numpy.registry import kernel
-from ptlite.ops.conv_block import CONV2D_POINTWISE_DEPTHWISE
+from ptlite.backends.numpy import kernel
+from ptlite.ops import CONV2D_POINTWISE_DEPTHWISE
 
 from ._derived import derived
 from ._fastnp import tile_row

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from ptlite.backends.numpy.registry import kernel
+from ptlite.backends.numpy import kernel
 from ptlite.ir.dtypes import to_numpy
 
 from .elementwise import cast, scalar_dtype, write_into

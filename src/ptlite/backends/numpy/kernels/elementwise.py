@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from ptlite.backends.numpy.registry import kernel
+from ptlite.backends.numpy import kernel
 
 from ._layout import channel_broadcast, fits_out
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from ptlite.backends.numpy.registry import kernel
+from ptlite.backends.numpy import kernel
 
 from .elementwise import cast, write_into
 from .reshape import wrap_dim

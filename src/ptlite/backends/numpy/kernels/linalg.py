@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ptlite.backends.numpy.registry import kernel
+from ptlite.backends.numpy import kernel
 
 
 def _add_into(out: np.ndarray, other) -> np.ndarray:

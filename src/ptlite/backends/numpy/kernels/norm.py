@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ptlite.backends.numpy.registry import kernel
+from ptlite.backends.numpy import kernel
 
 from ._layout import channel_broadcast, is_channels_last, nhwc_view
 

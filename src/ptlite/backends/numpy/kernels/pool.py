@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ptlite.backends.numpy.registry import kernel
+from ptlite.backends.numpy import kernel
 
 from ._args import expand
 from ._layout import fits_out, from_nhwc, spatial_view

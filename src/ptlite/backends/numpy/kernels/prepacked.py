@@ -22,8 +22,8 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from ptlite.backends.numpy.registry import kernel
-from ptlite.ops.prepacked import CONV2D_PREPACKED, LINEAR_PREPACKED
+from ptlite.backends.numpy import kernel
+from ptlite.ops import CONV2D_PREPACKED, LINEAR_PREPACKED
 
 from ._fastnp import clip, strided_view, tile_cols, tile_row
 from ._layout import fits_out, from_nhwc, nhwc_view, to_nhwc

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ptlite.backends.numpy.registry import kernel
+from ptlite.backends.numpy import kernel
 from ptlite.errors import ScriptError
 
 # ---------------------------------------------------------------------------------------------------------

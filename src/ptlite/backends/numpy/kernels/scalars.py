@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ptlite.backends.numpy.registry import kernel
+from ptlite.backends.numpy import kernel
 
 # ---------------------------------------------------------------------------------------------------------
 # Scalar arithmetic (int, float, and the generic Scalar overloads)

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ptlite.backends.numpy.registry import kernel
+from ptlite.backends.numpy import kernel
 from ptlite.ir.types import has_type
-from ptlite.ops.script_types import ISINSTANCE
+from ptlite.ops import ISINSTANCE
 
 
 @kernel(ISINSTANCE)

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from ptlite.backends.numpy.registry import kernel
+from ptlite.backends.numpy import kernel
 
 from .elementwise import promote_types
 from .reshape import wrap_dim

@@ -15,8 +15,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ptlite.backends.numpy.registry import kernel
-from ptlite.ops.squeeze_excite import SQUEEZE_EXCITE
+from ptlite.backends.numpy import kernel
+from ptlite.ops import SQUEEZE_EXCITE
 
 from ._fastnp import tile_row
 from ._layout import fits_out, nhwc_view

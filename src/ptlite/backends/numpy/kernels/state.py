@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from ptlite.backends.numpy.registry import kernel
-from ptlite.ops.state import GET_ATTR, SET_ATTR
+from ptlite.backends.numpy import kernel
+from ptlite.ops import GET_ATTR, SET_ATTR
 
 
 @kernel(GET_ATTR)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ptlite.backends.numpy.registry import kernel
+from ptlite.backends.numpy import kernel
 
 # ---------------------------------------------------------------------------------------------------------
 # Strings

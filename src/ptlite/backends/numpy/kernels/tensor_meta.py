@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from ptlite.backends.numpy.registry import kernel
+from ptlite.backends.numpy import kernel
 from ptlite.ir.dtypes import scalar_type_of
 
 from .attention import NestedArray

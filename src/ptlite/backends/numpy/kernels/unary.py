@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from ptlite.backends.numpy.registry import kernel
+from ptlite.backends.numpy import kernel
 
 from .elementwise import as_float, select, wrap, write_into
 

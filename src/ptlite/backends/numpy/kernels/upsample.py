@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from ptlite.backends.numpy.registry import kernel
+from ptlite.backends.numpy import kernel
 
 from ._layout import from_nhwc, spatial_view
 

@@ -23,8 +23,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ptlite.backends.numpy.registry import kernel
-from ptlite.ops.winograd import CONV2D_WINOGRAD, CONV2D_WINOGRAD_V2
+from ptlite.backends.numpy import kernel
+from ptlite.ops import CONV2D_WINOGRAD, CONV2D_WINOGRAD_V2
 
 from ._fastnp import strided_view
 from ._layout import fits_out, from_nhwc, nhwc_view, to_nhwc

@@ -14,8 +14,7 @@ import math
 from typing import Any
 
 from ptlite.ir.graph import Graph, Node, Program, Value
-from ptlite.ops.prepacked import CONV2D_PREPACKED, LINEAR_PREPACKED
-from ptlite.ops.winograd import CONV2D_WINOGRAD, CONV2D_WINOGRAD_V2
+from ptlite.ops import CONV2D_PREPACKED, CONV2D_WINOGRAD, CONV2D_WINOGRAD_V2, LINEAR_PREPACKED
 from ptlite.passes.base import NOT_CONSTANT, ConstantPool, Pass, blocks, constant_value, owners, replace_all_uses, uses
 
 PRODUCERS = frozenset({CONV2D_PREPACKED, CONV2D_WINOGRAD, CONV2D_WINOGRAD_V2, LINEAR_PREPACKED})

@@ -16,8 +16,7 @@ Runs after FUSE_ACTIVATIONS, so that both activations are already part of the co
 from __future__ import annotations
 
 from ptlite.ir.graph import Graph, Node, Program
-from ptlite.ops.conv_block import CONV2D_POINTWISE_DEPTHWISE
-from ptlite.ops.prepacked import CONV2D_PREPACKED
+from ptlite.ops import CONV2D_POINTWISE_DEPTHWISE, CONV2D_PREPACKED
 from ptlite.passes.base import Pass, blocks, constant_value, uses, weight_of
 from ptlite.passes.mutation import Mutations
 

@@ -16,7 +16,7 @@ node reads x once, where the multiplication stood.
 from __future__ import annotations
 
 from ptlite.ir.graph import Graph, Node, Program
-from ptlite.ops.squeeze_excite import SQUEEZE_EXCITE
+from ptlite.ops import SQUEEZE_EXCITE
 from ptlite.passes.base import ConstantPool, Pass, blocks, constant_value, uses, weight_of
 from ptlite.passes.mutation import Mutations
 

@@ -31,7 +31,7 @@ from ptlite.ir.dtypes import SUPPORTED_NUMPY
 from ptlite.ir.graph import Graph, Node, Program, ValueSpec
 from ptlite.ir.liveness import last_reads, reads
 from ptlite.ir.memory_plan import METADATA_KEY, OUT_ATTR, align, drop_memory_plan, entry
-from ptlite.ops.state import MODULE_STATE
+from ptlite.ops import MODULE_STATE
 from ptlite.passes.base import Pass, PassResult
 
 

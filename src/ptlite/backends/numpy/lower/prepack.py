@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from ptlite.ir.graph import Graph, Node, Program, Value
-from ptlite.ops.prepacked import CONV2D_PREPACKED, LINEAR_PREPACKED
+from ptlite.ops import CONV2D_PREPACKED, LINEAR_PREPACKED
 from ptlite.passes.base import NOT_CONSTANT, ConstantPool, Pass, blocks, constant_value, weight_constant, weight_of
 
 

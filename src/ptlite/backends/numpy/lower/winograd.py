@@ -19,8 +19,7 @@ import numpy as np
 
 from ptlite.backends.base import Runner
 from ptlite.ir.graph import Graph, Node, Program
-from ptlite.ops.prepacked import CONV2D_PREPACKED
-from ptlite.ops.winograd import CONV2D_WINOGRAD_V2
+from ptlite.ops import CONV2D_PREPACKED, CONV2D_WINOGRAD_V2
 from ptlite.passes.base import ConstantPool, Pass, blocks, constant_value, weight_constant, weight_of
 
 from .observe import observed_shapes
