@@ -14,7 +14,7 @@ from functools import partial
 
 import numpy as np
 
-from ptlite.backends.numpy.kernels.prepacked import _conv_depthwise_einsum, _conv_depthwise_taps
+from ptlite.backends.numpy.prepacked import _conv_depthwise_einsum, _conv_depthwise_taps
 from ptlite.tools.bench import time_calls
 
 # (image side, channels, kernel, stride): MobileNetV2's and EfficientNet-B0's depthwise layers

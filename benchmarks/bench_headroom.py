@@ -33,8 +33,8 @@ import numpy as np
 from bench_models import cpu_name  # this directory's: the same machine line as docs/benchmarks.md
 
 import ptlite
-import ptlite.backends.numpy.kernels.conv_block as conv_block
-import ptlite.backends.numpy.kernels.prepacked as prepacked
+import ptlite.backends.numpy.conv_block as conv_block
+import ptlite.backends.numpy.prepacked as prepacked
 from ptlite.tools.bench import random_inputs, time_pair
 from ptlite.tools.compare import flatten_outputs
 

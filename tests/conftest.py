@@ -7,7 +7,7 @@ import pytest
 from kernel_backend import names as kernel_backends
 from kernel_backend import select as select_kernel_backend
 
-from ptlite.backends.numpy.kernels import _parallel
+from ptlite.backends.numpy import _parallel
 
 # ptlite's own kernel threads are off by default (see _parallel); the tests run them on 2 threads so that the
 # multi-threaded code paths are checked too.

@@ -24,7 +24,7 @@ from fuzzing import random_edits
 from models import flatten
 
 import ptlite
-from ptlite.backends.numpy.kernels.state import get_attr, set_attr
+from ptlite.backends.numpy.state import get_attr, set_attr
 from ptlite.format.ptl import unpickler
 from ptlite.format.ptl.unpickler import rebuild_tensor, unpickle
 from ptlite.tools import zoo

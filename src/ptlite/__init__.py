@@ -189,7 +189,7 @@ def export_opnames(program_or_path: Program | str | os.PathLike) -> list[str]:
 def set_num_threads(n: int) -> None:
     """Use n threads for matrix products (the BLAS library NumPy uses, through threadpoolctl when it is installed;
     without it, set OPENBLAS_NUM_THREADS before starting Python). The default is the machine's core count.
-    ptlite's other kernels run on the calling thread (see ptlite.backends.numpy.kernels._parallel for why)."""
+    ptlite's other kernels run on the calling thread (see ptlite.backends.numpy._parallel for why)."""
     global _num_threads
     if int(n) < 1:
         raise ValueError(f"number of threads must be at least 1, got {n}")

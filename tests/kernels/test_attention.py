@@ -11,7 +11,7 @@ torch = pytest.importorskip("torch")
 from kernel_backend import kernel as op  # noqa: E402
 from oracle import compare, to_numpy  # noqa: E402
 
-from ptlite.backends.numpy.kernels.attention import NestedArray  # noqa: E402
+from ptlite.backends.numpy.attention import NestedArray  # noqa: E402
 
 
 def _mha_weights(embed: int, seed: int = 0):
@@ -240,7 +240,7 @@ def test_softmax_of_scores_with_infinities_and_nan():
     PyTorch's softmax gives, without warnings; rows without them are unaffected."""
     import warnings
 
-    from ptlite.backends.numpy.kernels.attention import _softmax_
+    from ptlite.backends.numpy.attention import _softmax_
 
     rng = np.random.default_rng(0)
     scores = rng.standard_normal((2, 5, 6)).astype(np.float32)

@@ -11,8 +11,8 @@ torch = pytest.importorskip("torch")
 
 from oracle import check, randn  # noqa: E402
 
-from ptlite.backends.numpy.kernels import _parallel  # noqa: E402
-from ptlite.backends.numpy.kernels._layout import channel_broadcast, is_channels_last  # noqa: E402
+from ptlite.backends.numpy import _parallel  # noqa: E402
+from ptlite.backends.numpy._layout import channel_broadcast, is_channels_last  # noqa: E402
 
 
 def channels_last(x: np.ndarray) -> np.ndarray:

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from oracle import compare, op, randn, torch
 
-from ptlite.backends.numpy.kernels._layout import is_channels_last
-from ptlite.backends.numpy.kernels.winograd import AT, BT, LAVIN_G, G, pack_winograd_weight
+from ptlite.backends.numpy._layout import is_channels_last
+from ptlite.backends.numpy.winograd import AT, BT, LAVIN_G, G, pack_winograd_weight
 
 F = torch.nn.functional
 

@@ -13,7 +13,7 @@ import torch
 from kernel_backend import kernel as op
 
 from ptlite import ops
-from ptlite.backends.numpy.kernels.elementwise import result_type
+from ptlite.backends.numpy.elementwise import result_type
 
 RNG = np.random.default_rng(0)
 rand = functools.partial(oracle.rand, RNG)

@@ -11,9 +11,9 @@ from conftest import assert_close
 from kernel_backend import kernel as op
 
 from ptlite import ops
-from ptlite.backends.numpy.kernels._layout import is_channels_last
-from ptlite.backends.numpy.kernels.winograd import LAVIN_G, pack_winograd_weight
+from ptlite.backends.numpy._layout import is_channels_last
 from ptlite.backends.numpy.lower.prepack import pack_conv2d_weight
+from ptlite.backends.numpy.winograd import LAVIN_G, pack_winograd_weight
 
 RNG = np.random.default_rng(0)
 
@@ -101,7 +101,7 @@ def layouts(args: tuple) -> list[tuple[str, tuple]]:
 
 
 def test_every_out_variant_is_tested():
-    declared = {key for key, declared_op in ops.all_ops().items() if declared_op.out}
+    declared = {key for key, declared_op in ops.all_ops().items() if declared_op.out and declared_op.family != "user"}
     tested = {key for key, _ in CASES}
     assert not declared - tested, f"out variants without a case in CASES here: add one for {declared - tested}"
     assert not tested - declared, f"cases for kernels without an out variant: {tested - declared}"

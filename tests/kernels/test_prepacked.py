@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from oracle import check, compare, op, randn, torch
 
-from ptlite.backends.numpy.kernels._layout import is_channels_last
+from ptlite.backends.numpy._layout import is_channels_last
 from ptlite.backends.numpy.lower.prepack import pack_conv2d_weight
 
 F = torch.nn.functional
@@ -144,7 +144,7 @@ def test_add_relu_in_place_matches_torch(rng):
 
 
 def test_atrous_convolution_on_a_small_map_runs_per_tap(rng, monkeypatch):
-    from ptlite.backends.numpy.kernels import prepacked
+    from ptlite.backends.numpy import prepacked
 
     calls = []
     real = prepacked._conv_by_taps

@@ -11,7 +11,7 @@ torch = pytest.importorskip("torch")
 
 from oracle import op, torch_op, torch_schema  # noqa: E402
 
-from ptlite.backends.numpy.kernels.prim import ScriptError, script_str  # noqa: E402
+from ptlite.backends.numpy.prim import ScriptError, script_str  # noqa: E402
 from ptlite.ops import all_ops  # noqa: E402
 from ptlite.ops.schema import parse_schema  # noqa: E402
 

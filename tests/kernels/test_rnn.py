@@ -124,12 +124,12 @@ def test_lstm_with_one_array_for_both_states_batch_one():
 
 
 def test_prepared_weights_follow_the_weights():
-    """A layer's reordered, stacked weights are made once per weights and kept (ptlite.backends.numpy.kernels._derived):
+    """A layer's reordered, stacked weights are made once per weights and kept (ptlite.backends.numpy._derived):
     new arrays of the same shapes, or weights changed in place (an in-memory program's), give new results; the
     prepared copies go when the weights are collected."""
     import gc
 
-    from ptlite.backends.numpy.kernels import _derived
+    from ptlite.backends.numpy import _derived
 
     for kind in ("lstm", "gru"):
         key = f"aten::{kind}.input"

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from oracle import compare, op, randn, torch
 
-from ptlite.backends.numpy.kernels._layout import is_channels_last
+from ptlite.backends.numpy._layout import is_channels_last
 from ptlite.backends.numpy.lower.prepack import pack_conv2d_weight
 
 F = torch.nn.functional

@@ -9,7 +9,7 @@ torch = pytest.importorskip("torch")
 
 from oracle import op, torch_op  # noqa: E402
 
-from ptlite.backends.numpy.kernels.attention import NestedArray  # noqa: E402
+from ptlite.backends.numpy.attention import NestedArray  # noqa: E402
 
 DTYPES = [np.float32, np.float64, np.int64, np.int32, np.uint8, np.bool_, np.float16, np.int8, np.int16]
 SHAPES = [(), (3,), (2, 0), (2, 3, 4)]

@@ -90,6 +90,8 @@ class Backend:
     (`ptlite.load(path, backends=("numpy",))`) and how a file records that a backend lowered it."""
 
     name: str = ""
+    # True when kernel() answers by the operator alone, never by the node: dispatch then asks once per operator.
+    per_operator: bool = False
 
     def kernel(self, op: OpDef, node: Node | None) -> Kernel | None:
         """This backend's kernel for a node of operator `op`, or None to decline it (the next backend is asked).

@@ -14,7 +14,7 @@ from ptlite.backends.base import Backend, Delegate, Kernel
 from ptlite.errors import UnsupportedOperatorError
 from ptlite.ir.graph import Graph, Node, Program
 from ptlite.ir.liveness import region_values
-from ptlite.ops import MODULE_STATE
+from ptlite.ops import MODULE_STATE, OpDef
 
 
 class Placement:
@@ -39,19 +39,26 @@ class Dispatcher:
         if not backends:
             raise ValueError("a dispatcher needs at least one backend")
         self.backends = list(backends)
+        # Kernels chosen per operator when every backend chooses by the operator alone (Backend.per_operator).
+        self._by_operator: dict[str, Kernel] | None = {} if all(b.per_operator for b in self.backends) else None
 
     @property
     def names(self) -> list[str]:
         return [b.name for b in self.backends]
 
-    def kernel(self, node: Node) -> Kernel:
-        """The first backend's kernel that accepts the node."""
-        op = ops.lookup(node.op)
+    def kernel(self, node: Node, op: OpDef | None = None) -> Kernel:
+        """The first backend's kernel that accepts the node (`op`: its operator, if the caller has it)."""
+        op = op or ops.lookup(node.op)
         if op is None:
             raise UnsupportedOperatorError(f"{where(node)}: ptlite has no operator {node.op}")
+        cache = self._by_operator
+        if cache is not None and op.key in cache:
+            return cache[op.key]
         for backend in self.backends:
             found = backend.kernel(op, node)
             if found is not None:
+                if cache is not None:
+                    cache[op.key] = found
                 return found
         raise UnsupportedOperatorError(f"{where(node)}: none of the backends {', '.join(self.names)} has a kernel "
                                        f"for {node.op}")

@@ -37,11 +37,11 @@ class _Compiler:
         self.program = program
         self.dispatcher = dispatcher
         self.instrument = instrument
-        self.state = {} if state is None else state  # what ptlite::module_state nodes stand for (kernels/state.py)
+        self.state = {} if state is None else state  # what ptlite::module_state nodes stand for (ops/state.py)
         self.slots: dict[int, int] = {}
         self.constants: dict[int, Any] = {}
         self.kernels: dict[int, Any] = {}  # id(node) -> the Kernel dispatch chose (planned steps reuse it)
-        self.placements: list[Placement] = []
+        self.placed: list[tuple[Node, str, str | None]] = []  # (node, backend, delegate): Placement's fields
 
     def slot(self, value: Any) -> int:
         if value.id not in self.slots:
@@ -56,6 +56,8 @@ class _Compiler:
         nodes of a delegate become one step, whose node stands for the delegate (its op is the delegate's label)."""
         for v in block.inputs:
             self.slot(v)
+        if not delegates:
+            return [(step, node) for node in block.nodes if (step := self.node(node)) is not None]
         starts = {id(d.nodes[0]): d for d in delegates}
         skip = {id(n) for d in delegates for n in d.nodes[1:]}
         steps = []
@@ -85,18 +87,18 @@ class _Compiler:
             return self.loop_step(node)
         return self.call_step(node)
 
-    def kernel(self, node: Node) -> Any:
+    def kernel(self, node: Node, op: Any = None) -> Any:
         bound = self.kernels.get(id(node))
         if bound is None:
-            bound = self.kernels[id(node)] = self.dispatcher.kernel(node)
-            self.placements.append(Placement(node, bound.backend))
+            bound = self.kernels[id(node)] = self.dispatcher.kernel(node, op)
+            self.placed.append((node, bound.backend, None))
         return bound
 
     def call_step(self, node: Node, out: np.ndarray | None = None) -> Step:
         """The step of an operator node; with `out` (a planned buffer; the kernel must take out= and the node
         have one output), its kernel is called with out=."""
-        bound = self.kernel(node)
-        impl = bound.fn
+        op = ops.lookup(node.op)
+        impl = self.kernel(node, op).fn
         ins = [self.slot(v) for v in node.inputs]
         outs = [self.slot(v) for v in node.outputs]
         if out is not None:
@@ -104,7 +106,7 @@ class _Compiler:
 
             def step(env: list, impl=impl, ins=ins, o=o, out=out) -> None:
                 env[o] = impl(*[env[i] for i in ins], out=out)
-        elif len(outs) == 1 and not _unpacks(node):
+        elif len(outs) == 1 and not op.unpacks:
             (o,) = outs
 
             def step(env: list, impl=impl, ins=ins, o=o) -> None:
@@ -126,7 +128,7 @@ class _Compiler:
         """One step running a delegate's nodes, and a node standing for them (the delegate's inputs and outputs)."""
         for node in delegate.nodes:
             self.kernels[id(node)] = None
-            self.placements.append(Placement(node, delegate.backend, delegate.label))
+            self.placed.append((node, delegate.backend, delegate.label))
         ins = [self.slot(v) for v in delegate.inputs]
         outs = [self.slot(v) for v in delegate.outputs]
         first, last = delegate.nodes[0], delegate.nodes[-1]
@@ -188,11 +190,6 @@ class _Compiler:
             for o, v in zip(outs, values):
                 env[o] = v
         return step
-
-
-def _unpacks(node: Node) -> bool:
-    op = ops.lookup(node.op)
-    return op is not None and op.unpacks
 
 
 def _condition(value: Any, node: Node) -> bool:
@@ -271,7 +268,7 @@ class CompiledGraph:
             kernels = {id(n): compiler.kernel(n) for n in graph.nodes if not n.blocks and not is_template(n)}
             delegates = dispatcher.delegates(graph, program, kernels)
             claimed = {id(n) for d in delegates for n in d.nodes}
-            compiler.placements = [p for p in compiler.placements if id(p.node) not in claimed]
+            compiler.placed = [p for p in compiler.placed if id(p[0]) not in claimed]
         steps = compiler.block_steps(graph, delegates)
         self.steps = [step for step, _ in steps]
         self.nodes = [node for _, node in steps]  # the top-level node each step runs (or a delegate's stand-in)
@@ -283,8 +280,13 @@ class CompiledGraph:
         self.template: list[Any] = [None] * len(compiler.slots)
         for slot, value in compiler.constants.items():
             self.template[slot] = value
-        self.placements = compiler.placements  # where each operator node runs
+        self._placed = compiler.placed
         self.arena = Arena.build(graph, program, compiler, steps)  # None without a memory plan
+
+    @property
+    def placements(self) -> list[Placement]:
+        """Where each operator node runs (made when asked: a load need not make an object per node)."""
+        return [Placement(*placed) for placed in self._placed]
 
     def __call__(self, *args: Any) -> list[Any]:
         return self.run(args)[0]

@@ -88,7 +88,7 @@ class Method:
     @property
     def placements(self) -> list[Placement]:
         """Where each operator node of the method runs now: its backend, and the delegate it is part of."""
-        return list(self._compiled.placements)
+        return self._compiled.placements
 
     def _plan_for(self, args: list[Any]) -> None:
         """Specialize for these arguments' shapes (once; a call racing this one runs unspecialized)."""

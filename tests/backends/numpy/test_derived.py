@@ -1,4 +1,4 @@
-"""ptlite.backends.numpy.kernels._derived: values kept per weight array (the fused block's plans and the recurrent
+"""ptlite.backends.numpy._derived: values kept per weight array (the fused block's plans and the recurrent
 layers' prepared gates are tested with their kernels; these are the cache's own rules)."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import gc
 
 import numpy as np
 
-from ptlite.backends.numpy.kernels import _derived
+from ptlite.backends.numpy import _derived
 from ptlite.ir.weights import seal
 
 

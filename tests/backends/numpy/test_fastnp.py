@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from numpy.lib.stride_tricks import as_strided
 
-from ptlite.backends.numpy.kernels._fastnp import clip, strided_view, tile_cols, tile_row
+from ptlite.backends.numpy._fastnp import clip, strided_view, tile_cols, tile_row
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16, np.int64])

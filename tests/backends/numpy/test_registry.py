@@ -18,7 +18,7 @@ from ptlite import ops
 from ptlite.backends import numpy as registry
 from ptlite.ir.graph import Graph, Node, Program, Value, ValueSpec
 
-KERNELS = "ptlite.backends.numpy.kernels"
+KERNELS = "ptlite.backends.numpy"
 
 
 def _fresh(code: str) -> str:
@@ -80,7 +80,8 @@ def test_loading_imports_only_the_kernel_families_its_operators_use(tmp_path):
     ptlite.save(program, path)
     modules = sorted({f"{KERNELS}.{ops.get(op).family}" for op in program.operator_names()
                       if not ops.get(op).structural})
-    list_kernel_modules = f"print(json.dumps(sorted(m for m in sys.modules if m.startswith('{KERNELS}.'))))"
+    list_kernel_modules = (f"print(json.dumps(sorted(m for m in sys.modules if m.startswith('{KERNELS}.') and not "
+                           f"m.startswith('{KERNELS}.lower'))))")  # a first call's specialization lowers
     loaded = json.loads(_fresh(f"""
         import json, sys
         import numpy as np, ptlite

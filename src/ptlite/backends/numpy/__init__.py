@@ -2,10 +2,11 @@
 numpy/test_registry.py checks it), runs wherever NumPy runs, and is the oracle other backends' kernels are tested
 against. Its lowering (prepacked weights, Winograd, the fused convolution blocks, the memory plan) is in `lower/`.
 
-Its kernels are in `kernels/`, one module per operator family: a family module registers its functions when it is
-imported (`@kernel("aten::relu")`), and its kernels are those of the operators declared in the family of the same
-name (`ptlite/ops/<family>.py` and `kernels/<family>.py`), so `implementation` imports, the first time an operator
-is needed, just the family the table names for it: loading a program imports only the kernels it runs. A kernel
+Its kernels are here, one module per operator family (private modules, `_*.py`, hold what several families share):
+a family module registers its functions when it is imported (`@kernel("aten::relu")`), and its kernels are those
+of the operators declared in the family of the same name (`ptlite/ops/<family>.py` and `<family>.py` here), so
+`implementation` imports, the first time an operator is needed, just the family the table names for it: loading a
+program imports only the kernels it runs (and no package besides this one). A kernel
 takes the operator's arguments positionally (NumPy arrays for tensors, Python values otherwise) and returns the
 result, or a tuple of results for operators with several outputs; the kernel of an operator with the `out` trait
 also takes a keyword `out=`: an array (a memory plan's buffer) to write its result into when it has exactly the
@@ -32,7 +33,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 _KERNELS: dict[str, Callable[..., Any]] = {}  # operator key -> its kernel
 _MODULES: dict[str, str] = {}  # operator key -> the module whose import registered it
-_FAMILIES = "ptlite.backends.numpy.kernels"
+_FAMILIES = __name__  # the family modules are this package's
 _LOADED = False  # every family imported
 
 
@@ -44,7 +45,7 @@ def kernel(*keys: str) -> Callable[[F], F]:
     def wrap(fn: F) -> F:
         module = _registering_module()
         for key in keys:
-            if not module.startswith(_FAMILIES) and not _LOADED:
+            if not module.startswith(_FAMILIES + ".") and not _LOADED:
                 _load_family_of(key)  # so that clashing with a ptlite kernel not yet imported is reported here
             known = _KERNELS.get(key)
             if known is not None and known is not fn:
@@ -77,12 +78,10 @@ def registered() -> dict[str, str]:
 
 
 def family_names() -> list[str]:
-    """Names of the kernel family modules (those of `kernels/` not starting with '_'), sorted."""
+    """Names of the kernel family modules (the modules here not starting with '_'; not lower/), sorted."""
     import pkgutil  # here, not at the top: loading a program needs only load_family
 
-    from . import kernels
-
-    return sorted(m.name for m in pkgutil.iter_modules(kernels.__path__) if not m.name.startswith("_"))
+    return sorted(m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_") and not m.ispkg)
 
 
 def load_family(name: str) -> None:
@@ -124,6 +123,7 @@ def _registering_module() -> str:
 
 class NumpyBackend(Backend):
     name = "numpy"
+    per_operator = True  # every declared operator, whatever its node
 
     def __init__(self) -> None:
         self._kernels: dict[str, Kernel] = {}

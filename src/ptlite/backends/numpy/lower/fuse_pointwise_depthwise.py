@@ -1,5 +1,5 @@
 """Run a pointwise (1x1) convolution and the depthwise convolution it feeds as one operator, in bands of rows
-that keep the expanded tensor between them in cache (FUSE_POINTWISE_DEPTHWISE; backends/numpy/kernels/conv_block.py):
+that keep the expanded tensor between them in cache (FUSE_POINTWISE_DEPTHWISE; backends/numpy/conv_block.py):
 
     e = ptlite::conv2d_prepacked(x, W1, b1, [1, 1], [1, 1], [0, 0, 0, 0], [1, 1], 1, act1, args1)
     y = ptlite::conv2d_prepacked(e, Wd, bd, kernel, stride, padding, dilation, E, act2, args2)   (depthwise)

@@ -1,4 +1,4 @@
-"""Run a squeeze-and-excitation block as one operator (FUSE_SQUEEZE_EXCITE; backends/numpy/kernels/squeeze_excite.py):
+"""Run a squeeze-and-excitation block as one operator (FUSE_SQUEEZE_EXCITE; backends/numpy/squeeze_excite.py):
 
     p = aten::adaptive_avg_pool2d(x, [1, 1])
     h = ptlite::conv2d_prepacked(p, W1, b1, [1, 1], [1, 1], [0, 0, 0, 0], dilation, 1, act1, args1)

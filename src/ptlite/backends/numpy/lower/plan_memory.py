@@ -26,7 +26,7 @@ import numpy as np
 
 from ptlite import ops
 from ptlite.backends.base import Runner
-from ptlite.backends.numpy.kernels._layout import is_channels_last
+from ptlite.backends.numpy._layout import is_channels_last
 from ptlite.ir.dtypes import SUPPORTED_NUMPY
 from ptlite.ir.graph import Graph, Node, Program, ValueSpec
 from ptlite.ir.liveness import last_reads, reads

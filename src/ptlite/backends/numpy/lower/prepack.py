@@ -1,7 +1,7 @@
 """Prepack convolution and linear weights (PyTorch's INSERT_FOLD_PREPACK_OPS): replace aten::conv2d (every capture
 spelling of a non-transposed 2-D convolution) and aten::linear with constant weights by ptlite::conv2d_prepacked and
 ptlite::linear_prepacked, whose weights are stored in the file already in the layout the kernel consumes (see
-backends/numpy/kernels/prepacked.py), so that loading is a memory map and running does no re-layout. The packed kernels
+backends/numpy/prepacked.py), so that loading is a memory map and running does no re-layout. The packed kernels
 run images channels-last.
 
     y = aten::conv2d(x, W, b, stride, padding, dilation, groups)

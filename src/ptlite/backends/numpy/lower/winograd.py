@@ -62,7 +62,7 @@ class Winograd(Pass):
         return changed
 
     def _rewrite(self, node: Node, program: Program, pool: ConstantPool, shape) -> list[Node] | None:
-        from ptlite.backends.numpy.kernels.winograd import pack_winograd_weight
+        from ptlite.backends.numpy.winograd import pack_winograd_weight
 
         if shape is None or len(shape) != 4 or not all(isinstance(s, int) and s >= MIN_SIZE for s in shape[2:]):
             return None
