@@ -71,6 +71,11 @@ def test_round_trip_runs_both_branches(saved):
     assert m.method_names == ["forward"]
 
 
+def test_methods_are_chosen_only_from_pytorch_mobile_files(saved):
+    with pytest.raises(ValueError, match="holds the methods it was saved with"):
+        ptlite.load_program(saved, methods=["forward"])
+
+
 def test_weights_are_aligned_read_only_maps(saved):
     program = ptlite.load_program(saved)
     raw = saved.read_bytes()

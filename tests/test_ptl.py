@@ -316,6 +316,9 @@ def test_state_attributes_are_typed_from_their_assignments(files):
                                          "acc": "Tensor", "sizes": "List[Any]"}
     ops = program.operator_names()
     assert "ptlite::get_attr" in ops and "ptlite::set_attr" in ops
+    # the module's state is the interpreter's own (structural), not an operator a build must include
+    assert "ptlite::module_state" in ops and "ptlite::module_state" not in ptlite.export_opnames(program)
+    assert "ptlite::get_attr" in ptlite.export_opnames(program)
     plain = ptlite.load_program(files["interfaces"])
     assert "state" not in plain.metadata and "ptlite::module_state" not in plain.operator_names()
 

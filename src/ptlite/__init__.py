@@ -95,12 +95,9 @@ def _lowering(target: Backend) -> Any:
     """The target's lowering as ptlite.passes.optimize takes it, running methods on zeros on the target alone."""
     from .backends.base import LoweringContext
     from .passes import Lowering
-    from .runtime.dispatch import Dispatcher
-    from .runtime.interpreter import CompiledGraph
+    from .runtime.interpreter import runner
 
-    def run(graph, program, instrument=None):  # noqa: ANN001, ANN202
-        return CompiledGraph(graph, program, instrument, dispatcher=Dispatcher([target]))
-
+    run = runner(target)
     return Lowering(target.name, target.lowering_passes(),
                     lambda program, blocked: target.lower(program, LoweringContext(blocked, run)))
 
@@ -112,13 +109,17 @@ def save(program: Program, path: str | os.PathLike) -> None:
     _save(program, path)
 
 
-def load_program(path: str | os.PathLike) -> Program:
+def load_program(path: str | os.PathLike, methods: Iterable[str] | None = None) -> Program:
     """Read a .ptlite file into a Program without preparing it to run. A PyTorch Mobile file (.ptl, recognised by
-    its content) is translated into the same IR, without torch and without running anything from it."""
-    return _read(path)[0]
+    its content) is translated into the same IR, without torch and without running anything from it.
+
+    methods: for a PyTorch Mobile file, the methods to translate (default: forward and the other public ones;
+        name helpers such as torchvision's `_forward_impl` to get them). A .ptlite file holds the methods it was
+        saved with: ValueError if this is given for one."""
+    return _read(path, methods)[0]
 
 
-def _read(path: str | os.PathLike) -> tuple[Program, bool]:
+def _read(path: str | os.PathLike, methods: Iterable[str] | None = None) -> tuple[Program, bool]:
     """The program in a file, and whether it came from a PyTorch Mobile file."""
     from .format.reader import is_ptlite_file, read_program
 
@@ -130,7 +131,11 @@ def _read(path: str | os.PathLike) -> tuple[Program, bool]:
         from .format.ptl import read_ptl, sniff_file
 
         if sniff_file(path) is not None:
-            return read_ptl(path, evaluate=backends.reference().evaluate), True
+            chosen = None if methods is None else list(methods)
+            return read_ptl(path, chosen, evaluate=backends.reference().evaluate), True
+    if methods is not None:
+        raise ValueError(f"{os.fspath(path)}: methods= chooses what to translate from a PyTorch Mobile file; a .ptlite "
+                         "file holds the methods it was saved with")
     return read_program(path), False
 
 

@@ -15,7 +15,8 @@ import ptlite
 from ptlite import backends, ops
 from ptlite.backends import BackendUnavailable
 from ptlite.backends.base import Backend, Delegate, Kernel
-from ptlite.ir.graph import Graph, Node, Program, Value, ValueSpec
+from ptlite.ir import verify
+from ptlite.ir.graph import Block, Graph, Node, Program, Value, ValueSpec
 from ptlite.ir.liveness import region_values
 from ptlite.ops import MODULE_STATE
 from ptlite.runtime.profile import profile
@@ -216,3 +217,106 @@ def test_reference_declines_only_structural_and_undeclared_operators():
     assert reference.kernel(ops.get("aten::relu"), None) is not None
     assert reference.kernel(ops.get("prim::If"), None) is None
     assert reference.kernel(ops.get(MODULE_STATE), None) is None
+    assert reference.kernel(ops.OpDef("test::undeclared(Tensor self) -> Tensor"), None) is None
+
+
+def _values(program: Program) -> list[tuple[Value, Node | None]]:
+    return [(v, v.node) for node in program.forward.walk() for v in node.outputs]
+
+
+def test_compiling_leaves_the_program_as_it_was():
+    program = _program()
+    text, producers = str(program), _values(program)
+    for chosen in ([ReluOnly()], [ElementwiseDelegate()], None):
+        ptlite.Module(program, chosen)(X, I)
+        assert str(program) == text and all(v.node is node for v, node in producers), chosen
+    verify(program)
+
+
+def test_a_memory_plan_is_used_only_where_its_maker_runs_every_node(tmp_path):
+    """A plan reuses memory by the aliasing of the kernels it was made with: with a node elsewhere, the method runs
+    its plain steps, with the same results."""
+    optimized = ptlite.optimize_for_mobile(_program())
+    assert optimized.metadata.get("memory_plan"), "the static-shaped program gets a plan"
+    path = tmp_path / "m.ptlite"
+    ptlite.save(optimized, path)
+    alone = ptlite.load(path)
+    assert alone._method("forward")._compiled.arena is not None
+    for chosen in ([ReluOnly()], [ElementwiseDelegate()]):
+        mixed = ptlite.load(path, backends=chosen)
+        compiled = mixed._method("forward")._compiled
+        assert compiled.arena is None and compiled.runs_on is None, chosen
+        _check(mixed(X, I))
+        assert mixed._method("forward")._compiled.arena is None, "no plan is made at the first call either"
+
+
+def test_the_reference_is_asked_last_wherever_it_is_named(tmp_path):
+    ptlite.save(_program(), tmp_path / "m.ptlite")
+    toy = ReluOnly()
+    module = ptlite.load(tmp_path / "m.ptlite", backends=["numpy", toy])
+    assert [b.name for b in module.backends] == ["toy", "numpy"]
+    _check(module(X, I))
+    assert toy.calls == 2 and module.backend_counts()["toy"] == 2
+
+
+def test_a_delegate_may_take_an_operator_no_backend_has_a_kernel_for():
+    key = ops.declare("test::scale_by_two(Tensor self) -> Tensor")
+
+    class Doubler(ElementwiseDelegate):
+        name = "doubler"
+
+        def delegates(self, graph, program, kernels):
+            nodes = [n for n in graph.nodes if n.op == key]
+            assert all(kernels[id(n)] is None for n in nodes), "no backend has a kernel for it"
+            inputs, outputs = region_values(graph, nodes)
+            return [Delegate(self.name, nodes, inputs, outputs, lambda x: [x * 2])]
+
+    x, y = Value("x", "Tensor", "float32", (2, 3)), Value("y", "Tensor", "float32")
+    graph = Graph("forward", [x], [Node(key, [x], [y])], [y])
+    graph.input_specs, graph.output_specs = [ValueSpec("x", "Tensor", "float32", (2, 3))], [ValueSpec("y")]
+    program = Program({"forward": graph})
+    np.testing.assert_array_equal(ptlite.Module(program, [Doubler()])(X), X * 2)
+    with pytest.raises(ptlite.UnsupportedOperatorError, match="none of the backends numpy has a kernel for test::"):
+        ptlite.Module(program)
+
+
+def test_delegates_that_break_the_rules_are_refused():
+    class Claims(ElementwiseDelegate):
+        def __init__(self, name, pick, shift=0):
+            super().__init__()
+            self.name, self.pick, self.shift = name, pick, shift
+
+        def delegates(self, graph, program, kernels):
+            nodes = self.pick(graph)
+            inputs, outputs = region_values(graph, nodes)
+            return [Delegate(self.name, nodes, inputs[self.shift:], outputs, lambda *v: v)]
+
+    first_two = lambda graph: [n for n in graph.nodes if n.op != "prim::Constant"][:2]  # noqa: E731
+    with pytest.raises(ValueError, match="claims nodes backend one claimed"):
+        ptlite.Module(_program(), [Claims("one", first_two), Claims("two", first_two)])
+    with pytest.raises(ValueError, match="must be ptlite.ir.liveness.region_values"):
+        ptlite.Module(_program(), [Claims("one", first_two, shift=1)])
+    branch = _program()
+    x = branch.forward.inputs[0]
+    cond, out = Value("c", "bool"), Value("o", "Tensor", "float32")
+    then_block, else_block = Block([], [], [x]), Block([], [], [x])
+    branch.forward.nodes[2:2] = [Node("aten::Bool.Tensor", [x], [cond]),
+                                 Node("prim::If", [cond], [out], blocks=[then_block, else_block])]
+    with_if = lambda graph: [n for n in graph.nodes if n.op in ("aten::Bool.Tensor", "prim::If")]  # noqa: E731
+    with pytest.raises(ValueError, match="cannot hold prim::If or prim::Loop"):
+        ptlite.Module(branch, [Claims("one", with_if)])
+
+
+def test_a_plan_entry_on_a_node_without_an_out_variant_is_left_unused():
+    """A newer producer's or a hostile file's plan may put a buffer on any top-level node (prim::If, an operator
+    without an out variant): the node then allocates as usual, and the program still loads and runs."""
+    program = _program()
+    relu = next(n for n in program.forward.nodes if n.op == "aten::neg")
+    relu.attrs["out"] = {"offset": 0, "shape": [2, 3], "dtype": "float32", "channels_last": False}
+    program.metadata["memory_plan"] = {"forward": {
+        "arena_bytes": 64, "intermediate_bytes": 24, "planned_bytes": 24, "input_shapes": [[2, 3], [4]],
+        "input_dtypes": ["float32", "int64"], "inputs": [None, None]}}
+    verify(program)
+    module = ptlite.Module(program)
+    assert module._method("forward")._compiled.arena is not None
+    _check(module(X, I))

@@ -19,13 +19,6 @@ from kernel_backend import kernel  # noqa: E402
 from ptlite import ops  # noqa: E402
 from ptlite.ops.schema import parse_schema  # noqa: E402
 
-# torch's "unsafe" view ops and its dropouts at inference return (a view of) their input although their
-# schemas do not say so; ptlite does the same.
-ALIASING_DESPITE_SCHEMA = {"aten::_unsafe_view", "aten::unsafe_split.Tensor", "aten::unsafe_chunk",
-                           "aten::type_as", "aten::dropout", "aten::feature_dropout", "aten::alpha_dropout",
-                           "aten::feature_alpha_dropout"}
-
-
 # ----------------------------------------------------------------------------------------------------
 # Operators
 # ----------------------------------------------------------------------------------------------------
@@ -182,7 +175,9 @@ def check(key: str, *args: Any, tol: float = 1e-5, float16_tol: float | None = N
     name = key.split("::")[1].split(".")[0]
     if name.endswith("_") and not name.endswith("__"):  # in-place (not a dunder such as __and__)
         compare(f"{what} self after", ours_args[0], pos[0], tol=tol, float16_tol=float16_tol)
-    elif all(r.alias_info is None for r in ref_op._schema.returns) and key not in ALIASING_DESPITE_SCHEMA:
+    elif all(r.alias_info is None for r in ref_op._schema.returns) and "aliases" not in ops.get(key).traits:
+        # (torch's unsafe views and dropout at inference return their input although their schemas do not say so;
+        # the table's `aliases` trait says it, and ptlite does the same)
         for out in ours if isinstance(ours, (tuple, list)) else [ours]:
             for a in ours_args:
                 if isinstance(a, np.ndarray) and isinstance(out, np.ndarray):

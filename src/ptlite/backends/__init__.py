@@ -1,7 +1,7 @@
 """Backends by name: which implementations of the operators this machine has, in the order they are asked.
 
-    ptlite.backends()                       # [BackendInfo(name='numpy', available=True, detail='NumPy 2.3.1 ...')]
-    ptlite.load(path, backends=("numpy",))  # names, or Backend objects of your own (the reference is always added)
+    ptlite.backends()   # [BackendInfo(name='numpy', available=True, detail='the reference: NumPy 2.4.6')]
+    ptlite.load(path, backends=("numpy",))   # names, or Backend objects of your own (the reference always last)
 
 A built-in backend is a subpackage here whose `create()` returns its `Backend` (base.py) or raises
 `BackendUnavailable` saying why not (a library not built, no device); adding one is its folder plus its line in
@@ -90,7 +90,10 @@ def reference() -> Backend:
 
 def resolve(selection: Iterable[str | Backend] | str | None = None) -> list[Backend]:
     """The backends to ask, in order, for a selection of names and Backend objects (None: every available
-    built-in one); the reference is added last if the selection lacks it."""
+    built-in one). The reference comes last, whether the selection names it or not: it accepts every node, so a
+    backend after it would never be asked."""
+    from .base import Backend
+
     if selection is None:
         chosen = [made for name in BUILTIN if not isinstance(made := _create(name), BackendUnavailable)]
     else:
@@ -98,15 +101,13 @@ def resolve(selection: Iterable[str | Backend] | str | None = None) -> list[Back
         chosen = []
         for item in items:
             backend = get(item) if isinstance(item, str) else item
-            if not getattr(backend, "name", ""):
-                raise ValueError(f"{item!r} is not a backend: give a name ({', '.join(BUILTIN)}) or an object "
-                                 "implementing ptlite.backends.base.Backend with a name")
+            if not isinstance(backend, Backend) or not backend.name:
+                raise ValueError(f"{item!r} is not a backend: give a name ({', '.join(BUILTIN)}) or an instance of a "
+                                 "ptlite.backends.base.Backend subclass with a name")
             if any(b.name == backend.name for b in chosen):
                 raise ValueError(f"backend {backend.name!r} is selected twice")
             chosen.append(backend)
-    if not any(b.name == REFERENCE for b in chosen):
-        chosen.append(reference())
-    return chosen
+    return [b for b in chosen if b.name != REFERENCE] + [reference()]
 
 
 def _create(name: str) -> Backend | BackendUnavailable:

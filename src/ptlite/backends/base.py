@@ -32,7 +32,9 @@ Runner = Callable[[Graph, Program, Instrument | None], Any]
 class Kernel:
     """A backend's implementation of one node: `fn` takes the node's inputs positionally and returns its result
     (a tuple for several); with `accepts_out`, also a keyword `out=` array to write the result into (the memory
-    plan's buffer for that value), used when it has the result's shape and dtype."""
+    plan's buffer for that value), used when it has the result's shape and dtype. Like the reference's, a result
+    may share memory with an argument only where the operator's schema (or its `aliases` trait) says it may: the
+    passes decide what may be written in place by that."""
 
     __slots__ = ("fn", "backend", "accepts_out")
 
@@ -123,16 +125,9 @@ class Backend:
     # ------------------------------------------------------------------------------------------------ memory
 
     def allocate(self, nbytes: int) -> Any:
-        """A buffer of `nbytes` bytes: the arena a memory plan's values live in."""
+        """A buffer of `nbytes` bytes: the arena the values of a memory plan this backend made live in (the runtime
+        uses the plan only when this backend runs every node of the method)."""
         return np.empty(nbytes, dtype=np.uint8)
-
-    def to_host(self, value: Any) -> Any:
-        """A value of this backend's as NumPy sees it (for a device with memory of its own: a copy back)."""
-        return value
-
-    def from_host(self, value: Any) -> Any:
-        """A NumPy value as this backend's kernels take it."""
-        return value
 
     def describe(self) -> str:
         """One line on what runs here (versions, instruction sets, devices)."""

@@ -1,6 +1,7 @@
 """The memory plan as a program stores it: where each planned value of a method lives in one preallocated arena.
 
-The MEMORY_PLAN pass (`ptlite.backends.numpy.lower.plan_memory`) writes it and the interpreter reads it. Two parts:
+The MEMORY_PLAN pass (`ptlite.backends.numpy.lower.plan_memory`) writes it and the runtime reads it
+(`ptlite.runtime.arena`). Two parts:
 
 - `node.attrs["out"]` on a top-level node whose operator has an out variant: the buffer its result goes to,
   {"offset": bytes into the arena, "shape": [...], "dtype": "float32", "channels_last": bool}

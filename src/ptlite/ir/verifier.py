@@ -56,6 +56,11 @@ def _check_node(node: Node, scope: set[int], program: Program, problems: list[st
         elif not op.variadic and len(node.inputs) != len(op.argument_texts):
             problems.append(f"{_where(node)}: {len(node.inputs)} inputs, schema {op.schema} takes "
                             f"{len(op.argument_texts)}")
+        elif op.dtypes is not None:
+            bad = [v for v in node.inputs if v.is_tensor and v.dtype is not None and v.dtype not in op.dtypes]
+            if bad:
+                problems.append(f"{_where(node)}: input {bad[0]!r} is {bad[0].dtype}; the operator takes "
+                                f"{', '.join(sorted(op.dtypes))} tensors")
     for block in node.blocks:
         _check_block(block, set(scope), program, problems, check_ops)
     for out in node.outputs:

@@ -251,7 +251,7 @@ aten::_convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, S
 aten::_convolution.deprecated(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, int[] output_padding, SymInt groups, bool benchmark, bool deterministic, bool cudnn_enabled) -> Tensor
 """,
     "conv_block": r"""
-ptlite::conv2d_pointwise_depthwise(Tensor input, Tensor pw_weight, Tensor? pw_bias, str pw_activation, float[] pw_activation_args, Tensor dw_weight, Tensor? dw_bias, int[2] kernel_size, int[2] stride, int[4] padding, int[2] dilation, str activation="none", float[] activation_args=[]) -> Tensor  @out
+ptlite::conv2d_pointwise_depthwise(Tensor input, Tensor pw_weight, Tensor? pw_bias, str pw_activation, float[] pw_activation_args, Tensor dw_weight, Tensor? dw_bias, int[2] kernel_size, int[2] stride, int[4] padding, int[2] dilation, str activation="none", float[] activation_args=[]) -> Tensor @out @dtypes(float16,float32,float64)
 """,
     "creation": r"""
 aten::zeros(SymInt[] size, *, ScalarType? dtype=None, Layout? layout=None, Device? device=None, bool? pin_memory=None) -> Tensor
@@ -420,8 +420,8 @@ aten::adaptive_max_pool2d(Tensor self, int[2] output_size) -> (Tensor, Tensor)
 aten::adaptive_max_pool1d(Tensor self, int[1] output_size) -> (Tensor, Tensor)
 """,
     "prepacked": r"""
-ptlite::conv2d_prepacked(Tensor input, Tensor weight, Tensor? bias, int[2] kernel_size, int[2] stride, int[4] padding, int[2] dilation, int groups, str activation="none", float[] activation_args=[]) -> Tensor  @out
-ptlite::linear_prepacked(Tensor input, Tensor weight, Tensor? bias, str activation="none", float[] activation_args=[]) -> Tensor  @out
+ptlite::conv2d_prepacked(Tensor input, Tensor weight, Tensor? bias, int[2] kernel_size, int[2] stride, int[4] padding, int[2] dilation, int groups, str activation="none", float[] activation_args=[]) -> Tensor @out @dtypes(float16,float32,float64)
+ptlite::linear_prepacked(Tensor input, Tensor weight, Tensor? bias, str activation="none", float[] activation_args=[]) -> Tensor  @out @dtypes(float16,float32,float64)
 """,
     "prim": r"""
 aten::format(...) -> str
@@ -722,7 +722,7 @@ aten::constant_pad_nd(Tensor self, SymInt[] pad, Scalar value=0) -> Tensor
 aten::pad(Tensor self, SymInt[] pad, str mode="constant", float? value=None) -> Tensor
 """,
     "squeeze_excite": r"""
-ptlite::squeeze_excite(Tensor input, Tensor w1, Tensor? b1, str act1, float[] act1_args, Tensor w2, Tensor? b2, str act2, float[] act2_args, str gate) -> Tensor  @out
+ptlite::squeeze_excite(Tensor input, Tensor w1, Tensor? b1, str act1, float[] act1_args, Tensor w2, Tensor? b2, str act2, float[] act2_args, str gate) -> Tensor  @out @dtypes(float16,float32,float64)
 """,
     "state": r"""
 ptlite::module_state() -> Any(a)  @structural
@@ -852,7 +852,7 @@ aten::upsample_nearest2d.vec(Tensor input, SymInt[]? output_size, float[]? scale
 aten::upsample_nearest2d(Tensor self, SymInt[2] output_size, float? scales_h=None, float? scales_w=None) -> Tensor
 """,
     "winograd": r"""
-ptlite::conv2d_winograd_v2(Tensor input, Tensor weight, Tensor? bias, int[4] padding, str activation="none", float[] activation_args=[]) -> Tensor  @out
-ptlite::conv2d_winograd(Tensor input, Tensor weight, Tensor? bias, int[4] padding, str activation="none", float[] activation_args=[]) -> Tensor  @out
+ptlite::conv2d_winograd_v2(Tensor input, Tensor weight, Tensor? bias, int[4] padding, str activation="none", float[] activation_args=[]) -> Tensor  @out @dtypes(float32,float64)
+ptlite::conv2d_winograd(Tensor input, Tensor weight, Tensor? bias, int[4] padding, str activation="none", float[] activation_args=[]) -> Tensor  @out @dtypes(float32,float64)
 """,
 }

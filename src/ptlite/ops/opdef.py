@@ -24,6 +24,9 @@ TRAITS: dict[str, str] = {
     "dtypes": "`@dtypes(float16,float32)`: the tensor dtypes it is defined for; without it, every dtype of the IR",
 }
 
+# The tensor dtypes of the IR (ptlite.ir.dtypes), which a `@dtypes(...)` trait names.
+DTYPES = frozenset({"bool", "uint8", "int8", "int16", "int32", "int64", "float16", "float32", "float64"})
+
 # Patterns compiled when first used (what a load reads needs none of them: `import ptlite` should not pay for them).
 # An alias annotation on a type: "Tensor(a)", "Tensor(a!)", "t[](a)", "t(c -> *)", "t(*)", "Tensor(b|a)".
 _ANNOTATION = r"[\w\]]\([a-z*]"
@@ -61,6 +64,9 @@ class OpDef:
             match = _pattern(_DTYPES).fullmatch(word) if word.startswith("dtypes(") else None
             if match:
                 dtypes = frozenset(filter(None, match.group(1).split(",")))
+                if not dtypes <= DTYPES:
+                    raise ValueError(f"declaration of {schema_text.partition('(')[0]}: unknown dtype(s) "
+                                     f"{', '.join(sorted(dtypes - DTYPES))} in @dtypes; dtypes are {', '.join(DTYPES)}")
                 word = "dtypes"
             if word not in TRAITS:
                 raise ValueError(f"declaration of {schema_text.partition('(')[0]}: unknown trait @{word}; "
@@ -127,7 +133,7 @@ class OpDef:
     @cached_property
     def writes(self) -> tuple[int, ...]:
         """Positions of the arguments it writes in place (annotated `(a!)`)."""
-        return tuple(i for i, text in enumerate(self.argument_texts) if "!" in text)
+        return tuple(i for i, text in enumerate(self.argument_texts) if (_annotation(text) or "").endswith("!"))
 
     @cached_property
     def result_aliases(self) -> bool:

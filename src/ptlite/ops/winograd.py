@@ -2,7 +2,7 @@
 
 DECLARATIONS = r"""
 ptlite::conv2d_winograd_v2(Tensor input, Tensor weight, Tensor? bias, int[4] padding, str activation="none",
-    float[] activation_args=[]) -> Tensor  @out
+    float[] activation_args=[]) -> Tensor  @out @dtypes(float32,float64)
 ptlite::conv2d_winograd(Tensor input, Tensor weight, Tensor? bias, int[4] padding, str activation="none",
-    float[] activation_args=[]) -> Tensor  @out
+    float[] activation_args=[]) -> Tensor  @out @dtypes(float32,float64)
 """

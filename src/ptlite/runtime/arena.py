@@ -5,23 +5,19 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ptlite import ops
 from ptlite.errors import FormatError
 from ptlite.ir import memory_plan
 from ptlite.ir.graph import Graph, Node, Program
 
+if TYPE_CHECKING:
+    from .interpreter import _Compiler
+
 Step = Callable[[list], None]
-
-
-class _Compiler(Protocol):
-    """What the arena needs of the interpreter's compiler: planned steps for nodes, and their kernels."""
-
-    def kernel(self, node: Node) -> Any: ...
-
-    def call_step(self, node: Node, out: np.ndarray | None = None) -> Step: ...
 
 
 class Arena:
@@ -38,7 +34,8 @@ class Arena:
     @classmethod
     def build(cls, graph: Graph, program: Program, compiler: _Compiler,
               steps: list[tuple[Step, Node]], allocate: Callable[[int], Any] | None = None) -> Arena | None:
-        """The arena of the method's plan (None without one); `allocate` makes the buffer (default: NumPy's)."""
+        """The arena of the method's plan (None without one), its planned steps made by the interpreter's compiler;
+        `allocate` (the planning backend's) makes the buffer (default: NumPy's)."""
         plan = memory_plan.method_plan(program, graph.name)
         if plan is None:
             return None
@@ -54,9 +51,10 @@ class Arena:
         planned_steps = []
         for step, node in steps:
             entry = node.attrs.get(memory_plan.OUT_ATTR)
-            bound = compiler.kernel(node) if entry is not None and len(node.outputs) == 1 else None
-            # An entry on a node whose kernel has no out variant here (another backend's, a newer producer's plan) is
-            # left unused: the node allocates its result as usual.
+            op = ops.lookup(node.op) if entry is not None and len(node.outputs) == 1 and not node.blocks else None
+            # An entry on a node whose operator or kernel has no out variant (a newer producer's plan, a hostile
+            # file's) is left unused: the node allocates its result as usual.
+            bound = compiler.kernel(node) if op is not None and op.out else None
             if bound is not None and bound.accepts_out:
                 step = compiler.call_step(node, out=view(buffer, entry))
             planned_steps.append(step)

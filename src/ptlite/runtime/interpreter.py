@@ -17,8 +17,9 @@ from typing import Any
 import numpy as np
 
 from ptlite import ops
+from ptlite.backends import REFERENCE
 from ptlite.backends.base import Backend, Delegate
-from ptlite.errors import ExecutionError, PtliteError
+from ptlite.errors import ExecutionError, PtliteError, UnsupportedOperatorError
 from ptlite.ir.graph import Block, Graph, Node, Program
 from ptlite.ir.liveness import all_values, last_reads
 from ptlite.ops import MODULE_STATE
@@ -94,6 +95,13 @@ class _Compiler:
             self.placed.append((node, bound.backend, None))
         return bound
 
+    def kernel_or_none(self, node: Node) -> Any:
+        """The node's kernel, or None when no backend has one (a delegate may still take the node)."""
+        try:
+            return self.kernel(node)
+        except UnsupportedOperatorError:
+            return None
+
     def call_step(self, node: Node, out: np.ndarray | None = None) -> Step:
         """The step of an operator node; with `out` (a planned buffer; the kernel must take out= and the node
         have one output), its kernel is called with out=."""
@@ -124,17 +132,14 @@ class _Compiler:
         step = _located(step, node)
         return step if self.instrument is None else self.instrument(step, node)
 
-    def delegate_step(self, delegate: Delegate) -> tuple[Step, Node]:
-        """One step running a delegate's nodes, and a node standing for them (the delegate's inputs and outputs)."""
+    def delegate_step(self, delegate: Delegate) -> tuple[Step, DelegateStep]:
+        """One step running a delegate's nodes, and what stands for them where a node would (DelegateStep)."""
         for node in delegate.nodes:
             self.kernels[id(node)] = None
             self.placed.append((node, delegate.backend, delegate.label))
         ins = [self.slot(v) for v in delegate.inputs]
         outs = [self.slot(v) for v in delegate.outputs]
-        first, last = delegate.nodes[0], delegate.nodes[-1]
-        stands_for = Node(delegate.label, list(delegate.inputs), list(delegate.outputs),
-                          {"nodes": len(delegate.nodes), "backend": delegate.backend},
-                          source=first.source or last.source)
+        stands_for = DelegateStep(delegate)
 
         def step(env: list, run=delegate.run, ins=ins, outs=outs) -> None:
             results = run(*[env[i] for i in ins])
@@ -192,6 +197,22 @@ class _Compiler:
         return step
 
 
+class DelegateStep:
+    """What stands for a delegate's nodes in a compiled method's list of top-level steps, where the liveness, the
+    profiler and error messages read a node: the delegate's inputs and outputs, its label as the operator. Not a
+    Node, so that making one leaves the values' producers (`Value.node`) alone."""
+
+    __slots__ = ("op", "inputs", "outputs", "attrs", "blocks", "source")
+
+    def __init__(self, delegate: Delegate) -> None:
+        self.op = delegate.label
+        self.inputs = list(delegate.inputs)
+        self.outputs = list(delegate.outputs)
+        self.attrs = {"nodes": len(delegate.nodes), "backend": delegate.backend}
+        self.blocks: list[Block] = []
+        self.source = delegate.nodes[0].source or delegate.nodes[-1].source
+
+
 def _condition(value: Any, node: Node) -> bool:
     """A prim::If / prim::Loop condition: TorchScript's are bools (a tensor goes through aten::Bool first); anything
     else comes from a malformed program (a corrupt or hostile file), refused by name rather than tested for truth."""
@@ -238,9 +259,19 @@ def _located(step: Step, node: Node) -> Step:
     return located
 
 
+def runner(backend: Backend) -> Callable[..., CompiledGraph]:
+    """A Runner (ptlite.backends.base) compiling methods on one backend alone: what the backend's own lowering is
+    handed to run a method on zeros (its plans and choices hold for its kernels)."""
+    dispatcher = Dispatcher([backend])
+
+    def run(graph: Graph, program: Program, instrument: Instrument | None = None) -> CompiledGraph:
+        return CompiledGraph(graph, program, instrument, dispatcher=dispatcher)
+    return run
+
+
 def reference_runner(graph: Graph, program: Program, instrument: Instrument | None = None) -> CompiledGraph:
-    """A method compiled on the NumPy reference alone: the runner (ptlite.backends.base.Runner) that the NumPy
-    backend's lowering is handed to run methods on zeros."""
+    """A method compiled on the NumPy reference alone (`runner` of it), for code that lowers outside
+    optimize_for_mobile (tests, tools)."""
     return CompiledGraph(graph, program, instrument)
 
 
@@ -265,11 +296,11 @@ class CompiledGraph:
         self.input_slots = [compiler.slot(v) for v in graph.inputs]
         delegates: list[Delegate] = []
         if any(type(b).delegates is not Backend.delegates for b in dispatcher.backends):
-            kernels = {id(n): compiler.kernel(n) for n in graph.nodes if not n.blocks and not is_template(n)}
+            kernels = {id(n): compiler.kernel_or_none(n) for n in graph.nodes if not n.blocks and not is_template(n)}
             delegates = dispatcher.delegates(graph, program, kernels)
             claimed = {id(n) for d in delegates for n in d.nodes}
             compiler.placed = [p for p in compiler.placed if id(p[0]) not in claimed]
-        steps = compiler.block_steps(graph, delegates)
+        steps = compiler.block_steps(graph, delegates)  # a node neither a kernel nor a delegate takes raises here
         self.steps = [step for step, _ in steps]
         self.nodes = [node for _, node in steps]  # the top-level node each step runs (or a delegate's stand-in)
         self.slots = compiler.slots  # value id -> register
@@ -280,13 +311,23 @@ class CompiledGraph:
         self.template: list[Any] = [None] * len(compiler.slots)
         for slot, value in compiler.constants.items():
             self.template[slot] = value
-        self._placed = compiler.placed
-        self.arena = Arena.build(graph, program, compiler, steps)  # None without a memory plan
+        self._graph, self._placed = graph, compiler.placed
+        self.arena = _arena(graph, program, compiler, steps, dispatcher, delegates)  # None: plain steps only
+
+    @property
+    def runs_on(self) -> str | None:
+        """The backend running every node of the method, or None when several do (or a delegate does)."""
+        names = {placed[1] for placed in self._placed}
+        if len(names) > 1 or any(placed[2] for placed in self._placed):
+            return None
+        return next(iter(names), REFERENCE)
 
     @property
     def placements(self) -> list[Placement]:
-        """Where each operator node runs (made when asked: a load need not make an object per node)."""
-        return [Placement(*placed) for placed in self._placed]
+        """Where each operator node runs, in the method's order (made when asked: a load need not make an object
+        per node)."""
+        placed = {id(p[0]): p for p in self._placed}
+        return [Placement(*placed[id(node)]) for node in self._graph.walk() if id(node) in placed]
 
     def __call__(self, *args: Any) -> list[Any]:
         return self.run(args)[0]
@@ -324,6 +365,20 @@ class CompiledGraph:
         """Every named value after a run, by name (values inside loops hold their last iteration)."""
         _, env = self.run(args, keep=True)
         return {name: env[slot] for slot, name in self.value_names.items()}
+
+
+def _arena(graph: Graph, program: Program, compiler: _Compiler, steps: list[tuple[Step, Node]],
+           dispatcher: Dispatcher, delegates: list[Delegate]) -> Arena | None:
+    """The method's memory plan at run time, allocated by the backend that made the plan (the one the program was
+    lowered for, or the reference), or None: no plan, or a node running elsewhere. A plan reuses a value's memory
+    once its last reader has run, by the aliasing of its maker's kernels (which results are views of which
+    arguments); another backend's kernel, or a delegate, may alias otherwise, so the plan holds only when the
+    backend that made it runs every node."""
+    planner = program.lowered_for or REFERENCE
+    backend = next((b for b in dispatcher.backends if b.name == planner), None)
+    if backend is None or delegates or any(placed[1] != planner for placed in compiler.placed):
+        return None
+    return Arena.build(graph, program, compiler, steps, backend.allocate)
 
 
 def _releases(nodes: list[Node], slots: dict[int, int], keep: set[int]) -> list[tuple[int, ...]]:

@@ -22,7 +22,7 @@ from ptlite.ir.verifier import unknown_operators
 
 from .dispatch import Dispatcher, Placement
 from .inputs import check_args
-from .interpreter import CompiledGraph, Instrument, reference_dispatcher
+from .interpreter import CompiledGraph, Instrument, reference_dispatcher, runner
 
 
 class Method:
@@ -35,8 +35,9 @@ class Method:
     large 3x3 convolutions, from a run on zeros) and plans memory, so later calls with the same shapes allocate
     nothing for their intermediates. Calls with other shapes run the program as loaded. The first call costs one or
     two more runs. Skipped: what the optimization's blocklist named; methods with loops (a run on zeros might not
-    end), methods keeping values in the Module's state, programs lowered for a backend that is not here; a
-    specialization that fails leaves the method as loaded."""
+    end), methods keeping values in the Module's state, programs lowered for a backend that is not here, and
+    methods some of whose nodes run on another backend (a plan holds only for its maker's kernels: see
+    runtime/interpreter.py, _arena); a specialization that fails leaves the method as loaded."""
 
     def __init__(self, graph: Graph, program: Program, state: dict[str, Any] | None = None,
                  dispatcher: Dispatcher | None = None) -> None:
@@ -49,8 +50,8 @@ class Method:
         self._compiled = CompiledGraph(graph, program, state=state, dispatcher=self._dispatcher)
         self._single_output = len(graph.outputs) == 1
         self._specializer = self._choose_specializer(program)
-        self._plan_at_first_call = self._compiled.arena is None and bool(graph.inputs) \
-            and self._specializer is not None \
+        self._plan_at_first_call = memory_plan.method_plan(program, self.name) is None and bool(graph.inputs) \
+            and self._specializer is not None and self._compiled.runs_on == self._specializer.name \
             and all(spec.type == "Tensor" for spec in self.input_specs) \
             and "MEMORY_PLAN" not in program.metadata.get(BLOCKLIST_KEY, ()) \
             and not any(node.op == "prim::Loop" for node in graph.walk())
@@ -107,7 +108,7 @@ class Method:
             graph.input_specs = [replace(spec, dtype=a.dtype.name, shape=tuple(a.shape))
                                  for spec, a in zip(graph.input_specs, args)]
             backend = self._specializer
-            context = LoweringContext(frozenset(program.metadata.get(BLOCKLIST_KEY, ())), self._runner,
+            context = LoweringContext(frozenset(program.metadata.get(BLOCKLIST_KEY, ())), runner(backend),
                                       lowered=program.lowered_for == backend.name)
             try:
                 if not backend.specialize(program, self.name, context):
@@ -118,10 +119,6 @@ class Method:
             self._compiled, self.program = compiled, program
         finally:
             self._planning.release()
-
-    def _runner(self, graph: Graph, program: Program, instrument: Instrument | None = None) -> CompiledGraph:
-        """How the specializing backend runs the method on zeros: on its own kernels alone."""
-        return CompiledGraph(graph, program, instrument, dispatcher=Dispatcher([self._specializer]))
 
     def input_index(self, name_or_index: str | int) -> int:
         """The position of an input given by name or position."""

@@ -15,7 +15,7 @@ import pytest
 
 import ptlite
 from ptlite import ops
-from ptlite.backends import numpy as registry
+from ptlite.backends import numpy as numpy_backend
 from ptlite.ir.graph import Graph, Node, Program, Value, ValueSpec
 
 KERNELS = "ptlite.backends.numpy"
@@ -30,7 +30,7 @@ def _fresh(code: str) -> str:
 
 
 def test_every_declared_operator_has_a_kernel_in_its_family():
-    registered = registry.registered()
+    registered = numpy_backend.registered()
     declared = {key: op for key, op in ops.all_ops().items() if op.family != "user"}
     missing = sorted(key for key, op in declared.items() if not op.structural and key not in registered)
     assert not missing, f"declared operators without a NumPy kernel (the reference must run them all): {missing}"
@@ -44,17 +44,17 @@ def test_every_declared_operator_has_a_kernel_in_its_family():
 
 
 def test_every_family_module_registers_kernels_and_declares_its_family():
-    registered = set(registry.registered().values())
-    empty = [name for name in registry.family_names() if f"{KERNELS}.{name}" not in registered]
+    registered = set(numpy_backend.registered().values())
+    empty = [name for name in numpy_backend.family_names() if f"{KERNELS}.{name}" not in registered]
     assert not empty, f"kernel family modules that register no operator (rename them with a leading '_'): {empty}"
-    undeclared = [name for name in registry.family_names() if name not in ops.families()]
+    undeclared = [name for name in numpy_backend.family_names() if name not in ops.families()]
     assert not undeclared, f"kernel families with no ptlite/ops/<family>.py: {undeclared}"
 
 
 def test_out_variants_take_out():
     for key, op in ops.all_ops().items():
         if op.out and op.family != "user":  # ptlite's own (a test may declare others)
-            parameters = inspect.signature(registry.implementation(key)).parameters
+            parameters = inspect.signature(numpy_backend.implementation(key)).parameters
             assert "out" in parameters and parameters["out"].kind == inspect.Parameter.KEYWORD_ONLY, (
                 f"{key} has the out trait; its NumPy kernel must take a keyword out=")
 
@@ -128,5 +128,5 @@ def test_kernels_for_your_own_operator():
     kernel(key)(first)
     with pytest.raises(ValueError, match="two NumPy kernels"):
         kernel(key)(second)
-    assert registry.implementation(key) is first
+    assert numpy_backend.implementation(key) is first
     assert ptlite.backends.reference().kernel(ops.get(key), None).fn is first

@@ -2,7 +2,7 @@
 how the translation finds them.
 
 Attributes are constants of the program (weights and values read while loading) unless some method sets them;
-those become entries of the loaded Module's state (`ptlite.ops.state`), read and written with
+those become entries of the loaded Module's state (ptlite/ops/state.py), read and written with
 `ptlite::get_attr` / `ptlite::set_attr` and named by attribute path. Which attributes a method sets is known only
 once its bytecode has been translated (the object a SET_ATTR writes is whatever the stack holds), so translation
 runs again from the start whenever it meets a SET_ATTR to an attribute not known to be state yet, or one whose

@@ -106,7 +106,7 @@ def _convert_pytorch_mobile(args: argparse.Namespace) -> int:
                                         ("--preserve-method", args.preserve_method)) if given]
     if ignored:
         print(f"note: {', '.join(ignored)} ignored: {args.model} is a PyTorch Mobile file, read as it is (forward "
-              "and the public methods; ptlite.format.ptl.read_ptl(path, methods=[...]) reads others)", file=sys.stderr)
+              "and the public methods; ptlite.load_program(path, methods=[...]) reads others)", file=sys.stderr)
     start = time.perf_counter()
     program = ptlite.load_program(args.model)
     read_s = time.perf_counter() - start
