@@ -52,3 +52,33 @@ def test_purity_follows_the_traits():
         op = ops.get(key)
         assert not op.pure, f"{key} is pure, but it {why}"
         assert (why in op.traits) if why != "writes" else op.writes, key
+
+
+def test_dtypes_trait_names_the_irs_dtypes_and_the_verifier_holds_it():
+    import numpy as np
+
+    from ptlite.ir.dtypes import SUPPORTED_NUMPY
+    from ptlite.ir.graph import Graph, Node, Program, Value, ValueSpec
+    from ptlite.ir.verifier import verify_graph
+    from ptlite.ops.opdef import DTYPES
+
+    assert DTYPES == SUPPORTED_NUMPY
+    assert ops.get(ops.LINEAR_PREPACKED).dtypes == {"float16", "float32", "float64"}
+
+    def program(dtype: str) -> Program:
+        x = Value("x", "Tensor", dtype, (2, 3))
+        w, none, act, args, y = (Value("w", "Tensor", "float32", (3, 4)), Value("b", "NoneType"), Value("a", "str"),
+                                 Value("args", "List[float]"), Value("y"))
+        nodes = [Node("prim::Constant", [], [w], {"weight": "w"}),
+                 Node("prim::Constant", [], [none], {"value": None}),
+                 Node("prim::Constant", [], [act], {"value": "none"}),
+                 Node("prim::Constant", [], [args], {"value": []}),
+                 Node(ops.LINEAR_PREPACKED, [x, w, none, act, args], [y])]
+        graph = Graph("forward", [x], nodes, [y])
+        graph.input_specs, graph.output_specs = [ValueSpec("x", "Tensor", dtype, (2, 3))], [ValueSpec("y")]
+        return Program({"forward": graph}, {"w": np.zeros((3, 4), np.float32)})
+
+    assert verify_graph(program("float32").forward, program("float32")) == []
+    bad = program("int64")
+    problems = verify_graph(bad.forward, bad)
+    assert len(problems) == 1 and "is int64; the operator takes float16, float32, float64 tensors" in problems[0]

@@ -31,7 +31,6 @@ DTYPES = frozenset({"bool", "uint8", "int8", "int16", "int32", "int64", "float16
 # An alias annotation on a type: "Tensor(a)", "Tensor(a!)", "t[](a)", "t(c -> *)", "t(*)", "Tensor(b|a)".
 _ANNOTATION = r"[\w\]]\([a-z*]"
 _LETTER = r"\(([a-z*](?:!)?)(?:\s*->\s*[a-z*]+)?\)"
-_DTYPES = r"dtypes\(([\w,]*)\)"
 
 
 @cache
@@ -61,12 +60,12 @@ class OpDef:
         dtypes = None
         traits = []
         for word in words:
-            match = _pattern(_DTYPES).fullmatch(word) if word.startswith("dtypes(") else None
-            if match:
-                dtypes = frozenset(filter(None, match.group(1).split(",")))
+            if word.startswith("dtypes(") and word.endswith(")"):  # no regular expression: a load parses these
+                dtypes = frozenset(filter(None, word[7:-1].split(",")))
                 if not dtypes <= DTYPES:
                     raise ValueError(f"declaration of {schema_text.partition('(')[0]}: unknown dtype(s) "
-                                     f"{', '.join(sorted(dtypes - DTYPES))} in @dtypes; dtypes are {', '.join(DTYPES)}")
+                                     f"{', '.join(sorted(dtypes - DTYPES))} in @dtypes; dtypes are "
+                                     f"{', '.join(sorted(DTYPES))}")
                 word = "dtypes"
             if word not in TRAITS:
                 raise ValueError(f"declaration of {schema_text.partition('(')[0]}: unknown trait @{word}; "

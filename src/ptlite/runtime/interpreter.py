@@ -306,8 +306,6 @@ class CompiledGraph:
         self.slots = compiler.slots  # value id -> register
         self.output_slots = [compiler.slot(v) for v in graph.outputs]
         self.releases = _releases(self.nodes, compiler.slots, set(self.output_slots) | set(compiler.constants))
-        self.value_names = {slot: v.name for v in all_values(graph) if v.name
-                            for slot in [compiler.slots.get(v.id)] if slot is not None}
         self.template: list[Any] = [None] * len(compiler.slots)
         for slot, value in compiler.constants.items():
             self.template[slot] = value
@@ -364,7 +362,8 @@ class CompiledGraph:
     def intermediates(self, *args: Any) -> dict[str, Any]:
         """Every named value after a run, by name (values inside loops hold their last iteration)."""
         _, env = self.run(args, keep=True)
-        return {name: env[slot] for slot, name in self.value_names.items()}
+        slots = self.slots
+        return {v.name: env[slots[v.id]] for v in all_values(self._graph) if v.name and v.id in slots}
 
 
 def _arena(graph: Graph, program: Program, compiler: _Compiler, steps: list[tuple[Step, Node]],
