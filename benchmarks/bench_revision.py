@@ -18,31 +18,22 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import io
 import re
-import subprocess
 import sys
-import tarfile
 import tempfile
 from pathlib import Path
+
+from bench_load import extract  # this directory's: src/ptlite as of a revision
 
 import ptlite
 from ptlite.tools import zoo
 from ptlite.tools.bench import side_by_side
 
-ROOT = Path(__file__).resolve().parents[1]
-
 
 def import_revision(rev: str, into: Path):
     """Import src/ptlite as of `rev` as the package ptlite_rev (its absolute imports renamed)."""
-    archive = subprocess.run(["git", "archive", rev, "src/ptlite"], cwd=ROOT, check=True, capture_output=True).stdout
-    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-        try:
-            tar.extractall(into, filter="data")
-        except TypeError:  # Python before 3.10.12 / 3.11.4: no extraction filters (the archive is our own)
-            tar.extractall(into)
     package = into / "ptlite_rev"
-    (into / "src" / "ptlite").rename(package)
+    (extract(rev, into) / "ptlite").rename(package)
     pattern = re.compile(r"\bptlite\.")
     for path in package.rglob("*.py"):
         text = path.read_text()

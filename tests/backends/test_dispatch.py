@@ -148,6 +148,18 @@ def test_a_delegate_runs_consecutive_nodes_as_one_step(tmp_path):
     assert {b.backend: b.nodes for b in prof.by_backend()} == {"fused": 1, "numpy": 1}
 
 
+def test_a_delegate_returning_too_few_values_fails_naming_the_delegate():
+    class Short(ElementwiseDelegate):
+        def _runner(self, nodes, inputs, outputs):
+            run = super()._runner(nodes, inputs, outputs)
+            return lambda *values: run(*values)[:-1]
+
+    module = ptlite.Module(_program(), [Short()])
+    with pytest.raises(ptlite.ExecutionError, match=r"fused::delegate.* failed: ValueError: returned \d+ values, "
+                                                     r"the graph expects \d+"):
+        module(X, I)
+
+
 def test_a_delegate_that_is_not_a_run_of_top_level_nodes_is_refused(tmp_path):
     class Scattered(ElementwiseDelegate):
         def delegates(self, graph, program, kernels):

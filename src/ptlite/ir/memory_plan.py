@@ -47,14 +47,10 @@ def entry_nbytes(buffer: dict[str, Any]) -> int:
     return math.prod(buffer["shape"]) * _ITEMSIZE[buffer["dtype"]]
 
 
-def entry_problem(buffer: Any, arena_bytes: int) -> str | None:
-    """What is wrong with a buffer entry from a file, or None: a non-negative aligned int offset, a shape of
-    non-negative ints, a known dtype, a bool channels_last (4-D only), and offset + size inside the arena."""
-    return _check_entry(buffer, arena_bytes)[0]
-
-
 def _check_entry(buffer: Any, arena_bytes: int) -> tuple[str | None, int]:
-    """(entry_problem, the entry's end in the arena); messages are made only for problems (loading stays cheap)."""
+    """(what is wrong with a buffer entry from a file or None, the entry's end in the arena). A sound entry has a
+    non-negative aligned int offset, a shape of non-negative ints, a known dtype, a bool channels_last (4-D only),
+    and offset + size inside the arena. Messages are made only for problems (loading stays cheap)."""
     if type(buffer) is not dict:
         return "must be an object", 0
     offset, shape, dtype = buffer.get("offset"), buffer.get("shape"), buffer.get("dtype")

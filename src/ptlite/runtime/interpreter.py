@@ -123,12 +123,7 @@ class _Compiler:
             def step(env: list, impl=impl, ins=ins) -> None:
                 impl(*[env[i] for i in ins])
         else:
-            def step(env: list, impl=impl, ins=ins, outs=outs) -> None:
-                results = impl(*[env[i] for i in ins])
-                if len(results) != len(outs):
-                    raise ValueError(f"returned {len(results)} values, the graph expects {len(outs)}")
-                for o, r in zip(outs, results):
-                    env[o] = r
+            step = _unpacking(impl, ins, outs)
         step = _located(step, node)
         return step if self.instrument is None else self.instrument(step, node)
 
@@ -141,13 +136,7 @@ class _Compiler:
         outs = [self.slot(v) for v in delegate.outputs]
         stands_for = DelegateStep(delegate)
 
-        def step(env: list, run=delegate.run, ins=ins, outs=outs) -> None:
-            results = run(*[env[i] for i in ins])
-            if len(results) != len(outs):
-                raise ValueError(f"returned {len(results)} values, the method reads {len(outs)}")
-            for o, r in zip(outs, results):
-                env[o] = r
-        step = _located(step, stands_for)
+        step = _located(_unpacking(delegate.run, ins, outs), stands_for)
         return (step if self.instrument is None else self.instrument(step, stands_for)), stands_for
 
     def if_step(self, node: Node) -> Step:
@@ -246,6 +235,18 @@ def _read_only(array: Any) -> Any:
     return array
 
 
+def _unpacking(fn: Callable[..., Any], ins: list[int], outs: list[int]) -> Step:
+    """The step calling `fn` on the slots `ins` and storing the sequence it returns in the slots `outs`."""
+
+    def step(env: list, fn=fn, ins=ins, outs=outs) -> None:
+        results = fn(*[env[i] for i in ins])
+        if len(results) != len(outs):
+            raise ValueError(f"returned {len(results)} values, the graph expects {len(outs)}")
+        for o, r in zip(outs, results):
+            env[o] = r
+    return step
+
+
 def _located(step: Step, node: Node) -> Step:
     """Wrap a step so that a kernel failure names the node (or delegate) and where it came from in the model."""
 
@@ -267,12 +268,6 @@ def runner(backend: Backend) -> Callable[..., CompiledGraph]:
     def run(graph: Graph, program: Program, instrument: Instrument | None = None) -> CompiledGraph:
         return CompiledGraph(graph, program, instrument, dispatcher=dispatcher)
     return run
-
-
-def reference_runner(graph: Graph, program: Program, instrument: Instrument | None = None) -> CompiledGraph:
-    """A method compiled on the NumPy reference alone (`runner` of it), for code that lowers outside
-    optimize_for_mobile (tests, tools)."""
-    return CompiledGraph(graph, program, instrument)
 
 
 def reference_dispatcher() -> Dispatcher:

@@ -9,13 +9,16 @@ import numpy as np
 from conftest import assert_close
 from irbuild import GraphBuilder
 
+from ptlite.backends import reference
 from ptlite.backends.numpy.lower.plan_memory import PlanMemory
 from ptlite.ir import verify
 from ptlite.ir.graph import Node, Program, Value
 from ptlite.ir.memory_plan import METADATA_KEY, OUT_ATTR, entry_nbytes
 from ptlite.passes.base import copy_program
-from ptlite.runtime.interpreter import reference_runner
+from ptlite.runtime.interpreter import runner
 from ptlite.runtime.module import Module
+
+reference_runner = runner(reference())  # compiles methods on the NumPy reference alone
 
 SHAPE = (1, 4, 8, 8)
 SIZE = 4 * 8 * 8 * 4  # bytes of one (1, 4, 8, 8) float32 value (a multiple of 64)

@@ -7,13 +7,16 @@ import numpy as np
 from conftest import assert_close
 from irbuild import GraphBuilder, ops
 
+from ptlite.backends import reference
 from ptlite.backends.numpy.lower.prepack import Prepack
 from ptlite.backends.numpy.lower.winograd import MIN_SIZE, Winograd
 from ptlite.ir import verify
 from ptlite.passes.base import copy_program
 from ptlite.passes.dead_code import DeadCode
-from ptlite.runtime.interpreter import reference_runner
+from ptlite.runtime.interpreter import runner
 from ptlite.runtime.module import Module
+
+reference_runner = runner(reference())  # compiles methods on the NumPy reference alone
 
 
 def conv_program(rng, c=16, o=16, size=MIN_SIZE, stride=1, dilation=1, groups=1, kernel=3, known_shape=True,
