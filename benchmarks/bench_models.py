@@ -3,22 +3,21 @@
     python benchmarks/bench_models.py [--models resnet18,mobilenet_v2] [--runs 30] [--rounds 3] [--warmup 3]
                                       [--out docs/benchmarks.md]
 
-For each model a preparation process builds it (ptlite.tools.zoo) and writes, next to its input: two .ptlite files (as
-captured, and after ptlite.optimize_for_mobile, which is what `ptlite convert` writes by default), a .ptl file for
-PyTorch's lite interpreter (torch.jit.script, or torch.jit.trace where scripting fails, then
-_save_for_lite_interpreter) and an .onnx file (torch.onnx.export with dynamo=False, or dynamo=True where that
-fails). Then, one at a time, a fresh process per runtime times batch 1 with 2 threads, warm-up runs first: eager
-PyTorch (inference_mode), the lite interpreter, ptlite on that same .ptl file (read by ptlite.load),
-ONNX Runtime (default SessionOptions but intra_op_num_threads=2,
-CPUExecutionProvider), ptlite on the captured file and ptlite on the optimized file (ptlite's processes never
-import torch). Each process also reports its peak RSS (VmHWM); ptlite's report the time of the `ptlite.load`
-call alone. This is repeated for --rounds rounds (a virtual machine's speed drifts; interleaving keeps the
-comparison fair; every other round runs the runtimes in reverse order) and the median over all timed runs is
-reported; ratios are the median over the rounds of the ratio within each round. A runtime that cannot take a
-model gets a short reason in its cell and the script goes on. OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE are unset in
-the child processes (they select a slow kernel on some machines); the BLAS kernel threadpoolctl reports is written
-with the table.
-Run it on an idle machine (the load average before and after is written with the table too).
+For each model a preparation process builds it (ptlite.tools.zoo) and writes, next to its input: three .ptlite files
+(as captured, and after ptlite.optimize_for_mobile for the NumPy and for the native backend, the latter what `ptlite
+convert` writes by default), a .ptl file for PyTorch's lite interpreter (torch.jit.script, or torch.jit.trace where
+scripting fails, then _save_for_lite_interpreter) and an .onnx file (torch.onnx.export with dynamo=False, or
+dynamo=True where that fails). Then, one at a time, a fresh process per runtime times batch 1 with 2 threads, warm-
+up runs first: eager PyTorch (inference_mode), the lite interpreter, ptlite on that same .ptl file (read by
+ptlite.load), ONNX Runtime (default SessionOptions but intra_op_num_threads=2, CPUExecutionProvider), ptlite on the
+captured file and on each optimized file (ptlite's processes never import torch). Each process also reports its peak
+RSS (VmHWM); ptlite's report the time of the `ptlite.load` call alone. This is repeated for --rounds rounds (a
+virtual machine's speed drifts; interleaving keeps the comparison fair; every other round runs the runtimes in
+reverse order) and the median over all timed runs is reported; ratios are the median over the rounds of the ratio
+within each round. A runtime that cannot take a model gets a short reason in its cell and the script goes on.
+OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE are unset in the child processes (they select a slow kernel on some machines);
+the BLAS kernel threadpoolctl reports is written with the table. Run it on an idle machine (the load average before
+and after is written with the table too).
 
 Writes the table to --out and a bar chart of each runtime's latency relative to eager PyTorch next to it (same
 name, .png; needs matplotlib: `pip install -e .[bench]`).
@@ -70,13 +69,14 @@ RUNTIMES = {
     "legacy": ("ptlite .ptl", ".ptl"),  # ptlite.load on the lite interpreter's file
     "ort": ("ONNX Runtime", ".onnx"),
     "captured": ("ptlite captured", ".ptlite"),
-    "optimized": ("ptlite optimized", ".opt.ptlite"),
+    "numpy": ("ptlite NumPy", ".numpy.ptlite"),  # optimize_for_mobile(backend="numpy"), run on the NumPy backend
+    "native": ("ptlite native", ".native.ptlite"),  # optimize_for_mobile(backend="native"): what convert writes
     "converted": ("ptlite .ptl converted", ".ptl.ptlite"),  # `ptlite convert` of the .ptl file, input shapes fixed
 }
 # how a file is usually made; a cell notes it only when it was made another way
 USUAL_NOTE = {"lite": "script", "legacy": "script", "ort": "dynamo=False", "converted": "convert"}
 # runtimes whose load time is reported, in table order
-LOADS = ("optimized", "lite", "legacy")
+LOADS = ("native", "lite", "legacy")
 THREADS = 2
 
 
@@ -89,18 +89,34 @@ def short_error(exc: BaseException) -> str:
 
 
 def prepare_ptlite(model: Any, inputs: tuple, method: str, base: str) -> dict[str, dict[str, str]]:
-    """Capture the model and save it as captured and optimized; say how each was made, or why not."""
+    """Capture the model and save it as captured and optimized for each backend; say how each was made, or why
+    not."""
     import ptlite
 
     program = ptlite.capture(model, inputs, method=method)
     ptlite.save(program, base + RUNTIMES["captured"][1])
     status = {"captured": {"note": method}}
-    try:
-        ptlite.save(ptlite.optimize_for_mobile(program), base + RUNTIMES["optimized"][1])
-        status["optimized"] = {"note": method}
-    except Exception as exc:
-        status["optimized"] = {"error": short_error(exc)}
+    for backend in ("numpy", "native"):
+        try:
+            ptlite.save(ptlite.optimize_for_mobile(program, backend=backend), base + RUNTIMES[backend][1])
+            status[backend] = {"note": method}
+        except Exception as exc:
+            status[backend] = {"error": short_error(exc)}
     return status
+
+
+def count_flops(model: Any, inputs: tuple) -> float | None:
+    """Floating-point operations of one forward (PyTorch's FlopCounterMode: a multiply-add counts 2)."""
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+
+    try:
+        counter = FlopCounterMode(display=False)
+        with counter, torch.inference_mode():
+            model(*inputs)
+        return float(counter.get_total_flops())
+    except Exception:
+        return None
 
 
 def prepare_lite(model: Any, inputs: tuple, base: str) -> str:
@@ -158,7 +174,7 @@ def prepare(name: str, method: str, base: str) -> dict:
     try:
         status.update(prepare_ptlite(model, inputs, method, base))
     except Exception as exc:
-        status["captured"] = status["optimized"] = {"error": short_error(exc)}
+        status["captured"] = status["numpy"] = status["native"] = {"error": short_error(exc)}
     steps: dict[str, Callable[[], str]] = {"lite": lambda: prepare_lite(model, inputs, base),
                                            "ort": lambda: prepare_onnx(model, inputs, base)}
     for runtime, step in steps.items():
@@ -174,7 +190,7 @@ def prepare(name: str, method: str, base: str) -> dict:
             status["converted"] = {"note": prepare_converted(inputs, base)}
         except Exception as exc:
             status["converted"] = {"error": short_error(exc)}
-    return {"status": status, "torch": torch.__version__}
+    return {"status": status, "torch": torch.__version__, "flops": count_flops(model, inputs)}
 
 
 # --- child processes: timing --------------------------------------------------------------------------------------
@@ -282,13 +298,36 @@ def time_ptlite(name: str, base: str, warmup: int, runs: int, suffix: str) -> di
             "ptlite": ptlite.__version__}
 
 
+def measure_peak() -> dict:
+    """The machine's single-precision GEMM throughput on 2 threads: NumPy's BLAS on 2048 x 2048 matrices, and the
+    native backend's GEMM as a 1x1 convolution of 3136 pixels x 512 channels into 512 (resnet's largest shape)."""
+    import numpy as np
+
+    import ptlite
+
+    ptlite.set_num_threads(THREADS)
+    a = np.random.default_rng(0).standard_normal((2048, 2048)).astype(np.float32)
+    blas = 2 * 2048**3 / statistics.median(timeit(lambda: a @ a, 3, 20)) / 1e9
+    result = {"peak": f"BLAS {blas:.0f} GFLOP/s"}
+    if any(b.name == "native" and b.available for b in ptlite.backends()):
+        from ptlite.backends.native.kernels import linear_packed
+        from ptlite.backends.numpy.packed import pack_panels
+
+        x = np.random.default_rng(1).standard_normal((3136, 512)).astype(np.float32)
+        w = pack_panels(np.random.default_rng(2).standard_normal((512, 512)).astype(np.float32))
+        native = 2 * 3136 * 512 * 512 / statistics.median(timeit(lambda: linear_packed(x, w, None, 512), 3, 20)) / 1e9
+        result["peak"] += f", ptlite native {native:.0f} GFLOP/s"
+    return result
+
+
 CHILDREN: dict[str, Callable[..., dict]] = {
     "torch": time_torch,
     "lite": time_lite,
     "legacy": lambda *a: time_ptlite(*a, RUNTIMES["legacy"][1]),
     "ort": time_ort,
     "captured": lambda *a: time_ptlite(*a, RUNTIMES["captured"][1]),
-    "optimized": lambda *a: time_ptlite(*a, RUNTIMES["optimized"][1]),
+    "numpy": lambda *a: time_ptlite(*a, RUNTIMES["numpy"][1]),
+    "native": lambda *a: time_ptlite(*a, RUNTIMES["native"][1]),
     "converted": lambda *a: time_ptlite(*a, RUNTIMES["converted"][1]),
 }
 
@@ -297,6 +336,9 @@ def child_main(argv: list[str]) -> None:
     """Entry point of a child process: `--child prepare NAME METHOD BASE` or `--child RUNTIME NAME BASE WARMUP RUNS`;
     prints its result as JSON on the last line of stdout."""
     kind, *args = argv
+    if kind == "peak":
+        print(json.dumps(measure_peak()))
+        return
     if kind == "prepare":
         result = prepare(*args)
     else:
@@ -369,7 +411,7 @@ def bench_model(name: str, args: argparse.Namespace, tmp: str, info: dict) -> di
             if rt in LOADS:
                 load_ms[rt].append(res["load_ms"])
             info.update({k: v for k, v in res.items() if k in ("numpy", "blas", "onnxruntime", "ptlite")})
-    opt = base + RUNTIMES["optimized"][1]
+    opt = base + RUNTIMES["native"][1]
     return {
         "name": name,
         "ms": {rt: statistics.median(t) for rt, t in times.items() if t and rt not in errors},
@@ -379,6 +421,7 @@ def bench_model(name: str, args: argparse.Namespace, tmp: str, info: dict) -> di
         "errors": errors,
         "load_ms": {rt: statistics.median(t) for rt, t in load_ms.items() if t and rt not in errors},
         "size_mb": os.path.getsize(opt) / 1e6 if os.path.exists(opt) else None,
+        "flops": prepared.get("flops"),
     }
 
 
@@ -414,16 +457,17 @@ def optional(value: float | None, fmt: str) -> str:
 
 def table(rows: list[dict]) -> list[str]:
     """The Markdown table, one row per model."""
-    head = ["model", *(f"{label} (ms)" for label, _ in RUNTIMES.values()), "optimized / PyTorch", "optimized / ORT",
-            "load (ms)", "load .ptl: lite (ms)",
-            "load .ptl: ptlite (ms)",
-            "peak RSS PyTorch (MB)", "peak RSS lite (MB)", "peak RSS ORT (MB)", "peak RSS ptlite optimized (MB)",
+    head = ["model", *(f"{label} (ms)" for label, _ in RUNTIMES.values()), "native / PyTorch", "native / ORT",
+            "native GFLOP/s", "load (ms)", "load .ptl: lite (ms)", "load .ptl: ptlite (ms)",
+            "peak RSS PyTorch (MB)", "peak RSS lite (MB)", "peak RSS ORT (MB)", "peak RSS ptlite native (MB)",
             "file (MB)"]
     lines = ["| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 1)]
     for row in rows:
-        cells = [row["name"], *(cell(row, rt) for rt in RUNTIMES), ratio(row, "optimized", "torch"),
-                 ratio(row, "optimized", "ort"), *(optional(row["load_ms"].get(rt), ".0f") for rt in LOADS),
-                 *(optional(row["rss"].get(rt), ".0f") for rt in ("torch", "lite", "ort", "optimized")),
+        gflops = row["flops"] / row["ms"]["native"] / 1e6 if row.get("flops") and "native" in row["ms"] else None
+        cells = [row["name"], *(cell(row, rt) for rt in RUNTIMES), ratio(row, "native", "torch"),
+                 ratio(row, "native", "ort"), optional(gflops, ".1f"),
+                 *(optional(row["load_ms"].get(rt), ".0f") for rt in LOADS),
+                 *(optional(row["rss"].get(rt), ".0f") for rt in ("torch", "lite", "ort", "native")),
                  optional(row["size_mb"], ".1f")]
         lines.append("| " + " | ".join(cells) + " |")
     return lines
@@ -491,20 +535,25 @@ def describe(args: argparse.Namespace, info: dict, load_before: float, load_afte
         "- *ONNX Runtime*: `torch.onnx.export(..., dynamo=False)` (`(dynamo=True)`: the dynamo exporter, where "
         "that fails), run by an `InferenceSession` with the default `SessionOptions` except "
         "`intra_op_num_threads=2`, on the `CPUExecutionProvider`; its process does not import torch.",
-        "- *ptlite captured*: the program as captured (`ptlite.capture`, torch.export); *ptlite optimized*: after "
-        "`ptlite.optimize_for_mobile` (what `ptlite convert` writes by default). ptlite's processes never import "
-        "torch; NumPy's BLAS gets 2 threads (`OPENBLAS_NUM_THREADS=2`). *ptlite .ptl converted*: the lite "
-        "interpreter's .ptl file after `ptlite convert model.ptl --input-shape ...` (the example inputs' shapes).",
-        "- *optimized / PyTorch*, *optimized / ORT* (and the chart's bars): the median over the rounds of the two "
+        "- *ptlite captured*: the program as captured (`ptlite.capture`, torch.export), run as it is; *ptlite "
+        "NumPy*: after `ptlite.optimize_for_mobile(program, backend=\"numpy\")`, run on the NumPy backend; *ptlite "
+        "native*: after `ptlite.optimize_for_mobile(program, backend=\"native\")` (what `ptlite convert` writes by "
+        "default), run on the native backend (compiled kernels, 2 threads) with NumPy for what it declines. ptlite's "
+        "processes never import torch; NumPy's BLAS gets 2 threads (`OPENBLAS_NUM_THREADS=2`). *ptlite .ptl "
+        "converted*: the lite interpreter's .ptl file after `ptlite convert model.ptl --input-shape ...` (the example "
+        "inputs' shapes).",
+        "- *native / PyTorch*, *native / ORT* (and the chart's bars): the median over the rounds of the two "
         "runtimes' ratio within a round (below 1: ptlite is faster); within a round the runtimes run one after "
         "another, in reverse order every other round, so that the VM's drift between rounds cancels.",
-        "- *load*: the `ptlite.load` call alone on the optimized file, in a fresh process after `import ptlite` "
+        "- *native GFLOP/s*: the model's floating-point operations (PyTorch's FlopCounterMode, a multiply-add "
+        "counting 2) over ptlite native's median latency; the machine's single-precision GEMM peak is given below.",
+        "- *load*: the `ptlite.load` call alone on the native file, in a fresh process after `import ptlite` "
         "(its first call also imports the kernel families the program uses; ptlite's modules are byte-compiled first, "
         "as in an installed package); median over the rounds. *load .ptl*: the same for the .ptl file, by "
         "`_load_for_lite_interpreter` (torch already imported) and by `ptlite.load` (translation and "
         "optimization included).",
         "- *peak RSS*: the runtime process's peak resident set (VmHWM) after its timed runs (imports, loading and "
-        "running included), the largest over the rounds; MB = 10^6 bytes. *file*: size of the optimized .ptlite file.",
+        "running included), the largest over the rounds; MB = 10^6 bytes. *file*: size of the native .ptlite file.",
         "- *n/a (...)*: the runtime could not take the model, and why.",
         "",
         f"Machine: {cpu_name()}, {os.cpu_count()} cores (a virtual machine: expect 10-30 % drift between runs); "
@@ -512,7 +561,8 @@ def describe(args: argparse.Namespace, info: dict, load_before: float, load_afte
         f"PyTorch {info.get('torch')}, ONNX Runtime {info.get('onnxruntime')}, NumPy {info.get('numpy')}, "
         f"ptlite {info.get('ptlite')}, BLAS (threadpoolctl, in ptlite's processes): "
         f"{'; '.join(info.get('blas', [])) or 'unknown'}. OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE are unset in the "
-        "child processes.",
+        "child processes. Single-precision GEMM measured here (2 threads, median of 20): "
+        f"{info.get('peak', 'not measured')}.",
         "",
     ]
 
@@ -539,12 +589,14 @@ def main() -> None:
     compileall.compile_dir(str(ROOT / "src" / "ptlite"), quiet=1)
     load_before = os.getloadavg()[0]
     rows, info = [], {}
+    peak = run_child("peak")
+    info["peak"] = peak.get("peak", f"not measured ({peak.get('error')})")
     with tempfile.TemporaryDirectory() as tmp:
         for name in names:
             row = bench_model(name, args, tmp, info)
             rows.append(row)
             print(f"{name:30s} " + "  ".join(f"{rt} {cell(row, rt)}" for rt in RUNTIMES)
-                  + f"  load {optional(row['load_ms'].get('optimized'), '.0f')} ms", flush=True)
+                  + f"  load {optional(row['load_ms'].get('native'), '.0f')} ms", flush=True)
     load_after = os.getloadavg()[0]
     out = Path(args.out)
     png = out.with_suffix(".png")

@@ -7,6 +7,7 @@ import pytest
 from kernel_backend import names as kernel_backends
 from kernel_backend import select as select_kernel_backend
 
+from ptlite.backends import BackendUnavailable
 from ptlite.backends.numpy import _parallel
 
 # ptlite's own kernel threads are off by default (see _parallel); the tests run them on 2 threads so that the
@@ -48,3 +49,41 @@ def kernel_backend(request: pytest.FixtureRequest):
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "kernel_backend" in metafunc.fixturenames and metafunc.definition.path.parent.name == "kernels":
         metafunc.parametrize("kernel_backend", kernel_backends(), indirect=True)
+
+
+# ------------------------------------------------------------------------------------------------ native backend
+# Its tests run only where its library was built (skipped, saying why, elsewhere), once per instruction set this
+# CPU supports (the `isa` fixture).
+
+def _library():
+    from ptlite.backends.native import library
+
+    try:
+        return library()
+    except BackendUnavailable as exc:
+        pytest.skip(f"the native backend is not available: {exc}")
+
+
+@pytest.fixture
+def lib():
+    return _library()
+
+
+def _supported() -> list[str]:
+    try:
+        from ptlite.backends.native import library
+
+        return [name for name, ok, *_ in library().isas() if ok]
+    except BackendUnavailable:
+        return ["unavailable"]
+
+
+@pytest.fixture(params=_supported())
+def isa(request: pytest.FixtureRequest, lib):
+    """Each instruction set's kernels in turn (the best one restored after)."""
+    best = lib.isa()
+    lib.select_isa(request.param)
+    try:
+        yield request.param
+    finally:
+        lib.select_isa(best)

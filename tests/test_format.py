@@ -391,17 +391,36 @@ _REPLACEMENTS = [None, -1, 0, 1, 2, 2**63, 1.5, float("inf"), "", "x", "float32"
 _WORDS = [r for r in _REPLACEMENTS if isinstance(r, str)]
 
 
-@pytest.mark.parametrize("which", ["branch", "loop"])
+def make_cnn_program(backend: str) -> Program:
+    """A small CNN (dense, depthwise and 1x1 convolutions, pooling, a linear layer) lowered for `backend`, with
+    its memory plan: the kernel parameters and planned offsets a hostile file would hand the native library."""
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    nn = torch.nn
+    model = nn.Sequential(nn.Conv2d(3, 16, 3, 2, 1), nn.ReLU(), nn.Conv2d(16, 16, 3, 1, 1, groups=16), nn.ReLU6(),
+                          nn.Conv2d(16, 24, 1), nn.MaxPool2d(3, 2, 1), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+                          nn.Linear(24, 17)).eval()
+    program = ptlite.capture(model, (torch.randn(1, 3, 12, 12),), method="export")
+    return ptlite.optimize_for_mobile(program, backend=backend)
+
+
+@pytest.mark.parametrize("which", ["branch", "loop", "cnn"])
 def test_mutated_programs_fail_with_ptlite_errors_only(tmp_path, which):
     """600 seeded random edits of a program's JSON (checksum made valid, as a hostile file's would be): each file
     loads and runs, or fails with one of ptlite's errors (FormatError, UnsupportedOperatorError, InputError,
-    ExecutionError), never another exception from inside the loader, the interpreter or NumPy."""
+    ExecutionError), never another exception from inside the loader, the interpreter, NumPy or the native library
+    (the CNN is lowered for the native backend where it is built: its kernel parameters and memory plan reach C)."""
     original = tmp_path / "original.ptlite"
-    ptlite.save(make_program() if which == "branch" else make_loop_program(3), original)
+    if which == "cnn":
+        program = make_cnn_program("cpu")
+        assert "ptlite::conv2d_packed" in program.operator_names() or ptlite.backends.get("cpu").name == "numpy"
+    else:
+        program = make_program() if which == "branch" else make_loop_program(3)
+    ptlite.save(program, original)
     raw = original.read_bytes()
     fields = HEADER.unpack_from(raw, 0)
     body = json.loads(raw[HEADER_SIZE:HEADER_SIZE + fields[4]])
-    x = np.ones((2, 4) if which == "branch" else (3,), np.float32)
+    x = np.ones({"branch": (2, 4), "loop": (3,), "cnn": (1, 3, 12, 12)}[which], np.float32)
     rng = np.random.default_rng(0)
     outcomes = {"ran": 0, "refused": 0}
     case = tmp_path / "case.ptlite"

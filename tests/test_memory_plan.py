@@ -34,7 +34,7 @@ def case(request, images):
     model = getattr(zoo, request.param)()
     with torch.inference_mode():
         expected = [model(images[i:i + 1]).numpy() for i in range(2)], model(images).numpy()
-    program = ptlite.optimize_for_mobile(ptlite.capture(model, (images[:1],), method="export"))
+    program = ptlite.optimize_for_mobile(ptlite.capture(model, (images[:1],), method="export"), backend="numpy")
     return request.param, model, program, expected
 
 
@@ -99,7 +99,7 @@ def test_dynamic_shapes_are_planned_at_the_first_call(images):
     that call's shapes (on a copy: the program is left as it was), later calls of those shapes run planned, other
     shapes unplanned, all matching PyTorch."""
     model = zoo.mobilenet_v2()
-    program = ptlite.optimize_for_mobile(ptlite.capture(model, (images[:1],), method="script"))
+    program = ptlite.optimize_for_mobile(ptlite.capture(model, (images[:1],), method="script"), backend="numpy")
     module = ptlite.Module(program)
     assert module.memory_plan() is None and METADATA_KEY not in program.metadata
     with torch.inference_mode():
@@ -151,9 +151,9 @@ def test_plan_survives_save_and_load(case, images, tmp_path, capsys):
 
 def test_optimizing_again_replans_or_drops_the_plan(case):
     _, _, program, _ = case
-    again = ptlite.optimize_for_mobile(program)
+    again = ptlite.optimize_for_mobile(program, backend="numpy")
     assert again.metadata[METADATA_KEY] == program.metadata[METADATA_KEY]
-    unplanned = ptlite.optimize_for_mobile(program, optimization_blocklist={"MEMORY_PLAN"})
+    unplanned = ptlite.optimize_for_mobile(program, optimization_blocklist={"MEMORY_PLAN"}, backend="numpy")
     assert METADATA_KEY not in unplanned.metadata
     assert not any(OUT_ATTR in node.attrs for node in unplanned.forward.walk())
     assert ptlite.Module(unplanned).memory_plan() is None
@@ -253,13 +253,14 @@ def test_first_call_specializes_shapes_winograd_included(tmp_path):
     x = torch.randn(1, 3, 24, 24)
     with torch.inference_mode():
         expected = model(x).numpy()
-    module = ptlite.load(path)
+    module = ptlite.load(path, backends=("numpy",))  # the NumPy backend's lowering (the native one has no Winograd)
     assert not {"ptlite::conv2d_winograd", "ptlite::conv2d_winograd_v2"} & set(module.program.operator_names())
     for call in range(2):
         assert_close(module(x.numpy()), expected, what=f"cnn.ptl call {call + 1}", rtol=2e-5)
     specialized = module._method("forward").program
     assert "ptlite::conv2d_winograd_v2" in specialized.operator_names() and module.memory_plan() is not None
-    blocked = ptlite.Module(ptlite.optimize_for_mobile(ptlite.load_program(path), optimization_blocklist=["WINOGRAD"]))
+    blocked = ptlite.Module(ptlite.optimize_for_mobile(ptlite.load_program(path), optimization_blocklist=["WINOGRAD"],
+                                                       backend="numpy"))
     assert_close(blocked(x.numpy()), expected, what="cnn.ptl, WINOGRAD blocked", rtol=1e-5)
     assert not {"ptlite::conv2d_winograd", "ptlite::conv2d_winograd_v2"} \
         & set(blocked._method("forward").program.operator_names())

@@ -99,18 +99,26 @@ def test_matches_torch(name, method, tmp_path_factory):
             _compare(name, f"{method}, size {case.sizes[1]}", module, case.inputs(1, case.sizes[1]))
 
 
+# The backends a program is lowered for and run on: each available one (the native backend where its library
+# was built), so that the model suite checks every backend's lowering and kernels.
+LOWERED_FOR = [info.name for info in ptlite.backends() if info.available]
+
+
+@pytest.mark.parametrize("backend", LOWERED_FOR)
 @pytest.mark.parametrize("name,method", list(_params()))
-def test_optimized_matches_torch(name, method, tmp_path_factory):
-    """What `ptlite convert` writes (optimize_for_mobile: folded, prepacked, fused, memory-planned) matches too."""
+def test_optimized_matches_torch(name, method, backend, tmp_path_factory):
+    """What `ptlite convert` writes (optimize_for_mobile: folded, prepacked, fused, memory-planned) matches too,
+    lowered for each backend and run on it (with the reference for what it declines)."""
     case = CASES[name]
     size = case.sizes[0] or None
     one, four = case.inputs(1, size), case.inputs(4, size)
     _load(name, method, one, tmp_path_factory)  # captures (once per session) and checks the capture loads
-    program = ptlite.optimize_for_mobile(_captured[(name, method, ())])
-    path = tmp_path_factory.mktemp(name) / f"{name}.{method}.optimized.ptlite"
+    program = ptlite.optimize_for_mobile(_captured[(name, method, ())], backend=backend)
+    path = tmp_path_factory.mktemp(name) / f"{name}.{method}.{backend}.ptlite"
     ptlite.save(program, path)
     module = ptlite.load(path)
-    what = f"{method}, optimized ({', '.join(program.metadata['passes'])})"
+    assert module.backends[0].name == backend
+    what = f"{method}, lowered for {backend} ({', '.join(program.metadata['passes'])})"
     _compare(name, what, module, one)
     _compare(name, what, module, one)  # a second call: the memory plan's buffers are reused
     if method != "export":

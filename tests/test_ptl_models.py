@@ -87,8 +87,11 @@ def test_methods_translated_by_default(zoo_files):
 # In-place operators in the bytecode, and what optimize_for_mobile makes of them (with conv + batch norm folded and
 # prepacked): add_ + relu_ fused, hardtanh_ (ReLU6) fused into the convolution.
 IN_PLACE = {"resnet18": ("aten::add_.Tensor", "aten::relu_"), "mobilenet_v2": ("aten::hardtanh_",)}
-OPTIMIZED = {"resnet18": ("ptlite::conv2d_prepacked", "ptlite::linear_prepacked", "aten::_add_relu_.Tensor"),
-             "mobilenet_v2": ("ptlite::conv2d_prepacked", "ptlite::linear_prepacked")}
+# dense convolutions and linear layers as the default lowering ("cpu") packs them: in panels for the native backend
+CONV, LINEAR = (("ptlite::conv2d_packed", "ptlite::linear_packed") if ptlite.backends.get("cpu").name == "native"
+                else ("ptlite::conv2d_prepacked", "ptlite::linear_prepacked"))
+OPTIMIZED = {"resnet18": (CONV, LINEAR, "aten::_add_relu_.Tensor"),
+             "mobilenet_v2": (CONV, "ptlite::conv2d_prepacked", LINEAR)}  # depthwise ones stay prepacked
 PASSES = {"resnet18": ("fold_conv_bn", "prepack", "fuse_activations", "fuse_add_relu"),
           "mobilenet_v2": ("remove_dropout", "fold_conv_bn", "prepack", "fuse_activations")}
 

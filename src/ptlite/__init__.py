@@ -20,6 +20,7 @@ from typing import Any
 
 from . import backends
 from .backends import BackendInfo
+from .backends import resolve as _resolve_backends
 from .backends.base import Backend
 from .errors import (
     CaptureError,
@@ -60,8 +61,9 @@ def optimize_for_mobile(program: Program, backend: str | Backend = "cpu", optimi
     `metadata["passes"]` lists the passes that changed the program, `metadata["backend"]` the backend it is lowered
     for (the file then runs anywhere: a backend that is missing at load is replaced by the NumPy reference).
 
-    backend: the backend whose kernels the program is lowered for (prepacked weight layouts, fusions, memory plan),
-        by name ("numpy"; "cpu": the CPU backend, NumPy's so far) or as a Backend object.
+    backend: the backend whose kernels the program is lowered for (packed weight layouts, fusions, memory plan),
+        by name ("native", "numpy"; "cpu": the native backend where its library was built, else NumPy's) or as a
+        Backend object.
     optimization_blocklist: optimizations to skip, by PyTorch's MobileOptimizerType names ("CONV_BN_FUSION",
         "REMOVE_DROPOUT", ...; members of torch's enum work too; those without a ptlite equivalent skip nothing) or
         ptlite's ("REMOVE_NOOPS", "FOLD_CONSTANTS", "DEAD_CODE", ...; see ptlite.passes); an unknown name raises
@@ -77,7 +79,7 @@ def optimize_for_mobile(program: Program, backend: str | Backend = "cpu", optimi
     if missing:
         raise ValueError(f"preserved method(s) {', '.join(missing)} not in the program, which has: "
                          f"{', '.join(program.methods)}; capture with preserved_methods=... to keep them")
-    blocked = blocklist_names(optimization_blocklist, target.lowering_passes())
+    blocked = blocklist_names(optimization_blocklist, backends.lowering_passes(target))
     return optimize(program, blocked, evaluate=backends.reference().evaluate, lowering=_lowering(target))
 
 
@@ -98,7 +100,7 @@ def _lowering(target: Backend) -> Any:
     from .runtime.interpreter import runner
 
     run = runner(target)
-    return Lowering(target.name, target.lowering_passes(),
+    return Lowering(target.name, backends.lowering_passes(target),
                     lambda program, blocked: target.lower(program, LoweringContext(blocked, run)))
 
 
@@ -163,8 +165,8 @@ def load(path: str | os.PathLike, optimize: bool | None = None,
         from .format.reader import gc_paused
 
         with gc_paused():  # the passes make thousands of IR objects and drop few: collections would free nothing
-            try:
-                program = optimize_for_mobile(program)
+            try:  # lowered for the backend asked first
+                program = optimize_for_mobile(program, backend=_resolve_backends(backends)[0])
             except Exception as exc:
                 if optimize:
                     raise
@@ -192,13 +194,17 @@ def export_opnames(program_or_path: Program | str | os.PathLike) -> list[str]:
 
 
 def set_num_threads(n: int) -> None:
-    """Use n threads for matrix products (the BLAS library NumPy uses, through threadpoolctl when it is installed;
-    without it, set OPENBLAS_NUM_THREADS before starting Python). The default is the machine's core count.
-    ptlite's other kernels run on the calling thread (see ptlite.backends.numpy._parallel for why)."""
+    """Use n threads for the native backend's kernels (its own pool, the calling thread included) and for the NumPy
+    backend's matrix products (the BLAS library NumPy uses, through threadpoolctl when it is installed; without it,
+    set OPENBLAS_NUM_THREADS before starting Python). The default is the machine's core count. The NumPy backend's
+    other kernels run on the calling thread (see ptlite.backends.numpy._parallel for why)."""
     global _num_threads
     if int(n) < 1:
         raise ValueError(f"number of threads must be at least 1, got {n}")
     _num_threads = int(n)
+    from .backends.native import set_num_threads as native_threads
+
+    native_threads(_num_threads)
     try:
         from threadpoolctl import threadpool_limits
     except ImportError:
@@ -210,5 +216,6 @@ _num_threads = max(1, os.cpu_count() or 1)
 
 
 def get_num_threads() -> int:
-    """Threads for matrix products, as last set by set_num_threads (default: the machine's core count)."""
+    """Threads for the native kernels and matrix products, as last set by set_num_threads (default: the machine's
+    core count)."""
     return _num_threads

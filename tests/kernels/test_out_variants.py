@@ -13,6 +13,7 @@ from kernel_backend import kernel as op
 from ptlite import ops
 from ptlite.backends.numpy._layout import is_channels_last
 from ptlite.backends.numpy.lower.prepack import pack_conv2d_weight
+from ptlite.backends.numpy.packed import pack_panels
 from ptlite.backends.numpy.winograd import LAVIN_G, pack_winograd_weight
 
 RNG = np.random.default_rng(0)
@@ -48,6 +49,9 @@ CASES = [
     ("ptlite::conv2d_winograd", (IMAGE, pack_winograd_weight(randn(12, 8, 3, 3), LAVIN_G), randn(12), [1, 1, 1, 1],
                                  "relu", [])),
     ("ptlite::linear_prepacked", (randn(2, 5, 16), randn(16, 8), randn(8), "clamp", [0.0, 6.0])),
+    ("ptlite::conv2d_packed", (IMAGE, pack_panels(pack_conv2d_weight(randn(20, 8, 3, 3), 1)), randn(20), [3, 3],
+                               [1, 1], [1, 1, 1, 1], [1, 1], 20, "relu", [])),
+    ("ptlite::linear_packed", (randn(2, 5, 16), pack_panels(randn(16, 24)), randn(24), 24, "clamp", [0.0, 6.0])),
     ("ptlite::conv2d_pointwise_depthwise", (IMAGE, pack_conv2d_weight(randn(16, 8, 1, 1), 1), randn(16), "clamp",
                                             [0.0, 6.0], pack_conv2d_weight(randn(16, 1, 3, 3), 16), randn(16), [3, 3],
                                             [2, 2], [1, 1, 1, 1], [1, 1], "hardswish", [])),

@@ -1,6 +1,6 @@
 """Backends by name: which implementations of the operators this machine has, in the order they are asked.
 
-    ptlite.backends()   # [BackendInfo(name='numpy', available=True, detail='the reference: NumPy 2.4.6')]
+    ptlite.backends()   # [BackendInfo(name='native', available=True, detail=...), BackendInfo(name='numpy', ...)]
     ptlite.load(path, backends=("numpy",))   # names, or Backend objects of your own (the reference always last)
 
 A built-in backend is a subpackage here whose `create()` returns its `Backend` (base.py) or raises
@@ -21,11 +21,13 @@ if TYPE_CHECKING:
 
 # Built-in backends, in the order they are asked for a node (the reference last): name -> module with create().
 BUILTIN: dict[str, str] = {
+    "native": "ptlite.backends.native",
     "numpy": "ptlite.backends.numpy",
 }
 REFERENCE = "numpy"
-# Other names get() takes: "cpu" is the CPU backend a program is lowered for by default (optimize_for_mobile's).
-ALIASES: dict[str, str] = {"cpu": "numpy"}
+# Other names get() takes -> the backends they stand for, the first available one: "cpu" is the CPU backend a
+# program is lowered for by default (optimize_for_mobile's), the native one where its library was built.
+ALIASES: dict[str, tuple[str, ...]] = {"cpu": ("native", "numpy")}
 
 
 class BackendUnavailable(Exception):  # noqa: N818  (a reason, not an error: the backend is skipped)
@@ -74,7 +76,8 @@ def available() -> list[BackendInfo]:
 def get(name: str) -> Backend:
     """The built-in backend called `name` (or an alias: ALIASES); ValueError naming the known ones, or saying why
     it is not available."""
-    name = ALIASES.get(name, name)
+    if name in ALIASES:
+        name = next((n for n in ALIASES[name] if not isinstance(_create(n), BackendUnavailable)), ALIASES[name][-1])
     if name not in BUILTIN:
         raise ValueError(f"no backend named {name!r}; ptlite has {', '.join(BUILTIN)}")
     made = _create(name)
@@ -108,6 +111,20 @@ def resolve(selection: Iterable[str | Backend] | str | None = None) -> list[Back
                 raise ValueError(f"backend {backend.name!r} is selected twice")
             chosen.append(backend)
     return [b for b in chosen if b.name != REFERENCE] + [reference()]
+
+
+def lowering_passes(target: Backend) -> dict[str, str]:
+    """Every lowering pass a blocklist may name when lowering for `target` -> what blocking it skips: the target's
+    own, then the other available backends' (which skip nothing for this target), so that one blocklist serves
+    whichever backend a program is lowered for."""
+    passes = dict(target.lowering_passes())
+    for name in BUILTIN:
+        other = _create(name)
+        if name == target.name or isinstance(other, BackendUnavailable):
+            continue
+        for key in other.lowering_passes():
+            passes.setdefault(key, f"nothing when lowering for {target.name} (a pass of the {name} backend's)")
+    return passes
 
 
 def _create(name: str) -> Backend | BackendUnavailable:

@@ -108,19 +108,32 @@ class Backend:
 
     # ------------------------------------------------------------------------------------------------ lowering
 
+    # The module holding the lowering (imported when first needed, not at load): `PASSES` (blocklist name -> Pass
+    # class), `lower(program, context)` and `specialize(program, method, context)`; "" for none. The defaults
+    # below read it; a backend may override them instead.
+    lowering_module: str = ""
+
     def lowering_passes(self) -> dict[str, str]:
         """The lowering passes, by the blocklist name that skips each -> what it does (for the blocklist's help)."""
-        return {}
+        if not self.lowering_module:
+            return {}
+        return {name: f"the {p.name} pass" for name, p in self._lowering().PASSES.items()}
 
     def lower(self, program: Program, context: LoweringContext) -> list[str]:
         """Rewrite an optimized program in place for this backend's kernels; returns the names of the passes that
-        changed it. Default: nothing to lower."""
-        return []
+        changed it. Default: the lowering module's, or nothing to lower."""
+        return self._lowering().lower(program, context) if self.lowering_module else []
 
     def specialize(self, program: Program, method: str, context: LoweringContext) -> bool:
         """At a method's first call, once its input specs hold that call's shapes and dtypes: lower what needed
-        those shapes, and plan memory. Returns whether the program changed. Default: nothing."""
-        return False
+        those shapes, and plan memory. Returns whether the program changed. Default: the lowering module's, or
+        nothing."""
+        return self._lowering().specialize(program, method, context) if self.lowering_module else False
+
+    def _lowering(self) -> Any:
+        import importlib
+
+        return importlib.import_module(self.lowering_module)
 
     # ------------------------------------------------------------------------------------------------ memory
 

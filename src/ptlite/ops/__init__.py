@@ -29,6 +29,8 @@ TABLE_COMMAND = "python -m ptlite.ops --write-table"
 # ptlite's own operators, by the names the code emitting and running them uses; each is declared (schema, traits)
 # in the family module named beside it.
 CONV2D_POINTWISE_DEPTHWISE = "ptlite::conv2d_pointwise_depthwise"  # ops/conv_block.py
+CONV2D_PACKED = "ptlite::conv2d_packed"  # ops/packed.py
+LINEAR_PACKED = "ptlite::linear_packed"  # ops/packed.py
 CONV2D_PREPACKED = "ptlite::conv2d_prepacked"  # ops/prepacked.py
 LINEAR_PREPACKED = "ptlite::linear_prepacked"  # ops/prepacked.py
 ISINSTANCE = "ptlite::isinstance"  # ops/script_types.py

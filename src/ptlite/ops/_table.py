@@ -407,6 +407,10 @@ aten::group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias
 aten::native_group_norm(Tensor input, Tensor? weight, Tensor? bias, SymInt N, SymInt C, SymInt HxW, int group, float eps) -> (Tensor, Tensor, Tensor)
 aten::instance_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool use_input_stats, float momentum, float eps, bool cudnn_enabled) -> Tensor
 """,
+    "packed": r"""
+ptlite::conv2d_packed(Tensor input, Tensor weight, Tensor? bias, int[2] kernel_size, int[2] stride, int[4] padding, int[2] dilation, int out_channels, str activation="none", float[] activation_args=[]) -> Tensor @out @dtypes(float32)
+ptlite::linear_packed(Tensor input, Tensor weight, Tensor? bias, int out_features, str activation="none", float[] activation_args=[]) -> Tensor  @out @dtypes(float32)
+""",
     "pool": r"""
 aten::max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> Tensor  @out
 aten::max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)

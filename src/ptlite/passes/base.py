@@ -7,7 +7,7 @@ A pass rewrites the program it is given in place; `ptlite.passes.optimize` hands
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -165,3 +165,24 @@ class ConstantPool:
         """Put the constants created since the last flush at the start of the block."""
         self.block.nodes[0:0] = self.nodes
         self.nodes = []
+
+
+def rewrite_nodes(graph: Graph, rewrite: Callable[[Node, dict, ConstantPool], list[Node] | None]) -> bool:
+    """Replace nodes block by block: rewrite(node, memo, pool) returns the nodes to put in its place, or None to keep
+    it; `memo` is a dict shared within a block (e.g. weights already packed there) and `pool` that block's
+    ConstantPool (flushed after). Whether any node was replaced."""
+    changed = False
+    for block in list(blocks(graph)):
+        memo: dict = {}
+        pool = ConstantPool(block)
+        rewritten: list[Node] = []
+        for node in block.nodes:
+            new = rewrite(node, memo, pool)
+            if new is None:
+                rewritten.append(node)
+            else:
+                rewritten.extend(new)
+                changed = True
+        block.nodes = rewritten
+        pool.flush()
+    return changed

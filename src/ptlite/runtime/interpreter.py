@@ -261,9 +261,12 @@ def _located(step: Step, node: Node) -> Step:
 
 
 def runner(backend: Backend) -> Callable[..., CompiledGraph]:
-    """A Runner (ptlite.backends.base) compiling methods on one backend alone: what the backend's own lowering is
-    handed to run a method on zeros (its plans and choices hold for its kernels)."""
-    dispatcher = Dispatcher([backend])
+    """A Runner (ptlite.backends.base) compiling methods on one backend, with the reference for the nodes it
+    declines: what the backend's own lowering is handed to run a method on zeros (its plans and choices hold for
+    its kernels, and for the reference's where it declines, as a module lowered for it runs by default)."""
+    from ptlite.backends import reference
+
+    dispatcher = Dispatcher([backend] if backend.name == REFERENCE else [backend, reference()])
 
     def run(graph: Graph, program: Program, instrument: Instrument | None = None) -> CompiledGraph:
         return CompiledGraph(graph, program, instrument, dispatcher=dispatcher)
@@ -315,6 +318,12 @@ class CompiledGraph:
             return None
         return next(iter(names), REFERENCE)
 
+    def runs_on_maker_of_plans(self, planner: str) -> bool:
+        """Whether a memory plan `planner` makes holds for this method as compiled: every node runs on that backend
+        or on the reference (for what it declines), none in a delegate."""
+        return not any(placed[2] for placed in self._placed) \
+            and all(placed[1] in (planner, REFERENCE) for placed in self._placed)
+
     @property
     def placements(self) -> list[Placement]:
         """Where each operator node runs, in the method's order (made when asked: a load need not make an object
@@ -365,12 +374,12 @@ def _arena(graph: Graph, program: Program, compiler: _Compiler, steps: list[tupl
            dispatcher: Dispatcher, delegates: list[Delegate]) -> Arena | None:
     """The method's memory plan at run time, allocated by the backend that made the plan (the one the program was
     lowered for, or the reference), or None: no plan, or a node running elsewhere. A plan reuses a value's memory
-    once its last reader has run, by the aliasing of its maker's kernels (which results are views of which
-    arguments); another backend's kernel, or a delegate, may alias otherwise, so the plan holds only when the
-    backend that made it runs every node."""
+    once its last reader has run, by the aliasing of the kernels it was made with (which results are views of which
+    arguments): its maker's, and the reference's for the nodes its maker declined (`runner`). Another backend's
+    kernel, or a delegate, may alias otherwise, so the plan holds only when every node runs on those two."""
     planner = program.lowered_for or REFERENCE
     backend = next((b for b in dispatcher.backends if b.name == planner), None)
-    if backend is None or delegates or any(placed[1] != planner for placed in compiler.placed):
+    if backend is None or delegates or any(placed[1] not in (planner, REFERENCE) for placed in compiler.placed):
         return None
     return Arena.build(graph, program, compiler, steps, backend.allocate)
 

@@ -51,7 +51,7 @@ class Method:
         self._single_output = len(graph.outputs) == 1
         self._specializer = self._choose_specializer(program)
         self._plan_at_first_call = memory_plan.method_plan(program, self.name) is None and bool(graph.inputs) \
-            and self._specializer is not None and self._compiled.runs_on == self._specializer.name \
+            and self._specializer is not None and self._compiled.runs_on_maker_of_plans(self._specializer.name) \
             and all(spec.type == "Tensor" for spec in self.input_specs) \
             and "MEMORY_PLAN" not in program.metadata.get(BLOCKLIST_KEY, ()) \
             and not any(node.op == "prim::Loop" for node in graph.walk())
@@ -150,15 +150,19 @@ class Module:
     """A loaded ptlite program: call it like the PyTorch module it came from, with NumPy arrays.
 
     `backends` are the backends asked for each node, in order (names or Backend objects; the NumPy reference is
-    always added last; None: every backend available here). A program lowered for a backend that is not among them
-    runs on the others (the reference runs every operator), with one warning saying so."""
+    always added last; None: every backend available here, the one the program was lowered for first: its lowering
+    shaped the program for its kernels (weight layouts, fusions, the memory plan), so a program lowered for the
+    reference runs on it alone). A program lowered for a backend that is not among them runs on the others
+    (the reference runs every operator), with one warning saying so."""
 
     def __init__(self, program: Program, backends: Iterable[str | Backend] | str | None = None) -> None:
         self.program = program
         _check_operators(program)  # one error naming every missing operator, whichever method uses it
-        self.backends: list[Backend] = resolve(backends)
-        self._dispatcher = Dispatcher(self.backends)
         lowered = program.lowered_for
+        self.backends: list[Backend] = resolve(backends)
+        if backends is None:
+            self.backends = _lowering_backend_first(self.backends, lowered)
+        self._dispatcher = Dispatcher(self.backends)
         if lowered is not None and lowered not in self._dispatcher.names:
             warnings.warn(f"this program was lowered for the {lowered!r} backend, {_why_absent(lowered)}; it runs on "
                           f"{', '.join(self._dispatcher.names)} instead", RuntimeWarning, stacklevel=3)
@@ -250,3 +254,14 @@ def _why_absent(name: str) -> str:
             return f"which is not available here ({info.detail})" if not info.available else \
                 "which is not among the backends selected"
     return "which this ptlite does not have"
+
+
+def _lowering_backend_first(selected: list[Backend], lowered: str | None) -> list[Backend]:
+    """The selected backends with the one the program was lowered for first (alone, if that is the reference: it
+    accepts every node, so none after it would be asked)."""
+    first = next((b for b in selected if b.name == lowered), None)
+    if first is None:
+        return selected
+    if first.name == REFERENCE:
+        return [first]
+    return [first] + [b for b in selected if b is not first]

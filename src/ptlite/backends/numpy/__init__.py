@@ -22,8 +22,8 @@ from typing import Any, TypeVar
 import numpy as np
 
 from ptlite import ops
-from ptlite.backends.base import Backend, Kernel, LoweringContext
-from ptlite.ir.graph import Node, Program
+from ptlite.backends.base import Backend, Kernel
+from ptlite.ir.graph import Node
 from ptlite.ops import OpDef
 
 __all__ = ["NumpyBackend", "create", "kernel", "implementation", "registered", "family_names", "load_all"]
@@ -123,6 +123,7 @@ def _registering_module() -> str:
 
 class NumpyBackend(Backend):
     name = "numpy"
+    lowering_module = "ptlite.backends.numpy.lower"
     per_operator = True  # every declared operator, whatever its node
 
     def __init__(self) -> None:
@@ -144,21 +145,6 @@ class NumpyBackend(Backend):
         if fn is None:
             raise KeyError(f"the NumPy backend has no kernel for {key}")
         return fn(*args)
-
-    def lowering_passes(self) -> dict[str, str]:
-        from .lower import PASSES
-
-        return {name: f"the {p.name} pass" for name, p in PASSES.items()}
-
-    def lower(self, program: Program, context: LoweringContext) -> list[str]:
-        from .lower import lower
-
-        return lower(program, context)
-
-    def specialize(self, program: Program, method: str, context: LoweringContext) -> bool:
-        from .lower import specialize
-
-        return specialize(program, method, context)
 
     def describe(self) -> str:
         return f"the reference: NumPy {np.__version__}"

@@ -76,7 +76,8 @@ def _entries(anchor: np.ndarray) -> dict[tuple, _Entry]:
     key = id(anchor)
     entry = _CACHE.get(key)
     if entry is None or entry[0]() is not anchor:
-        entry = (weakref.ref(anchor, lambda _ref, key=key: _CACHE.pop(key, None)), {})
+        # the callback holds the dict itself: at interpreter exit the module's globals may already be None
+        entry = (weakref.ref(anchor, lambda _ref, key=key, cache=_CACHE: cache.pop(key, None)), {})
         _CACHE[key] = entry
     return entry[1]
 

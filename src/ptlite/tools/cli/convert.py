@@ -57,6 +57,10 @@ def add_parser(commands: Any) -> None:
                         help="skip one optimization (repeatable), by the names optimize_for_mobile's "
                              "optimization_blocklist takes: WINOGRAD (im2col for 3x3 convolutions: about 10x less "
                              "rounding error, slower), CONV_BN_FUSION, FUSE_ADD_RELU, MEMORY_PLAN, ...")
+    parser.add_argument("--backend", default="cpu", metavar="NAME",
+                        help="the backend the program is lowered for: its weight layouts, fusions and memory plan "
+                             "(cpu: native where its library was built, else numpy; native; numpy). The file runs "
+                             "anywhere: where that backend is missing, the NumPy reference runs it")
     parser.add_argument("--preserve-method", metavar="NAME", action="append", default=[],
                         help="keep another method of a scripted module (repeatable); run it with "
                              "'ptlite run --method NAME'")
@@ -155,7 +159,7 @@ def _fix_input_shapes(program: ptlite.Program, shapes: list[tuple[int, ...]], dt
 
 def _optimize_and_save(program: ptlite.Program, args: argparse.Namespace, headline: str) -> int:
     if not args.no_optimize:
-        program = ptlite.optimize_for_mobile(program, optimization_blocklist=args.blocklist)
+        program = ptlite.optimize_for_mobile(program, optimization_blocklist=args.blocklist, backend=args.backend)
     output = args.output or _default_output(args.model)
     ptlite.save(program, output)
     weight_bytes = sum(np.asarray(w).nbytes for w in program.weights.values())

@@ -106,10 +106,14 @@ def check_blocklist(args: argparse.Namespace) -> None:
     """--blocklist's names (convert, compare), checked before anything is captured or run."""
     if args.blocklist and args.no_optimize:
         raise ToolError("--blocklist skips some optimizations, --no-optimize all of them: give one or the other")
-    from ptlite.backends import get
+    from ptlite.backends import get, lowering_passes
     from ptlite.passes import blocklist_names
 
     try:
-        blocklist_names(args.blocklist, get("cpu").lowering_passes())
+        target = get(getattr(args, "backend", "cpu"))
+    except ValueError as exc:
+        raise ToolError(f"--backend: {exc}") from None
+    try:
+        blocklist_names(args.blocklist, lowering_passes(target))
     except ValueError as exc:
         raise ToolError(f"--blocklist: {exc}") from None

@@ -14,10 +14,19 @@ import math
 from typing import Any
 
 from ptlite.ir.graph import Graph, Node, Program, Value
-from ptlite.ops import CONV2D_PREPACKED, CONV2D_WINOGRAD, CONV2D_WINOGRAD_V2, LINEAR_PREPACKED
+from ptlite.ops import (
+    CONV2D_PACKED,
+    CONV2D_PREPACKED,
+    CONV2D_WINOGRAD,
+    CONV2D_WINOGRAD_V2,
+    LINEAR_PACKED,
+    LINEAR_PREPACKED,
+)
 from ptlite.passes.base import NOT_CONSTANT, ConstantPool, Pass, blocks, constant_value, owners, replace_all_uses, uses
 
-PRODUCERS = frozenset({CONV2D_PREPACKED, CONV2D_WINOGRAD, CONV2D_WINOGRAD_V2, LINEAR_PREPACKED})
+# every operator whose last two arguments are a fused activation and its arguments
+PRODUCERS = frozenset({CONV2D_PREPACKED, CONV2D_WINOGRAD, CONV2D_WINOGRAD_V2, LINEAR_PREPACKED, CONV2D_PACKED,
+                       LINEAR_PACKED})
 
 
 def fused_activation(node: Node) -> tuple[str, list[float]] | None:

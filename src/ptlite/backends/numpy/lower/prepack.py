@@ -18,7 +18,15 @@ import numpy as np
 
 from ptlite.ir.graph import Graph, Node, Program, Value
 from ptlite.ops import CONV2D_PREPACKED, LINEAR_PREPACKED
-from ptlite.passes.base import NOT_CONSTANT, ConstantPool, Pass, blocks, constant_value, weight_constant, weight_of
+from ptlite.passes.base import (
+    NOT_CONSTANT,
+    ConstantPool,
+    Pass,
+    constant_value,
+    rewrite_nodes,
+    weight_constant,
+    weight_of,
+)
 
 
 @dataclass(frozen=True)
@@ -107,25 +115,15 @@ class Prepack(Pass):
     name = "prepack"
 
     def run(self, graph: Graph, program: Program) -> bool:
-        changed = False
-        for block in list(blocks(graph)):
-            packed: dict[tuple[str, int], Value] = {}  # (weight name, groups) -> packed constant in this block
-            pool = ConstantPool(block)
-            rewritten: list[Node] = []
-            for node in block.nodes:
-                new = None
-                if node.op in CONVOLUTIONS:
-                    new = self._conv(node, program, packed, pool)
-                elif node.op == "aten::linear":
-                    new = self._linear(node, program, packed, pool)
-                if new is None:
-                    rewritten.append(node)
-                else:
-                    rewritten.extend(new)
-                    changed = True
-            block.nodes = rewritten
-            pool.flush()
-        return changed
+        def rewrite(node: Node, packed: dict, pool: ConstantPool) -> list[Node] | None:
+            # packed: (weight name, groups) -> the packed constant in this block
+            if node.op in CONVOLUTIONS:
+                return self._conv(node, program, packed, pool)
+            if node.op == "aten::linear":
+                return self._linear(node, program, packed, pool)
+            return None
+
+        return rewrite_nodes(graph, rewrite)
 
     def _conv(self, node: Node, program: Program, packed: dict, pool: ConstantPool) -> list[Node] | None:
         args = CONVOLUTIONS[node.op]

@@ -1,0 +1,71 @@
+"""The build of ptlite's native kernels (src/ptlite/backends/native/csrc), as part of `pip install`.
+
+The C extension is optional: when the machine has no C compiler, or the build fails, the install still succeeds
+without it and ptlite runs on its NumPy backend; the reason is kept in the package (native/_build_failure.txt), and
+`ptlite.backends()` says it. Everything else about the package is in pyproject.toml.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
+
+NATIVE = "ptlite.backends.native._native"
+CSRC = os.path.join("src", "ptlite", "backends", "native", "csrc")
+FAILURE_FILE = "_build_failure.txt"
+
+
+class OptionalBuildExt(build_ext):
+    """build_ext that records a failed build of the native kernels instead of failing the install."""
+
+    def run(self) -> None:
+        try:
+            super().run()
+        except Exception as exc:  # no compiler at all (distutils raises before build_extension)
+            for ext in self.extensions:
+                self._record(ext, exc)
+
+    def build_extension(self, ext: Extension) -> None:
+        try:
+            super().build_extension(ext)
+        except Exception as exc:
+            self._record(ext, exc)
+        else:
+            stale = self._failure_path(ext)
+            if os.path.exists(stale):
+                os.remove(stale)
+
+    def _failure_path(self, ext: Extension) -> str:
+        return os.path.join(os.path.dirname(self.get_ext_fullpath(ext.name)), FAILURE_FILE)
+
+    def _record(self, ext: Extension, exc: BaseException) -> None:
+        reason = f"{type(exc).__name__}: {exc}".strip()
+        print(f"ptlite: the native kernels were not built ({reason}); ptlite will run on NumPy", file=sys.stderr)
+        path = self._failure_path(ext)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(reason.splitlines()[0][:500] + "\n")
+
+
+def _compile_args() -> list[str]:
+    if os.name == "nt" and "gcc" not in os.environ.get("CC", ""):
+        return ["/O2"]  # MSVC: the GNU vector extensions will not build; the failure is recorded
+    return ["-O3", "-std=c11", "-ffp-contract=fast", "-fno-math-errno", "-pthread", "-Wall",
+            *os.environ.get("PTLITE_NATIVE_CFLAGS", "").split()]
+
+
+def _link_args() -> list[str]:
+    return [] if os.name == "nt" else ["-pthread", *os.environ.get("PTLITE_NATIVE_LDFLAGS", "").split()]
+
+
+SOURCES = ["module.c", "conv.c", "params.c", "threads.c", "isa.c", "isa_generic.c", "isa_avx2.c", "isa_avx512.c"]
+
+setup(
+    ext_modules=[Extension(NATIVE, sources=[os.path.join(CSRC, s) for s in SOURCES],
+                           depends=[os.path.join(CSRC, h) for h in ("native.h", "kernels.inc")],
+                           extra_compile_args=_compile_args(), extra_link_args=_link_args())],
+    cmdclass={"build_ext": OptionalBuildExt},
+)

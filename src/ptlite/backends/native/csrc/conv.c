@@ -1,0 +1,158 @@
+/* Convolution and pooling over whole NHWC tensors: the tiling, the indirection buffer and the threads around the
+ * current instruction set's micro-kernels.
+ *
+ * A dense convolution is a GEMM: output pixels are rows, output channels columns, and the reduction runs over
+ * taps x input channels. No im2col copy is made: for each tile of mr output pixels an indirection buffer holds,
+ * per tap, a pointer to the input pixel each row reads (or to a row of zeros where the tap falls in the padding),
+ * and the micro-kernel reads channels straight from the image. Columns are taken in blocks whose weight slice
+ * (K x columns) stays in L2 while every pixel tile passes over it; a last block narrower than the micro-kernel's
+ * nr columns reads a zero-padded copy of its weight columns (and bias). */
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "native.h"
+
+#define L2_WEIGHT_FLOATS (64 * 1024)  /* 256 KB of weight columns per block */
+#define TASKS_PER_THREAD 8
+
+typedef struct {
+    const pl_conv *p;
+    const pl_isa *isa;
+    const float *x, *w, *bias, *zeros, *edge_w, *edge_bias;
+    float *y;
+    size_t taps, k, m, tiles_per_task, mtasks, cols_per_block, jblocks;
+    _Atomic int failed;  /* a task could not allocate its indirection buffer */
+} dense_job;
+
+/* One task: tiles_per_task tiles of mr output pixels, against one block of output columns. */
+static void dense_task(void *vjob, size_t task)
+{
+    dense_job *j = vjob;
+    const pl_conv *p = j->p;
+    const size_t mr = (size_t)j->isa->mr, nr = (size_t)j->isa->nr, o = (size_t)p->o, c = (size_t)p->c;
+    const size_t jb = task / j->mtasks, mt = task % j->mtasks;
+    const size_t col0 = jb * j->cols_per_block;
+    const size_t col1 = col0 + j->cols_per_block < o ? col0 + j->cols_per_block : o;
+    const float *stack_ptrs[64 * PL_GEMM_MAX_MR];
+    const float **a = j->taps <= 64 ? stack_ptrs : malloc(j->taps * mr * sizeof *a);
+    if (!a) { atomic_store(&j->failed, 1); return; }
+    const size_t m0 = mt * j->tiles_per_task * mr;
+    const size_t m1 = m0 + j->tiles_per_task * mr < j->m ? m0 + j->tiles_per_task * mr : j->m;
+    for (size_t r0 = m0; r0 < m1; r0 += mr) {
+        const size_t valid = r0 + mr <= m1 ? mr : m1 - r0;
+        for (size_t r = 0; r < mr; r++) {  /* the indirection buffer: per tap, the pixel each row reads */
+            const size_t pix = r0 + (r < valid ? r : valid - 1);
+            const int64_t ox = (int64_t)(pix % (size_t)p->wo), rest = (int64_t)(pix / (size_t)p->wo);
+            const int64_t oy = rest % p->ho, n = rest / p->ho;
+            const int64_t iy0 = oy * p->sh - p->pt, ix0 = ox * p->sw - p->pl;
+            for (int64_t ky = 0; ky < p->kh; ky++) {
+                const int64_t iy = iy0 + ky * p->dh;
+                for (int64_t kx = 0; kx < p->kw; kx++) {
+                    const int64_t ix = ix0 + kx * p->dw;
+                    const size_t t = (size_t)(ky * p->kw + kx);
+                    a[t * mr + r] = (iy < 0 || iy >= p->h || ix < 0 || ix >= p->w)
+                                        ? j->zeros : j->x + ((n * p->h + iy) * p->w + ix) * p->c;
+                }
+            }
+        }
+        for (size_t j0 = col0; j0 < col1; j0 += nr) {
+            const size_t nc = j0 + nr <= o ? nr : o - j0;
+            const float *b, *bias = nc == nr ? (j->bias ? j->bias + j0 : NULL) : j->edge_bias;
+            size_t ldb;
+            if (p->layout == PL_PANELS) {  /* zero-padded panels: every nr columns are there to read */
+                b = j->w + (j0 / PL_PANEL) * j->k * PL_PANEL + j0 % PL_PANEL;
+                ldb = PL_PANEL;
+            } else {
+                b = nc == nr ? j->w + j0 : j->edge_w;
+                ldb = nc == nr ? o : nr;
+            }
+            j->isa->gemm(valid, nc, j->taps, c, a, b, ldb, j->y + r0 * o + j0, o, bias, &p->ep);
+        }
+    }
+    if (a != stack_ptrs) free(a);
+}
+
+static int dense_run(const pl_conv *p, const pl_isa *isa, const float *x, const float *w, const float *bias,
+                     float *y)
+{
+    const size_t nr = (size_t)isa->nr, mr = (size_t)isa->mr, o = (size_t)p->o, c = (size_t)p->c;
+    const size_t taps = (size_t)(p->kh * p->kw), k = taps * c;
+    const size_t m = (size_t)(p->n * p->ho * p->wo);
+    const size_t tail = o % nr;
+    float *zeros = calloc(c, sizeof(float));
+    /* the last columns' bias padded to nr, and (row-major weights) their weight columns too */
+    float *edge = tail ? calloc((p->layout == PL_ROWS ? k * nr : 0) + nr, sizeof(float)) : NULL;
+    if (!zeros || (tail && !edge)) { free(zeros); free(edge); return -1; }
+    const float *edge_bias = NULL;
+    if (tail) {
+        float *edge_b = edge + (p->layout == PL_ROWS ? k * nr : 0);
+        if (p->layout == PL_ROWS)
+            for (size_t r = 0; r < k; r++) memcpy(edge + r * nr, w + r * o + (o - tail), tail * sizeof(float));
+        if (bias) { memcpy(edge_b, bias + (o - tail), tail * sizeof(float)); edge_bias = edge_b; }
+    }
+    /* Column blocks whose weights stay in L2 (whole panels), then enough pixel tasks for the threads. */
+    size_t cols = (L2_WEIGHT_FLOATS / (k ? k : 1)) / PL_PANEL * PL_PANEL;
+    if (cols < PL_PANEL) cols = PL_PANEL;
+    const size_t jblocks = (o + cols - 1) / cols, tiles = (m + mr - 1) / mr;
+    const size_t want = (size_t)pl_get_threads() * TASKS_PER_THREAD;
+    const size_t split = (want + jblocks - 1) / jblocks;
+    const size_t per_task = (tiles + split - 1) / split;
+    dense_job job = {p, isa, x, w, bias, zeros, edge, edge_bias, y, taps, k, m, per_task,
+                     (tiles + per_task - 1) / per_task, cols, jblocks, 0};
+    pl_parallel(job.mtasks * job.jblocks, dense_task, &job);
+    free(edge);
+    free(zeros);
+    return atomic_load(&job.failed) ? -1 : 0;
+}
+
+typedef struct {
+    const pl_conv *p;
+    const pl_isa *isa;
+    const float *x, *w, *bias;
+    float *y;
+    int64_t rows_per_task, tasks_per_image;
+} dw_job;
+
+static void dw_task(void *vjob, size_t task)
+{
+    const dw_job *j = vjob;
+    const int64_t n = (int64_t)task / j->tasks_per_image, part = (int64_t)task % j->tasks_per_image;
+    const int64_t oy0 = part * j->rows_per_task;
+    const int64_t oy1 = oy0 + j->rows_per_task < j->p->ho ? oy0 + j->rows_per_task : j->p->ho;
+    j->isa->depthwise_rows(j->p, j->x, j->w, j->bias, j->y, n, oy0, oy1, NULL);
+}
+
+int pl_conv_run(const pl_conv *p, const float *x, const float *w, const float *bias, float *y)
+{
+    const pl_isa *isa = pl_isa_current();
+    if (p->groups > 1) {
+        const int64_t per_row = p->wo * p->c * p->kh * p->kw;
+        int64_t rows = (32 * 1024) / (per_row > 0 ? per_row : 1);
+        rows = rows < 1 ? 1 : rows;
+        dw_job job = {p, isa, x, w, bias, y, rows, (p->ho + rows - 1) / rows};
+        pl_parallel((size_t)(p->n * job.tasks_per_image), dw_task, &job);
+        return 0;
+    }
+    return dense_run(p, isa, x, w, bias, y);
+}
+
+typedef struct {
+    const pl_pool *p;
+    const pl_isa *isa;
+    const float *x;
+    float *y;
+} pool_job;
+
+static void pool_task(void *vjob, size_t task)
+{
+    const pool_job *j = vjob;
+    const int64_t n = (int64_t)task / j->p->ho, oy = (int64_t)task % j->p->ho;
+    j->isa->pool_rows(j->p, j->x, j->y, n, oy, oy + 1);
+}
+
+void pl_pool_run(const pl_pool *p, const float *x, float *y)
+{
+    pool_job job = {p, pl_isa_current(), x, y};
+    pl_parallel((size_t)(p->n * p->ho), pool_task, &job);
+}

@@ -1,0 +1,311 @@
+/* The Python binding: ptlite.backends.native._native. Each function takes NumPy arrays (any object with the
+ * buffer protocol: float32, C-contiguous; the Python side guarantees the dtype) and its geometry as integers,
+ * validates the geometry against the buffers' lengths (params.c), and runs with the GIL released. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include "native.h"
+
+#define ERR_CAP 256
+
+static int get_floats(PyObject *obj, Py_buffer *view, int writable, const char *what)
+{
+    if (PyObject_GetBuffer(obj, view, writable ? (PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) : PyBUF_C_CONTIGUOUS) != 0) {
+        PyErr_Format(PyExc_ValueError, "%s must be a %sC-contiguous float32 array", what, writable ? "writable " : "");
+        return -1;
+    }
+    if (view->len % 4 != 0) {
+        PyBuffer_Release(view);
+        PyErr_Format(PyExc_ValueError, "%s is not a float32 array (%zd bytes)", what, view->len);
+        return -1;
+    }
+    return 0;
+}
+
+static size_t floats(const Py_buffer *view) { return (size_t)view->len / 4; }
+
+static int overlaps(const Py_buffer *a, const Py_buffer *b)
+{
+    const char *a0 = a->buf, *b0 = b->buf;
+    return a->len > 0 && b->len > 0 && a0 < b0 + b->len && b0 < a0 + a->len;
+}
+
+static int epilogue(int act, double lo, double hi, pl_epilogue *ep)
+{
+    char err[ERR_CAP];
+    ep->act = act;
+    ep->lo = (float)lo;
+    ep->hi = (float)hi;
+    if (pl_epilogue_check(ep, err, sizeof err) != 0) {
+        PyErr_SetString(PyExc_ValueError, err);
+        return -1;
+    }
+    return 0;
+}
+
+/* conv2d(x, w, bias_or_None, y, (n, h, w, c, o, kh, kw, sh, sw, pt, pb, pl, pr, dh, dw, ho, wo, groups, layout),
+ *        act, lo, hi) */
+static PyObject *py_conv2d(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *xo, *wo, *bo, *yo;
+    pl_conv p;
+    int act;
+    double lo, hi;
+    if (!PyArg_ParseTuple(args, "OOOO(LLLLLLLLLLLLLLLLLLL)idd", &xo, &wo, &bo, &yo, &p.n, &p.h, &p.w, &p.c, &p.o,
+                          &p.kh, &p.kw, &p.sh, &p.sw, &p.pt, &p.pb, &p.pl, &p.pr, &p.dh, &p.dw, &p.ho, &p.wo,
+                          &p.groups, &p.layout, &act, &lo, &hi))
+        return NULL;
+    if (epilogue(act, lo, hi, &p.ep) != 0) return NULL;
+    Py_buffer x, w, b = {0}, y;
+    if (get_floats(xo, &x, 0, "the input") != 0) return NULL;
+    if (get_floats(wo, &w, 0, "the weight") != 0) goto fail_x;
+    if (bo != Py_None && get_floats(bo, &b, 0, "the bias") != 0) goto fail_w;
+    if (get_floats(yo, &y, 1, "the output") != 0) goto fail_b;
+    char err[ERR_CAP];
+    if (pl_conv_check(&p, floats(&x), floats(&w), bo == Py_None ? 0 : floats(&b), floats(&y), err, sizeof err) != 0) {
+        PyErr_SetString(PyExc_ValueError, err);
+        goto fail_y;
+    }
+    if (overlaps(&y, &x) || overlaps(&y, &w) || (bo != Py_None && overlaps(&y, &b))) {
+        PyErr_SetString(PyExc_ValueError, "convolution: the output overlaps an input");
+        goto fail_y;
+    }
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = pl_conv_run(&p, x.buf, w.buf, bo == Py_None ? NULL : b.buf, y.buf);
+    Py_END_ALLOW_THREADS
+    if (rc != 0) {
+        PyErr_NoMemory();
+        goto fail_y;
+    }
+    PyBuffer_Release(&y);
+    if (bo != Py_None) PyBuffer_Release(&b);
+    PyBuffer_Release(&w);
+    PyBuffer_Release(&x);
+    Py_RETURN_NONE;
+fail_y:
+    PyBuffer_Release(&y);
+fail_b:
+    if (bo != Py_None) PyBuffer_Release(&b);
+fail_w:
+    PyBuffer_Release(&w);
+fail_x:
+    PyBuffer_Release(&x);
+    return NULL;
+}
+
+/* pool2d(x, y, (n, h, w, c, kh, kw, sh, sw, pt, pl, dh, dw, ho, wo), kind, divisor) */
+static PyObject *py_pool2d(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *xo, *yo;
+    pl_pool p;
+    double divisor;
+    if (!PyArg_ParseTuple(args, "OO(LLLLLLLLLLLLLL)id", &xo, &yo, &p.n, &p.h, &p.w, &p.c, &p.kh, &p.kw, &p.sh,
+                          &p.sw, &p.pt, &p.pl, &p.dh, &p.dw, &p.ho, &p.wo, &p.kind, &divisor))
+        return NULL;
+    p.divisor = (float)divisor;
+    Py_buffer x, y;
+    if (get_floats(xo, &x, 0, "the input") != 0) return NULL;
+    if (get_floats(yo, &y, 1, "the output") != 0) { PyBuffer_Release(&x); return NULL; }
+    char err[ERR_CAP];
+    int ok = pl_pool_check(&p, floats(&x), floats(&y), err, sizeof err) == 0;
+    if (!ok) PyErr_SetString(PyExc_ValueError, err);
+    else if (overlaps(&x, &y)) { ok = 0; PyErr_SetString(PyExc_ValueError, "pooling: the output overlaps the input"); }
+    if (ok) {
+        Py_BEGIN_ALLOW_THREADS
+        pl_pool_run(&p, x.buf, y.buf);
+        Py_END_ALLOW_THREADS
+    }
+    PyBuffer_Release(&y);
+    PyBuffer_Release(&x);
+    if (!ok) return NULL;
+    Py_RETURN_NONE;
+}
+
+/* binary(op, a, b, y, act, lo, hi): y = act(a op b); b has len(y) values, one, or a divisor of len(y) (a row
+ * repeated); a has len(y) values. y may be a itself (in place) but not overlap b unless it is b. */
+static PyObject *py_binary(PyObject *self, PyObject *args)
+{
+    (void)self;
+    int op, act;
+    PyObject *ao, *bo, *yo;
+    double lo, hi;
+    pl_epilogue ep;
+    if (!PyArg_ParseTuple(args, "iOOOidd", &op, &ao, &bo, &yo, &act, &lo, &hi)) return NULL;
+    if (op < 0 || op >= PL_BINOP_COUNT) return PyErr_Format(PyExc_ValueError, "unknown binary operation %d", op);
+    if (epilogue(act, lo, hi, &ep) != 0) return NULL;
+    Py_buffer a, b, y;
+    if (get_floats(ao, &a, 0, "the first operand") != 0) return NULL;
+    if (get_floats(bo, &b, 0, "the second operand") != 0) { PyBuffer_Release(&a); return NULL; }
+    if (get_floats(yo, &y, 1, "the output") != 0) { PyBuffer_Release(&b); PyBuffer_Release(&a); return NULL; }
+    size_t len = floats(&y), bl = floats(&b);
+    const char *problem = NULL;
+    if (floats(&a) != len) problem = "binary: the first operand and the output differ in length";
+    else if (bl == 0 || len % bl != 0) problem = "binary: the second operand's length does not divide the output's";
+    else if ((overlaps(&y, &a) && a.buf != y.buf) || (overlaps(&y, &b) && !(b.buf == y.buf && bl == len)))
+        problem = "binary: the output partly overlaps an operand";
+    if (problem) PyErr_SetString(PyExc_ValueError, problem);
+    else {
+        const pl_isa *isa = pl_isa_current();
+        Py_BEGIN_ALLOW_THREADS
+        isa->binary(op, a.buf, b.buf, bl, y.buf, len, &ep);
+        Py_END_ALLOW_THREADS
+    }
+    PyBuffer_Release(&y);
+    PyBuffer_Release(&b);
+    PyBuffer_Release(&a);
+    if (problem) return NULL;
+    Py_RETURN_NONE;
+}
+
+/* unary(kind, x, y, act, lo, hi): kind 0: y = act(x); kind 1: y = exp(x). y may be x (in place). */
+static PyObject *py_unary(PyObject *self, PyObject *args)
+{
+    (void)self;
+    int kind, act;
+    PyObject *xo, *yo;
+    double lo, hi;
+    pl_epilogue ep;
+    if (!PyArg_ParseTuple(args, "iOOidd", &kind, &xo, &yo, &act, &lo, &hi)) return NULL;
+    if (kind < 0 || kind > 1) return PyErr_Format(PyExc_ValueError, "unknown unary kind %d", kind);
+    if (epilogue(act, lo, hi, &ep) != 0) return NULL;
+    Py_buffer x, y;
+    if (get_floats(xo, &x, 0, "the input") != 0) return NULL;
+    if (get_floats(yo, &y, 1, "the output") != 0) { PyBuffer_Release(&x); return NULL; }
+    const char *problem = NULL;
+    if (floats(&x) != floats(&y)) problem = "unary: the input and the output differ in length";
+    else if (overlaps(&x, &y) && x.buf != y.buf) problem = "unary: the output partly overlaps the input";
+    if (problem) PyErr_SetString(PyExc_ValueError, problem);
+    else {
+        const pl_isa *isa = pl_isa_current();
+        Py_BEGIN_ALLOW_THREADS
+        if (kind == 0) isa->activate(x.buf, y.buf, floats(&y), &ep);
+        else isa->exp(x.buf, y.buf, floats(&y));
+        Py_END_ALLOW_THREADS
+    }
+    PyBuffer_Release(&y);
+    PyBuffer_Release(&x);
+    if (problem) return NULL;
+    Py_RETURN_NONE;
+}
+
+/* mean_rows(x, y, n, rows, c): y[i, :] = mean of x[i] viewed as (rows, c), for each of n images */
+static PyObject *py_mean_rows(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *xo, *yo;
+    Py_ssize_t n, rows, c;
+    if (!PyArg_ParseTuple(args, "OOnnn", &xo, &yo, &n, &rows, &c)) return NULL;
+    Py_buffer x, y;
+    if (get_floats(xo, &x, 0, "the input") != 0) return NULL;
+    if (get_floats(yo, &y, 1, "the output") != 0) { PyBuffer_Release(&x); return NULL; }
+    const char *problem = NULL;
+    size_t need;
+    if (n < 1 || rows < 1 || c < 1 || __builtin_mul_overflow((size_t)n, (size_t)rows, &need)
+        || __builtin_mul_overflow(need, (size_t)c, &need) || need > floats(&x) || (size_t)n * (size_t)c > floats(&y))
+        problem = "mean: the sizes do not match the buffers";
+    else if (overlaps(&x, &y)) problem = "mean: the output overlaps the input";
+    if (problem) PyErr_SetString(PyExc_ValueError, problem);
+    else {
+        const pl_isa *isa = pl_isa_current();
+        const float *xs = x.buf;
+        float *ys = y.buf;
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t i = 0; i < n; i++) isa->mean_rows(xs + i * rows * c, (size_t)rows, (size_t)c, ys + i * c);
+        Py_END_ALLOW_THREADS
+    }
+    PyBuffer_Release(&y);
+    PyBuffer_Release(&x);
+    if (problem) return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_set_num_threads(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    long n = PyLong_AsLong(arg);
+    if (n == -1 && PyErr_Occurred()) return NULL;
+    Py_BEGIN_ALLOW_THREADS
+    pl_set_threads((int)(n < 1 ? 1 : (n > 1024 ? 1024 : n)));
+    Py_END_ALLOW_THREADS
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_get_num_threads(PyObject *self, PyObject *unused)
+{
+    (void)self; (void)unused;
+    return PyLong_FromLong(pl_get_threads());
+}
+
+static PyObject *py_isa(PyObject *self, PyObject *unused)
+{
+    (void)self; (void)unused;
+    return PyUnicode_FromString(pl_isa_current()->name);
+}
+
+/* isas() -> [(name, supported by this CPU, vector floats, gemm mr, gemm nr)] */
+static PyObject *py_isas(PyObject *self, PyObject *unused)
+{
+    (void)self; (void)unused;
+    size_t n;
+    const pl_isa *const *all = pl_isa_all(&n);
+    PyObject *list = PyList_New((Py_ssize_t)n);
+    if (!list) return NULL;
+    for (size_t i = 0; i < n; i++) {
+        PyObject *item = Py_BuildValue("(sOiii)", all[i]->name, pl_isa_supported(all[i]) ? Py_True : Py_False,
+                                       all[i]->vw, all[i]->mr, all[i]->nr);
+        if (!item) { Py_DECREF(list); return NULL; }
+        PyList_SET_ITEM(list, (Py_ssize_t)i, item);
+    }
+    return list;
+}
+
+static PyObject *py_select_isa(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    const char *name = PyUnicode_AsUTF8(arg);
+    if (!name) return NULL;
+    if (pl_isa_select(name) != 0)
+        return PyErr_Format(PyExc_ValueError, "instruction set %R is unknown or not supported by this CPU", arg);
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef methods[] = {
+    {"conv2d", py_conv2d, METH_VARARGS, "NHWC 2-D convolution (dense or depthwise) with a fused epilogue."},
+    {"pool2d", py_pool2d, METH_VARARGS, "NHWC max / average pooling."},
+    {"binary", py_binary, METH_VARARGS, "Elementwise add/sub/mul/div with a broadcast row and a fused epilogue."},
+    {"unary", py_unary, METH_VARARGS, "An activation, or exp, elementwise."},
+    {"mean_rows", py_mean_rows, METH_VARARGS, "Per image, the mean over rows of a (rows, c) matrix."},
+    {"set_num_threads", py_set_num_threads, METH_O, "Threads the kernels use (the caller's included)."},
+    {"get_num_threads", py_get_num_threads, METH_NOARGS, "Threads the kernels use."},
+    {"isa", py_isa, METH_NOARGS, "The instruction set whose kernels run."},
+    {"isas", py_isas, METH_NOARGS, "Every instruction set built in: (name, supported, vector floats, mr, nr)."},
+    {"select_isa", py_select_isa, METH_O, "Run another supported instruction set's kernels."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_native", "ptlite's native CPU kernels.", -1, methods,
+                                    NULL, NULL, NULL, NULL};
+
+PyMODINIT_FUNC PyInit__native(void)
+{
+    PyObject *m = PyModule_Create(&module);
+    if (!m) return NULL;
+    if (PyModule_AddIntConstant(m, "ACT_NONE", PL_ACT_NONE) || PyModule_AddIntConstant(m, "ACT_RELU", PL_ACT_RELU)
+        || PyModule_AddIntConstant(m, "ACT_CLAMP", PL_ACT_CLAMP)
+        || PyModule_AddIntConstant(m, "ACT_HARDSWISH", PL_ACT_HARDSWISH)
+        || PyModule_AddIntConstant(m, "ACT_SILU", PL_ACT_SILU)
+        || PyModule_AddIntConstant(m, "ACT_SIGMOID", PL_ACT_SIGMOID)
+        || PyModule_AddIntConstant(m, "POOL_MAX", PL_POOL_MAX) || PyModule_AddIntConstant(m, "POOL_AVG", PL_POOL_AVG)
+        || PyModule_AddIntConstant(m, "POOL_AVG_EXCLUDE_PAD", PL_POOL_AVG_EXCLUDE_PAD)
+        || PyModule_AddIntConstant(m, "ADD", PL_ADD) || PyModule_AddIntConstant(m, "SUB", PL_SUB)
+        || PyModule_AddIntConstant(m, "MUL", PL_MUL) || PyModule_AddIntConstant(m, "DIV", PL_DIV)
+        || PyModule_AddIntConstant(m, "ROWS", PL_ROWS) || PyModule_AddIntConstant(m, "PANELS", PL_PANELS)
+        || PyModule_AddIntConstant(m, "PANEL", PL_PANEL)) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

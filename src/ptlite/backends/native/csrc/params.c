@@ -1,0 +1,101 @@
+/* Validation of kernel parameters against the buffers they will touch: everything C is handed (from a file's
+ * plan or from Python) passes through here before a kernel runs, so that a hostile value is an error message, not
+ * an out-of-bounds access. Sizes are bounded so that every offset a kernel computes fits in int64_t. */
+#include <math.h>
+#include <stdio.h>
+
+#include "native.h"
+
+#define DIM_MAX ((int64_t)1 << 31)   /* any one dimension, stride, padding or dilation */
+
+static int fail(char *err, size_t cap, const char *msg, long long a, long long b)
+{
+    snprintf(err, cap, msg, a, b);
+    return -1;
+}
+
+static int in_range(int64_t v, int64_t lo) { return v >= lo && v <= DIM_MAX; }
+
+/* a * b * c * d, or -1 on overflow past 2^62 */
+static int64_t product(int64_t a, int64_t b, int64_t c, int64_t d)
+{
+    int64_t r;
+    if (__builtin_mul_overflow(a, b, &r) || __builtin_mul_overflow(r, c, &r) || __builtin_mul_overflow(r, d, &r)
+        || r > ((int64_t)1 << 62))
+        return -1;
+    return r;
+}
+
+static int64_t out_size(int64_t in, int64_t k, int64_t s, int64_t before, int64_t after, int64_t d)
+{
+    int64_t span = in + before + after - d * (k - 1) - 1;
+    return span < 0 ? 0 : span / s + 1;
+}
+
+int pl_epilogue_check(const pl_epilogue *ep, char *err, size_t cap)
+{
+    if (ep->act < 0 || ep->act >= PL_ACT_COUNT) return fail(err, cap, "unknown activation code %lld%.0lld", ep->act, 0);
+    return 0;
+}
+
+int pl_conv_check(const pl_conv *p, size_t x_len, size_t w_len, size_t b_len, size_t y_len, char *err, size_t cap)
+{
+    if (!in_range(p->n, 1) || !in_range(p->h, 1) || !in_range(p->w, 1) || !in_range(p->c, 1) || !in_range(p->o, 1))
+        return fail(err, cap, "convolution: a dimension of the input or output is out of range (C=%lld, O=%lld)",
+                    p->c, p->o);
+    if (!in_range(p->kh, 1) || !in_range(p->kw, 1) || !in_range(p->sh, 1) || !in_range(p->sw, 1)
+        || !in_range(p->dh, 1) || !in_range(p->dw, 1))
+        return fail(err, cap, "convolution: kernel %lldx%lld, stride or dilation out of range", p->kh, p->kw);
+    if (!in_range(p->pt, 0) || !in_range(p->pb, 0) || !in_range(p->pl, 0) || !in_range(p->pr, 0))
+        return fail(err, cap, "convolution: padding out of range (top %lld, left %lld)", p->pt, p->pl);
+    if (product(p->dh, p->kh, 1, 1) < 0 || p->dh * p->kh > DIM_MAX || p->dw * p->kw > DIM_MAX)
+        return fail(err, cap, "convolution: dilated kernel too large (%lldx%lld)", p->kh, p->kw);
+    int64_t ho = out_size(p->h, p->kh, p->sh, p->pt, p->pb, p->dh);
+    int64_t wo = out_size(p->w, p->kw, p->sw, p->pl, p->pr, p->dw);
+    if (ho < 1 || wo < 1 || p->ho != ho || p->wo != wo)
+        return fail(err, cap, "convolution: output size %lldx%lld does not follow from the input, kernel, stride, "
+                    "padding and dilation", p->ho, p->wo);
+    int depthwise = p->groups > 1;
+    if (p->layout != PL_ROWS && (p->layout != PL_PANELS || depthwise))
+        return fail(err, cap, "convolution: weight layout %lld is not one of the dense layouts%.0lld", p->layout, 0);
+    if (p->groups != 1 && !(p->groups == p->c && p->c == p->o))
+        return fail(err, cap, "convolution: groups=%lld is neither 1 nor depthwise (C=%lld)", p->groups, p->c);
+    int64_t xs = product(p->n, p->h, p->w, p->c), ys = product(p->n, ho, wo, p->o);
+    const int64_t columns = p->layout == PL_PANELS ? (p->o + PL_PANEL - 1) / PL_PANEL * PL_PANEL : p->o;
+    int64_t ws = depthwise ? product(p->kh, p->kw, p->c, 1) : product(p->kh, p->kw, p->c, columns);
+    if (xs < 0 || ys < 0 || ws < 0) return fail(err, cap, "convolution: tensor sizes overflow%.0lld%.0lld", 0, 0);
+    if ((size_t)xs > x_len) return fail(err, cap, "convolution: input holds %lld values, its shape needs %lld",
+                                        (long long)x_len, xs);
+    if ((size_t)ws > w_len) return fail(err, cap, "convolution: weight holds %lld values, its shape needs %lld",
+                                        (long long)w_len, ws);
+    if (b_len != 0 && b_len < (size_t)p->o) return fail(err, cap, "convolution: bias holds %lld values, %lld outputs",
+                                                         (long long)b_len, p->o);
+    if ((size_t)ys > y_len) return fail(err, cap, "convolution: output holds %lld values, needs %lld",
+                                        (long long)y_len, ys);
+    return pl_epilogue_check(&p->ep, err, cap);
+}
+
+int pl_pool_check(const pl_pool *p, size_t x_len, size_t y_len, char *err, size_t cap)
+{
+    if (!in_range(p->n, 1) || !in_range(p->h, 1) || !in_range(p->w, 1) || !in_range(p->c, 1))
+        return fail(err, cap, "pooling: input dimension out of range (C=%lld, H=%lld)", p->c, p->h);
+    if (!in_range(p->kh, 1) || !in_range(p->kw, 1) || !in_range(p->sh, 1) || !in_range(p->sw, 1)
+        || !in_range(p->dh, 1) || !in_range(p->dw, 1) || !in_range(p->pt, 0) || !in_range(p->pl, 0)
+        || p->dh * p->kh > DIM_MAX || p->dw * p->kw > DIM_MAX)
+        return fail(err, cap, "pooling: kernel %lldx%lld, stride, padding or dilation out of range", p->kh, p->kw);
+    if (2 * p->pt > p->kh || 2 * p->pl > p->kw)
+        return fail(err, cap, "pooling: padding (%lld, %lld) is more than half the kernel", p->pt, p->pl);
+    if (p->kind < PL_POOL_MAX || p->kind > PL_POOL_AVG_EXCLUDE_PAD)
+        return fail(err, cap, "pooling: unknown kind %lld%.0lld", p->kind, 0);
+    if (!(p->divisor >= 0) || isinf(p->divisor)) return fail(err, cap, "pooling: bad divisor%.0lld%.0lld", 0, 0);
+    if (!in_range(p->ho, 1) || !in_range(p->wo, 1))
+        return fail(err, cap, "pooling: output size %lldx%lld out of range", p->ho, p->wo);
+    /* every window must start inside the padded image (ceil_mode may add a last one that does not end there) */
+    if ((p->ho - 1) * p->sh >= p->h + p->pt || (p->wo - 1) * p->sw >= p->w + p->pl)
+        return fail(err, cap, "pooling: output size %lldx%lld has windows outside the input", p->ho, p->wo);
+    int64_t xs = product(p->n, p->h, p->w, p->c), ys = product(p->n, p->ho, p->wo, p->c);
+    if (xs < 0 || ys < 0) return fail(err, cap, "pooling: tensor sizes overflow%.0lld%.0lld", 0, 0);
+    if ((size_t)xs > x_len) return fail(err, cap, "pooling: input holds %lld values, needs %lld", (long long)x_len, xs);
+    if ((size_t)ys > y_len) return fail(err, cap, "pooling: output holds %lld values, needs %lld", (long long)y_len, ys);
+    return 0;
+}

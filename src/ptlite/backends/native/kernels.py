@@ -1,0 +1,343 @@
+"""The native backend's kernels, one per operator it runs: each puts its arguments in the form the C library takes
+(float32, channels-last images, C-contiguous buffers), calls it, and returns the result in the layout the NumPy
+reference would (channels-last images stay channels-last). Arguments the library does not take (another dtype,
+grouped convolution, broadcasting it does not do) go to the reference's kernel for that operator, so a kernel here
+is never less general than the reference's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ptlite import ops
+from ptlite.backends.numpy import implementation
+
+from . import _native as lib
+
+F32 = np.dtype(np.float32)
+INF = float("inf")
+
+# The fused activations of ptlite's prepacked operators -> (code, lo, hi).
+_ACTIVATIONS = {"none": lib.ACT_NONE, "relu": lib.ACT_RELU, "clamp": lib.ACT_CLAMP, "hardswish": lib.ACT_HARDSWISH,
+                "silu": lib.ACT_SILU}
+
+KERNELS: dict[str, Callable[..., Any]] = {}
+
+
+def _kernel(*keys: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
+        for key in keys:
+            KERNELS[key] = fn
+        return fn
+    return wrap
+
+
+def _reference(key: str) -> Callable[..., Any]:
+    fn = implementation(key)
+    assert fn is not None, key
+    return fn
+
+
+def _epilogue(activation: str, args: Sequence[float]) -> tuple[int, float, float] | None:
+    code = _ACTIVATIONS.get(activation)
+    if code is None or (activation == "clamp" and len(args) != 2):
+        return None
+    lo, hi = (float(args[0]), float(args[1])) if activation == "clamp" else (0.0, INF)
+    return code, lo, hi
+
+
+def _nhwc(x: np.ndarray) -> np.ndarray:
+    """(N, C, H, W) float32 as a C-contiguous (N, H, W, C) array: a view when it is channels-last already."""
+    view = x.transpose(0, 2, 3, 1)
+    return view if view.flags.c_contiguous else np.ascontiguousarray(view)
+
+
+def _nhwc_target(out: Any, shape: tuple[int, int, int, int]) -> np.ndarray | None:
+    """out's NHWC view, when out is a writeable channels-last float32 array of the (N, C, H, W) `shape`."""
+    if not isinstance(out, np.ndarray) or out.shape != shape or out.dtype != F32 or not out.flags.writeable:
+        return None
+    view = out.transpose(0, 2, 3, 1)
+    return view if view.flags.c_contiguous else None
+
+
+def _into(out: Any, y: np.ndarray) -> np.ndarray:
+    """y, copied into `out` (and out returned) when out is a writeable array of y's shape and dtype in another
+    layout, as the reference's elementwise kernels do (its convolutions and pooling, which write NHWC only,
+    allocate instead)."""
+    if out is not y and isinstance(out, np.ndarray) and out.shape == y.shape and out.dtype == y.dtype \
+            and out.flags.writeable:
+        np.copyto(out, y)
+        return out
+    return y
+
+
+def _out_size(size: int, k: int, stride: int, before: int, after: int, dilation: int) -> int:
+    return (size + before + after - dilation * (k - 1) - 1) // stride + 1
+
+
+# ------------------------------------------------------------------------------------------------ convolution
+
+def conv_nhwc(xh: np.ndarray, weight: np.ndarray, bias: np.ndarray | None, kernel_size: Sequence[int],
+              stride: Sequence[int], padding: Sequence[int], dilation: Sequence[int], groups: int,
+              epilogue: tuple[int, float, float], target: np.ndarray | None = None,
+              out_channels: int | None = None) -> np.ndarray | None:
+    """The convolution of C-contiguous NHWC float32 `xh` by a prepacked weight (dense (K, O) or depthwise), or by
+    panels of 16 output channels when `out_channels` is given (ops/packed.py), into `target` (an NHWC array) or a
+    new one; None if the library does not take these arguments."""
+    n, h, w, c = xh.shape
+    kh, kw = kernel_size
+    layout = lib.ROWS
+    if out_channels is not None:
+        o, layout = out_channels, lib.PANELS
+        if groups != 1 or weight.ndim != 3 or weight.shape != (-(-o // lib.PANEL), kh * kw * c, lib.PANEL):
+            return None
+    elif groups == 1 and weight.ndim == 2 and weight.shape[0] == kh * kw * c:
+        o = weight.shape[1]
+    elif groups == c and weight.ndim == 2 and weight.shape == (kh * kw, c):
+        o = c
+    else:
+        return None
+    if weight.dtype != F32 or (bias is not None and (bias.dtype != F32 or bias.shape != (o,))):
+        return None
+    top, bottom, left, right = padding
+    ho = _out_size(h, kh, stride[0], top, bottom, dilation[0])
+    wo = _out_size(w, kw, stride[1], left, right, dilation[1])
+    if ho <= 0 or wo <= 0:
+        return None  # the reference says what is wrong
+    y = target if target is not None and target.shape == (n, ho, wo, o) else np.empty((n, ho, wo, o), F32)
+    lib.conv2d(xh, weight, bias, y, (n, h, w, c, o, kh, kw, stride[0], stride[1], top, bottom, left, right,
+                                     dilation[0], dilation[1], ho, wo, groups, layout), *epilogue)
+    return y
+
+
+def _conv(input, weight, bias, kernel_size, stride, padding, dilation, groups, activation,
+          activation_args, out, out_channels=None):
+    """A convolution of an (N, C, H, W) or (C, H, W) float32 image, its result channels-last (written into `out`
+    when that is a channels-last array of its shape); None when the library does not take the arguments."""
+    epilogue = _epilogue(activation, activation_args)
+    if input.dtype != F32 or input.ndim not in (3, 4) or epilogue is None:
+        return None
+    x = input[None] if input.ndim == 3 else input
+    target = None
+    if isinstance(out, np.ndarray) and out.ndim == input.ndim:
+        o = out_channels if out_channels is not None else weight.shape[1] if groups == 1 else x.shape[1]
+        ho = _out_size(x.shape[2], kernel_size[0], stride[0], padding[0], padding[1], dilation[0])
+        wo = _out_size(x.shape[3], kernel_size[1], stride[1], padding[2], padding[3], dilation[1])
+        target = _nhwc_target(out[None] if input.ndim == 3 else out, (x.shape[0], o, ho, wo))
+    y = conv_nhwc(_nhwc(x), weight, bias, kernel_size, stride, padding, dilation, int(groups), epilogue, target,
+                  out_channels)
+    if y is None:
+        return None
+    if target is not None and y is target:
+        return out
+    y = y.transpose(0, 3, 1, 2)
+    return y[0] if input.ndim == 3 else y
+
+
+@_kernel(ops.CONV2D_PREPACKED)
+def conv2d_prepacked(input, weight, bias, kernel_size, stride, padding, dilation, groups, activation="none",
+                     activation_args=(), *, out=None):
+    y = _conv(input, weight, bias, kernel_size, stride, padding, dilation, groups, activation,
+              activation_args, out)
+    if y is not None:
+        return y
+    return _reference(ops.CONV2D_PREPACKED)(input, weight, bias, kernel_size, stride, padding, dilation, groups,
+                                            activation, activation_args, out=out)
+
+
+@_kernel(ops.CONV2D_PACKED)
+def conv2d_packed(input, weight, bias, kernel_size, stride, padding, dilation, out_channels, activation="none",
+                  activation_args=(), *, out=None):
+    y = _conv(input, weight, bias, kernel_size, stride, padding, dilation, 1, activation,
+              activation_args, out, int(out_channels))
+    if y is not None:
+        return y
+    return _reference(ops.CONV2D_PACKED)(input, weight, bias, kernel_size, stride, padding, dilation, out_channels,
+                                         activation, activation_args, out=out)
+
+
+@_kernel(ops.CONV2D_POINTWISE_DEPTHWISE)
+def conv2d_pointwise_depthwise(input, pw_weight, pw_bias, pw_activation, pw_activation_args, dw_weight, dw_bias,
+                               kernel_size, stride, padding, dilation, activation="none", activation_args=(), *,
+                               out=None):
+    pw = _epilogue(pw_activation, pw_activation_args)
+    dw = _epilogue(activation, activation_args)
+    if input.dtype == F32 and input.ndim == 4 and pw is not None and dw is not None:
+        mid = conv_nhwc(_nhwc(input), pw_weight, pw_bias, (1, 1), (1, 1), (0, 0, 0, 0), (1, 1), 1, pw)
+        if mid is not None:
+            n, h, w, c = mid.shape
+            ho = _out_size(h, kernel_size[0], stride[0], padding[0], padding[1], dilation[0])
+            wo = _out_size(w, kernel_size[1], stride[1], padding[2], padding[3], dilation[1])
+            target = None if out is None else _nhwc_target(out, (n, c, ho, wo))
+            y = conv_nhwc(mid, dw_weight, dw_bias, kernel_size, stride, padding, dilation, c, dw, target)
+            if y is not None:
+                return out if target is not None and y is target else y.transpose(0, 3, 1, 2)
+    return _reference(ops.CONV2D_POINTWISE_DEPTHWISE)(
+        input, pw_weight, pw_bias, pw_activation, pw_activation_args, dw_weight, dw_bias, kernel_size, stride,
+        padding, dilation, activation, activation_args, out=out)
+
+
+def _linear(input, weight, bias, activation, activation_args, out, out_features=None):
+    """y = act(input @ W + bias) over the last dimension, by a (K, O) or panel-packed weight; None when the
+    library does not take the arguments."""
+    epilogue = _epilogue(activation, activation_args)
+    k = weight.shape[0] if out_features is None else weight.shape[1] if weight.ndim == 3 else -1
+    if input.dtype != F32 or input.ndim < 1 or epilogue is None or input.shape[-1] != k or input.size == 0:
+        return None
+    o = weight.shape[1] if out_features is None else int(out_features)
+    rows = input.size // k
+    x = np.ascontiguousarray(input).reshape(rows, 1, 1, k)
+    shape = input.shape[:-1] + (o,)
+    into = isinstance(out, np.ndarray) and out.shape == shape and out.dtype == F32 and out.flags.c_contiguous \
+        and out.flags.writeable
+    target = out.reshape(rows, 1, 1, o) if into else None
+    y = conv_nhwc(x, weight, bias, (1, 1), (1, 1), (0, 0, 0, 0), (1, 1), 1, epilogue, target, out_features)
+    if y is None:
+        return None
+    return out if into else y.reshape(shape)
+
+
+@_kernel(ops.LINEAR_PREPACKED)
+def linear_prepacked(input, weight, bias, activation="none", activation_args=(), *, out=None):
+    y = _linear(input, weight, bias, activation, activation_args, out) if weight.ndim == 2 else None
+    if y is not None:
+        return y
+    return _reference(ops.LINEAR_PREPACKED)(input, weight, bias, activation, activation_args, out=out)
+
+
+@_kernel(ops.LINEAR_PACKED)
+def linear_packed(input, weight, bias, out_features, activation="none", activation_args=(), *, out=None):
+    y = _linear(input, weight, bias, activation, activation_args, out, int(out_features))
+    if y is not None:
+        return y
+    return _reference(ops.LINEAR_PACKED)(input, weight, bias, out_features, activation, activation_args, out=out)
+
+
+# ------------------------------------------------------------------------------------------------ pooling
+
+def _pool_out(size: int, k: int, s: int, p: int, d: int, ceil_mode: bool) -> int:
+    span = size + 2 * p - d * (k - 1) - 1
+    out = (span + (s - 1 if ceil_mode else 0)) // s + 1
+    if ceil_mode and (out - 1) * s >= size + p:  # PyTorch: the last window must start inside the input or padding
+        out -= 1
+    return out
+
+
+def _pair(v: Any, default: Sequence[int] | None = None) -> tuple[int, int] | None:
+    """An int or a list of one or two ints as a pair (an empty list: `default`); None for anything else."""
+    if isinstance(v, int):
+        return v, v
+    v = list(v) if isinstance(v, (list, tuple)) else None
+    if v is not None and not v and default is not None:
+        return tuple(default)
+    if v is None or len(v) not in (1, 2) or not all(isinstance(i, int) for i in v):
+        return None
+    return (v[0], v[-1])
+
+
+def _channels_last(x: np.ndarray) -> bool:
+    """Whether a 4-D array's memory is NHWC (images the convolutions made): pooling keeps an NCHW image NCHW, so
+    the reference takes those."""
+    return x.transpose(0, 2, 3, 1).flags.c_contiguous
+
+
+@_kernel("aten::max_pool2d")
+def max_pool2d(self, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False, *, out=None):
+    k = _pair(kernel_size)
+    s = _pair(stride, k) if k else None
+    p, d = _pair(padding), _pair(dilation)
+    if self.dtype == F32 and self.ndim == 4 and k and s and p and d and min(k + s + d) >= 1 and min(p) >= 0 \
+            and 2 * p[0] <= k[0] and 2 * p[1] <= k[1] and _channels_last(self):
+        n, c, h, w = self.shape
+        ho = _pool_out(h, k[0], s[0], p[0], d[0], bool(ceil_mode))
+        wo = _pool_out(w, k[1], s[1], p[1], d[1], bool(ceil_mode))
+        if ho >= 1 and wo >= 1 and n * c * h * w > 0:
+            target = None if out is None else _nhwc_target(out, (n, c, ho, wo))
+            y = target if target is not None else np.empty((n, ho, wo, c), F32)
+            lib.pool2d(_nhwc(self), y, (n, h, w, c, k[0], k[1], s[0], s[1], p[0], p[1], d[0], d[1], ho, wo),
+                       lib.POOL_MAX, 0.0)
+            return out if target is not None else y.transpose(0, 3, 1, 2)
+    return _reference("aten::max_pool2d")(self, kernel_size, stride, padding, dilation, ceil_mode, out=out)
+
+
+@_kernel("aten::adaptive_avg_pool2d")
+def adaptive_avg_pool2d(self, output_size, *, out=None):
+    size = _pair(output_size)
+    if self.dtype == F32 and self.ndim == 4 and size == (1, 1) and self.size > 0:
+        n, c, h, w = self.shape
+        y = out if isinstance(out, np.ndarray) and out.shape == (n, c, 1, 1) and out.dtype == F32 \
+            and out.flags.c_contiguous and out.flags.writeable else np.empty((n, c, 1, 1), F32)
+        lib.mean_rows(_nhwc(self), y, n, h * w, c)
+        return y
+    return _reference("aten::adaptive_avg_pool2d")(self, output_size, out=out)
+
+
+# ------------------------------------------------------------------------------------------------ elementwise
+
+def _flat(x: np.ndarray) -> np.ndarray | None:
+    """A flat view of x's memory when it is dense (C order or channels-last), else None."""
+    if x.flags.c_contiguous:
+        return x.reshape(-1)
+    if x.ndim == 4:
+        view = x.transpose(0, 2, 3, 1)
+        if view.flags.c_contiguous:
+            return view.reshape(-1)
+    return None
+
+
+def _like(x: np.ndarray, out: Any) -> np.ndarray:
+    """Where a result of x's shape and layout goes: `out` if it has exactly x's shape, dtype and strides (a
+    result for an `out` in another layout is copied there: _into)."""
+    if isinstance(out, np.ndarray) and out.shape == x.shape and out.dtype == F32 and out.strides == x.strides \
+            and out.flags.writeable:
+        return out
+    return np.empty_like(x)
+
+
+def _binary(op: int, key: str, relu: bool = False) -> Callable[..., Any]:
+    def fn(self, other, alpha=1, *, out=None):
+        if isinstance(self, np.ndarray) and isinstance(other, np.ndarray) and self.dtype == F32 \
+                and other.dtype == F32 and self.shape == other.shape and self.strides == other.strides \
+                and alpha == 1 and self.size > 0:
+            a, b = _flat(self), _flat(other)
+            if a is not None and b is not None:
+                y = _like(self, out)
+                flat = _flat(y)
+                if flat is not None and not np.shares_memory(flat, a) and not np.shares_memory(flat, b):
+                    lib.binary(op, a, b, flat, lib.ACT_RELU if relu else lib.ACT_NONE, 0.0, INF)
+                    return _into(out, y)
+        return _reference(key)(self, other, alpha, out=out)
+    fn.__name__ = key.split("::")[1].replace(".", "_")
+    return fn
+
+
+KERNELS["aten::add.Tensor"] = _binary(lib.ADD, "aten::add.Tensor")
+KERNELS["aten::_add_relu.Tensor"] = _binary(lib.ADD, "aten::_add_relu.Tensor", relu=True)
+
+
+def _activation(key: str, code: int, bounds: Callable[..., tuple[float, float]] | None = None) -> Callable[..., Any]:
+    def fn(self, *args, out=None):
+        if isinstance(self, np.ndarray) and self.dtype == F32 and self.size > 0:
+            x = _flat(self)
+            if x is not None:
+                lo, hi = bounds(*args) if bounds else (0.0, INF)
+                y = _like(self, out)
+                flat = _flat(y)
+                if flat is not None and not np.shares_memory(flat, x):
+                    lib.unary(0, x, flat, code, lo, hi)
+                    return _into(out, y)
+        return _reference(key)(self, *args, out=out)
+    fn.__name__ = key.split("::")[1]
+    return fn
+
+
+KERNELS["aten::relu"] = _activation("aten::relu", lib.ACT_RELU)
+KERNELS["aten::relu6"] = _activation("aten::relu6", lib.ACT_CLAMP, lambda: (0.0, 6.0))
+KERNELS["aten::hardtanh"] = _activation("aten::hardtanh", lib.ACT_CLAMP,
+                                        lambda lo=-1.0, hi=1.0: (float(lo), float(hi)))
+KERNELS["aten::hardswish"] = _activation("aten::hardswish", lib.ACT_HARDSWISH)
+KERNELS["aten::silu"] = _activation("aten::silu", lib.ACT_SILU)
+KERNELS["aten::sigmoid"] = _activation("aten::sigmoid", lib.ACT_SIGMOID)

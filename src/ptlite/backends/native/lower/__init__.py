@@ -1,0 +1,47 @@
+"""The native backend's lowering: convolution and linear weights prepacked (the reference's
+INSERT_FOLD_PREPACK_OPS), activations fused into them, dense weights then packed into the panels its GEMM
+micro-kernel reads (pack_panels), dead code dropped, and memory planned. Not the reference's NumPy-specific blocks
+(Winograd, the fused pointwise-depthwise and squeeze-excite operators): the native kernels do their work in C.
+"""
+
+from __future__ import annotations
+
+from ptlite.backends.base import LoweringContext
+from ptlite.backends.numpy.lower.fuse_activations import FuseActivations
+from ptlite.backends.numpy.lower.plan_memory import PlanMemory, plan_method
+from ptlite.backends.numpy.lower.prepack import Prepack
+from ptlite.ir.graph import Program
+from ptlite.ir.memory_plan import METADATA_KEY
+from ptlite.passes import run_to_fixpoint
+from ptlite.passes.base import Pass
+from ptlite.passes.dead_code import DeadCode
+
+from .pack_panels import PackPanels
+
+PASSES: dict[str, type[Pass]] = {
+    "INSERT_FOLD_PREPACK_OPS": Prepack,
+    "FUSE_ACTIVATIONS": FuseActivations,
+    "PACK_PANELS": PackPanels,
+    "MEMORY_PLAN": PlanMemory,  # last; takes the runner
+}
+
+
+def lower(program: Program, context: LoweringContext) -> list[str]:
+    blocked = context.blocklist
+    passes: list[Pass] = [cls() for name, cls in PASSES.items() if name not in blocked and cls is not PlanMemory]
+    if "DEAD_CODE" not in blocked:
+        passes.append(DeadCode())
+    applied = run_to_fixpoint(program, passes)
+    if "MEMORY_PLAN" not in blocked and context.run is not None:
+        PlanMemory(context.run)(program)
+    return applied
+
+
+def specialize(program: Program, method: str, context: LoweringContext) -> bool:
+    if context.run is None:
+        return False
+    plan = plan_method(program.methods[method], program, context.run)
+    if plan is None:
+        return False
+    program.metadata.setdefault(METADATA_KEY, {})[method] = plan
+    return True

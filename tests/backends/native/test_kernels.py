@@ -1,0 +1,163 @@
+"""The native kernels against PyTorch, on every instruction set this CPU has, over awkward shapes: channel counts
+that are not multiples of the vector width, 1x1 maps, padding larger than half the kernel, strides 2 and 3,
+dilation, batch > 1. Tolerance: 1e-4 of the output's largest magnitude (float32 sums of up to ~5,000 products in
+another order than PyTorch's; the exp-based activations are within a few ulp, test_math.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from conftest import assert_close
+
+from ptlite.backends.numpy.lower.prepack import pack_conv2d_weight
+
+ACTIVATIONS = {
+    "none": ([], lambda t: t),
+    "relu": ([], F.relu),
+    "clamp": ([-0.5, 0.75], lambda t: t.clamp(-0.5, 0.75)),
+    "hardswish": ([], F.hardswish),
+    "silu": ([], F.silu),
+}
+
+# (batch, in channels, height, width, out channels, kernel, stride, padding, dilation, depthwise)
+CONVOLUTIONS = [
+    (1, 3, 17, 19, 13, 3, 2, 1, 1, False),      # an RGB stem, odd sizes, O not a multiple of the tile
+    (2, 16, 9, 9, 40, 3, 1, 1, 1, False),       # batch 2
+    (1, 64, 7, 7, 70, 1, 1, 0, 1, False),       # 1x1 as GEMM, O = 64 + 6
+    (1, 8, 5, 5, 16, 3, 3, 2, 3, False),        # stride 3, dilation 3, padding > half the kernel
+    (1, 5, 1, 1, 7, 1, 1, 0, 1, False),         # a 1x1 map
+    (1, 7, 6, 6, 9, 5, 1, 4, 1, False),         # padding larger than half the kernel: all-padding outputs
+    (3, 33, 10, 10, 17, 2, 2, 0, 1, False),     # even kernel
+    (1, 24, 8, 8, 24, 3, 1, 1, 1, True),        # depthwise
+    (2, 37, 11, 7, 37, 5, 2, 4, 2, True),       # depthwise: 37 channels, stride 2, dilation 2, padding 4
+    (1, 72, 14, 14, 72, 3, 3, 1, 1, True),      # stride 3, 72 = 2 x 32 + 8 channels
+    (1, 19, 1, 1, 19, 3, 1, 1, 1, True),        # a 1x1 map
+]
+
+
+def _name(case) -> str:
+    n, c, h, w, o, k, s, p, d, dw = case
+    return f"{'dw' if dw else 'conv'}{k}x{k}_n{n}c{c}o{o}_{h}x{w}_s{s}p{p}d{d}"
+
+
+@pytest.mark.parametrize("case", CONVOLUTIONS, ids=_name)
+@pytest.mark.parametrize("activation", list(ACTIVATIONS))
+def test_conv2d_matches_torch(isa, case, activation):
+    from ptlite.backends.native.kernels import conv2d_prepacked
+
+    n, c, h, w, o, k, s, p, d, dw = case
+    groups = c if dw else 1
+    rng = np.random.default_rng(hash(case) % 2**32)
+    x = rng.standard_normal((n, c, h, w)).astype(np.float32)
+    weight = rng.standard_normal((o, c // groups, k, k)).astype(np.float32)
+    bias = rng.standard_normal(o).astype(np.float32)
+    args, act = ACTIVATIONS[activation]
+    got = conv2d_prepacked(x, pack_conv2d_weight(weight, groups), bias, (k, k), (s, s), (p, p, p, p), (d, d), groups,
+                           activation, args)
+    want = act(F.conv2d(torch.from_numpy(x), torch.from_numpy(weight), torch.from_numpy(bias), s, p, d,
+                        groups)).numpy()
+    assert_close(got, want, what=f"native {isa} conv2d {_name(case)} + {activation}")
+
+
+def test_conv2d_writes_a_planned_channels_last_output(isa):
+    from ptlite.backends.native.kernels import conv2d_prepacked
+
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((1, 8, 6, 6)).astype(np.float32)
+    weight = rng.standard_normal((12, 8, 3, 3)).astype(np.float32)
+    out = np.empty((1, 6, 6, 12), np.float32).transpose(0, 3, 1, 2)
+    got = conv2d_prepacked(x, pack_conv2d_weight(weight, 1), None, (3, 3), (1, 1), (1, 1, 1, 1), (1, 1), 1,
+                           out=out)
+    assert got is out
+    want = F.conv2d(torch.from_numpy(x), torch.from_numpy(weight), padding=1).numpy()
+    assert_close(got, want, what=f"native {isa} conv2d into out=")
+
+
+@pytest.mark.parametrize("rows,k,o", [(1, 1280, 1000), (5, 7, 3), (12, 64, 33), (2, 3, 16)])
+def test_linear_matches_torch(isa, rows, k, o):
+    from ptlite.backends.native.kernels import linear_prepacked
+
+    rng = np.random.default_rng(rows * 1000 + k)
+    x = rng.standard_normal((rows, k)).astype(np.float32)
+    weight = rng.standard_normal((o, k)).astype(np.float32)
+    bias = rng.standard_normal(o).astype(np.float32)
+    got = linear_prepacked(x, np.ascontiguousarray(weight.T), bias, "relu")
+    want = F.relu(F.linear(torch.from_numpy(x), torch.from_numpy(weight), torch.from_numpy(bias))).numpy()
+    assert_close(got, want, what=f"native {isa} linear {rows}x{k}->{o}")
+
+
+@pytest.mark.parametrize("shape,k,s,p,d,ceil", [
+    ((1, 64, 112, 112), 3, 2, 1, 1, False),
+    ((2, 13, 9, 7), 3, 2, 1, 1, True),
+    ((1, 5, 8, 8), 2, 3, 1, 2, True),
+    ((1, 17, 1, 1), 1, 1, 0, 1, False),
+])
+def test_max_pool2d_matches_torch(isa, shape, k, s, p, d, ceil):
+    from ptlite.backends.native.kernels import max_pool2d
+
+    x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+    x_cl = np.ascontiguousarray(x.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
+    want = F.max_pool2d(torch.from_numpy(x), k, s, p, d, ceil).numpy()
+    for given in (x, x_cl):
+        assert_close(max_pool2d(given, [k, k], [s, s], [p, p], [d, d], ceil), want,
+                     what=f"native {isa} max_pool2d {shape} k{k} s{s} p{p} d{d} ceil={ceil}")
+
+
+@pytest.mark.parametrize("shape", [(1, 1280, 7, 7), (3, 19, 5, 3), (1, 4, 1, 1)])
+def test_global_average_pool_matches_torch(isa, shape):
+    from ptlite.backends.native.kernels import adaptive_avg_pool2d
+
+    x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+    x_cl = np.ascontiguousarray(x.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
+    want = F.adaptive_avg_pool2d(torch.from_numpy(x), 1).numpy()
+    for given in (x, x_cl):
+        assert_close(adaptive_avg_pool2d(given, [1, 1]), want, what=f"native {isa} adaptive_avg_pool2d {shape}")
+
+
+@pytest.mark.parametrize("key,torch_fn,args", [
+    ("aten::relu", F.relu, ()),
+    ("aten::relu6", F.relu6, ()),
+    ("aten::hardtanh", lambda t: F.hardtanh(t, -0.25, 2.0), (-0.25, 2.0)),
+    ("aten::hardswish", F.hardswish, ()),
+    ("aten::silu", F.silu, ()),
+    ("aten::sigmoid", torch.sigmoid, ()),
+])
+def test_activations_match_torch(isa, key, torch_fn, args):
+    from ptlite.backends.native.kernels import KERNELS
+
+    x = (np.random.default_rng(0).standard_normal((2, 35, 3, 5)) * 6).astype(np.float32)
+    x[0, 0, 0, :3] = [np.nan, np.inf, -np.inf]
+    got = KERNELS[key](x, *args)
+    want = torch_fn(torch.from_numpy(x)).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6, err_msg=f"native {isa} {key}")
+
+
+@pytest.mark.parametrize("key,relu", [("aten::add.Tensor", False), ("aten::_add_relu.Tensor", True)])
+def test_add_matches_torch_in_either_layout(isa, key, relu):
+    from ptlite.backends.native.kernels import KERNELS
+
+    rng = np.random.default_rng(0)
+    a, b = (rng.standard_normal((2, 21, 5, 3)).astype(np.float32) for _ in range(2))
+    want = torch.from_numpy(a) + torch.from_numpy(b)
+    want = (F.relu(want) if relu else want).numpy()
+    cl = [np.ascontiguousarray(t.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2) for t in (a, b)]
+    for x, y in ((a, b), cl, (a, cl[1])):  # the mixed pair goes to the reference
+        np.testing.assert_allclose(KERNELS[key](x, y), want, rtol=1e-6, atol=1e-6, err_msg=f"native {isa} {key}")
+
+
+def test_other_dtypes_and_grouped_convolutions_go_to_the_reference(lib):
+    from ptlite.backends.native.kernels import conv2d_prepacked
+
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((1, 8, 6, 6))
+    weight = rng.standard_normal((8, 4, 3, 3))  # groups=2: not dense, not depthwise
+    got = conv2d_prepacked(x.astype(np.float32), pack_conv2d_weight(weight.astype(np.float32), 2), None, (3, 3),
+                           (1, 1), (1, 1, 1, 1), (1, 1), 2)
+    want = F.conv2d(torch.from_numpy(x), torch.from_numpy(weight), padding=1, groups=2).numpy()
+    assert_close(got, want, what="grouped conv2d through the reference")
+    w64 = rng.standard_normal((3, 8, 1, 1))
+    got64 = conv2d_prepacked(x, pack_conv2d_weight(w64, 1), None, (1, 1), (1, 1), (0, 0, 0, 0), (1, 1), 1)
+    assert got64.dtype == np.float64
+    assert_close(got64, F.conv2d(torch.from_numpy(x), torch.from_numpy(w64)).numpy(), what="float64 conv2d")
