@@ -161,3 +161,19 @@ def test_other_dtypes_and_grouped_convolutions_go_to_the_reference(lib):
     got64 = conv2d_prepacked(x, pack_conv2d_weight(w64, 1), None, (1, 1), (1, 1), (0, 0, 0, 0), (1, 1), 1)
     assert got64.dtype == np.float64
     assert_close(got64, F.conv2d(torch.from_numpy(x), torch.from_numpy(w64)).numpy(), what="float64 conv2d")
+
+
+@pytest.mark.parametrize("key,relu", [("aten::add_.Tensor", False), ("aten::_add_relu_.Tensor", True)])
+def test_in_place_add_writes_its_first_argument(isa, key, relu):
+    from ptlite.backends.native.kernels import KERNELS
+
+    rng = np.random.default_rng(1)
+    a, b = (np.ascontiguousarray(rng.standard_normal((1, 24, 5, 7)).astype(np.float32).transpose(0, 2, 3, 1))
+            .transpose(0, 3, 1, 2) for _ in range(2))
+    want = torch.from_numpy(np.array(a)) + torch.from_numpy(np.array(b))
+    want = (F.relu(want) if relu else want).numpy()
+    assert KERNELS[key](a, b) is a
+    np.testing.assert_allclose(a, want, rtol=1e-6, atol=1e-6, err_msg=f"native {isa} {key}")
+    same = np.array(b)
+    assert KERNELS[key](same, same) is same  # self + self, in place
+    np.testing.assert_allclose(same, (np.maximum(2 * b, 0) if relu else 2 * b), rtol=1e-6, err_msg=key)

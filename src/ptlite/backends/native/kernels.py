@@ -318,6 +318,26 @@ KERNELS["aten::add.Tensor"] = _binary(lib.ADD, "aten::add.Tensor")
 KERNELS["aten::_add_relu.Tensor"] = _binary(lib.ADD, "aten::_add_relu.Tensor", relu=True)
 
 
+def _binary_in_place(op: int, key: str, relu: bool = False) -> Callable[..., Any]:
+    """self = self op other (then relu), written into self and returned: the in-place forms torch.export writes
+    for residual blocks (aten::add_, aten::_add_relu_)."""
+    def fn(self, other, alpha=1):
+        if isinstance(self, np.ndarray) and isinstance(other, np.ndarray) and self.dtype == F32 \
+                and other.dtype == F32 and self.shape == other.shape and self.strides == other.strides \
+                and alpha == 1 and self.size > 0 and self.flags.writeable:
+            a, b = _flat(self), _flat(other)
+            if a is not None and b is not None and (not np.shares_memory(a, b) or a.ctypes.data == b.ctypes.data):
+                lib.binary(op, a, b, a, lib.ACT_RELU if relu else lib.ACT_NONE, 0.0, INF)
+                return self
+        return _reference(key)(self, other, alpha)
+    fn.__name__ = key.split("::")[1].replace(".", "_")
+    return fn
+
+
+KERNELS["aten::add_.Tensor"] = _binary_in_place(lib.ADD, "aten::add_.Tensor")
+KERNELS["aten::_add_relu_.Tensor"] = _binary_in_place(lib.ADD, "aten::_add_relu_.Tensor", relu=True)
+
+
 def _activation(key: str, code: int, bounds: Callable[..., tuple[float, float]] | None = None) -> Callable[..., Any]:
     def fn(self, *args, out=None):
         if isinstance(self, np.ndarray) and self.dtype == F32 and self.size > 0:

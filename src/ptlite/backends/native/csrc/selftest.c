@@ -75,6 +75,9 @@ static const conv_case CONVS[] = {
     {1, 72, 14, 14, 72, 3, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1},
     {1, 19, 1, 1, 19, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1},
     {1, 6, 9, 12, 6, 3, 5, 2, 3, 1, 1, 0, 0, 1, 1, 1},
+    {1, 20, 13, 11, 20, 3, 3, 1, 2, 2, 2, 2, 2, 2, 2, 1},   /* dilated 3x3: the interior path */
+    {2, 40, 9, 16, 40, 3, 3, 2, 1, 0, 1, 1, 0, 1, 1, 1},    /* asymmetric padding */
+    {1, 96, 28, 28, 96, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1},   /* MobileNet's stride 2 */
 };
 
 static void conv_reference(const pl_conv *p, const float *x, const float *w, const float *b, double *y)

@@ -9,12 +9,16 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "native.h"
 
 #define PL_MAX_THREADS 64
-#define PL_SPINS 20000
+/* How long a worker spins for the next run before it sleeps, and a caller for the workers to finish: waking a
+ * sleeping thread costs tens of microseconds (more in a virtual machine), as much as a small kernel, and a model's
+ * kernels follow each other within microseconds. */
+#define PL_SPIN_NS 2000000L
 
 static struct {
     pthread_mutex_t submit;           /* held by the one caller running in parallel */
@@ -33,6 +37,13 @@ static struct {
 } pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER,
           {0}, 0, 0, 0, 0, NULL, NULL, 0, 0, 0};
 
+static long long now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
 static inline void relax(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
@@ -42,22 +53,37 @@ static inline void relax(void)
 #endif
 }
 
+/* Spin until done() or PL_SPIN_NS have passed (the clock read every 256 pauses); whether done() came true. */
+static int spin_until(int (*done)(void))
+{
+    long long deadline = 0;
+    for (unsigned i = 0;; i++) {
+        if (done()) return 1;
+        if ((i & 255) == 0) {
+            long long t = now_ns();
+            if (!deadline) deadline = t + PL_SPIN_NS;
+            else if (t > deadline) return 0;
+        }
+        relax();
+    }
+}
+
 static void drain(void)
 {
     size_t i;
     while ((i = atomic_fetch_add(&pool.next, 1)) < pool.tasks) pool.fn(pool.ctx, i);
 }
 
+static _Thread_local unsigned long worker_seen;  /* the generation a worker last ran */
+static int new_run(void) { return atomic_load(&pool.generation) != worker_seen || atomic_load(&pool.stop); }
+static int workers_done(void) { return atomic_load(&pool.finished) >= pool.started; }
+
 static void *worker(void *arg)
 {
     unsigned long seen = (unsigned long)(uintptr_t)arg;  /* the generation when it was made: a run after is new */
     for (;;) {
-        int spins = 0;
-        while (atomic_load(&pool.generation) == seen && !atomic_load(&pool.stop) && spins < PL_SPINS) {
-            relax();
-            spins++;
-        }
-        if (atomic_load(&pool.generation) == seen && !atomic_load(&pool.stop)) {
+        worker_seen = seen;
+        if (!spin_until(new_run)) {
             pthread_mutex_lock(&pool.lock);
             while (atomic_load(&pool.generation) == seen && !atomic_load(&pool.stop))
                 pthread_cond_wait(&pool.wake, &pool.lock);
@@ -148,12 +174,7 @@ void pl_parallel(size_t tasks, pl_task_fn fn, void *ctx)
     pthread_cond_broadcast(&pool.wake);
     pthread_mutex_unlock(&pool.lock);
     drain();
-    int spins = 0;
-    while (atomic_load(&pool.finished) < pool.started && spins < PL_SPINS) {
-        relax();
-        spins++;
-    }
-    if (atomic_load(&pool.finished) < pool.started) {
+    if (!spin_until(workers_done)) {
         pthread_mutex_lock(&pool.lock);
         while (atomic_load(&pool.finished) < pool.started) pthread_cond_wait(&pool.done, &pool.lock);
         pthread_mutex_unlock(&pool.lock);
