@@ -61,11 +61,12 @@ def _link_args() -> list[str]:
     return [] if os.name == "nt" else ["-pthread", *os.environ.get("PTLITE_NATIVE_LDFLAGS", "").split()]
 
 
-SOURCES = ["module.c", "conv.c", "params.c", "threads.c", "isa.c", "isa_generic.c", "isa_avx2.c", "isa_avx512.c"]
+SOURCES = ["module.c", "plan.c", "conv.c", "params.c", "threads.c", "isa.c", "isa_generic.c", "isa_avx2.c",
+           "isa_avx512.c"]
 
 setup(
     ext_modules=[Extension(NATIVE, sources=[os.path.join(CSRC, s) for s in SOURCES],
-                           depends=[os.path.join(CSRC, h) for h in ("native.h", "kernels.inc")],
+                           depends=[os.path.join(CSRC, h) for h in ("native.h", "plan.h", "kernels.inc")],
                            extra_compile_args=_compile_args(), extra_link_args=_link_args())],
     cmdclass={"build_ext": OptionalBuildExt},
 )

@@ -71,7 +71,7 @@ def test_the_binding_under_the_sanitizers(tmp_path):
     shutil.copytree(ROOT / "src" / "ptlite", package, ignore=shutil.ignore_patterns("*.so", "__pycache__", "csrc"))
     extension = package / "backends" / "native" / ("_native" + sysconfig.get_config_var("EXT_SUFFIX"))
     _build("gcc", extension, [*SANITIZE, *FLAGS, "-fPIC", "-shared", f"-I{sysconfig.get_paths()['include']}",
-                              *(["-DPL_AVX512_AS_AVX2"] if X86 else [])], ["module.c", *KERNELS])
+                              *(["-DPL_AVX512_AS_AVX2"] if X86 else [])], ["module.c", "plan.c", *KERNELS])
     runtimes = " ".join(subprocess.run(["gcc", f"-print-file-name={lib}"], capture_output=True, text=True,
                                        check=True).stdout.strip() for lib in ("libasan.so", "libubsan.so"))
     tests = [str(ROOT / "tests" / p) for p in ("backends/native/test_kernels.py", "backends/native/test_validation.py",

@@ -105,3 +105,58 @@ def test_elementwise_lengths_are_checked(lib):
         lib.mean_rows(a, np.zeros(4, np.float32), 1, 4, 4)
     with pytest.raises(ValueError, match="unknown"):
         lib.binary(7, a, a, y, 0, 0.0, 0.0)
+
+
+# ------------------------------------------------------------------------------------------------ plans
+
+def _plan(lib, steps, lengths, writable):
+    """make_plan on steps given as (kind, in0, in1, in2, out, ints, floats) with refs (buf, off, len)."""
+    ints, floats = [], []
+    for kind, in0, in1, in2, out, params, fl in steps:
+        row = [kind, *in0, *in1, *in2, *out, *params]
+        ints.append(row + [0] * (lib.STEP_INTS - len(row)))
+        floats.append(list(fl))
+    return lib.make_plan(np.array(ints, np.int64).tobytes(), np.array(floats, np.float64).tobytes(),
+                         np.array(lengths, np.int64).tobytes(), np.array(writable, np.uint8).tobytes())
+
+
+NONE = (-1, 0, 0)
+RELU = (0.0, float("inf"), 0.0)
+
+
+def _add(a, b, out):
+    return (3, a, b, NONE, out, [0, 1], RELU)  # STEP_BINARY, ADD, relu
+
+
+def test_a_valid_plan_runs(lib):
+    plan = _plan(lib, [_add((1, 0, 8), (2, 0, 8), (0, 8, 8)), _add((0, 8, 8), (0, 8, 8), (0, 0, 8))],
+                 [16, 8, 8], [1, 0, 0])
+    arena, a, b = np.zeros(16, np.float32), np.arange(8, dtype=np.float32) - 4, np.ones(8, np.float32)
+    lib.run_plan(plan, [arena, a, b])
+    np.testing.assert_array_equal(arena[:8], 2 * np.maximum(a + b, 0))
+    with pytest.raises(ValueError, match="buffers given"):
+        lib.run_plan(plan, [arena, a])
+    with pytest.raises(ValueError, match="holds 4 floats"):
+        lib.run_plan(plan, [arena, a[:4], b])
+
+
+@pytest.mark.parametrize("steps,lengths,writable,message", [
+    ([_add((1, 0, 8), (2, 0, 8), (0, 12, 8))], [16, 8, 8], [1, 0, 0], "outside its buffer"),
+    ([_add((1, -8, 8), (2, 0, 8), (0, 0, 8))], [16, 8, 8], [1, 0, 0], "outside its buffer"),
+    ([_add((1, 0, 8), (5, 0, 8), (0, 0, 8))], [16, 8, 8], [1, 0, 0], "outside its buffer"),
+    ([_add((1, 0, 8), (2, 0, 8), (0, 2**62, 8))], [16, 8, 8], [1, 0, 0], "outside its buffer"),
+    ([_add((1, 0, 8), (2, 0, 8), (1, 0, 8))], [16, 8, 8], [1, 0, 0], "read-only"),
+    ([_add((0, 0, 8), (2, 0, 8), (0, 4, 8))], [16, 8, 8], [1, 0, 0], "partly overlaps"),
+    ([_add((1, 0, 8), (2, 0, 3), (0, 0, 8))], [16, 8, 8], [1, 0, 0], "lengths do not match"),
+    ([(9, (1, 0, 8), NONE, NONE, (0, 0, 8), [], (0, 0, 0))], [16, 8, 8], [1, 0, 0], "unknown step kind"),
+    ([(1, (1, 0, 8), (2, 0, 8), NONE, (0, 0, 16), [1, 2, 2, 2, 4, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 2, 3, 1, 0, 0],
+       (0, 0, 0))], [16, 8, 8], [1, 0, 0], "output size"),
+    ([(1, (1, 0, 8), (2, 0, 8), NONE, (0, 0, 16), [1, 2, 2, 2, 4, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 2, 2, 1, 0, 0],
+       (0, 0, 0))], [16, 8, 8], [1, 0, 0], None),  # a valid 1x1 convolution, for contrast
+])
+def test_a_hostile_plan_is_refused(lib, steps, lengths, writable, message):
+    if message is None:
+        _plan(lib, steps, lengths, writable)
+        return
+    with pytest.raises(ValueError, match=message):
+        _plan(lib, steps, lengths, writable)

@@ -4,8 +4,10 @@ Its library (`_native`, built from csrc/ by `pip install`) has convolution (dens
 with the bias and activation fused, 1x1 as a plain GEMM, depthwise), linear layers, pooling, elementwise
 arithmetic and activations, all float32 and channels-last. Kernels for the operators it runs are in kernels.py;
 a node it cannot run (another dtype, grouped convolution, an operator it has no kernel for) goes to the NumPy
-reference, per call where only the arguments tell. Its lowering (lower.py) is the reference's prepacking and
-activation fusion, without the NumPy-only fused blocks and Winograd, whose work it does in C.
+reference, per call where only the arguments tell. Where a method has a memory plan, runs of nodes it takes
+completely become one step each (executor.py: one call into C over the planned arena). Its lowering (lower/) is the
+reference's prepacking and activation fusion plus panel-packed dense weights, without the NumPy-only fused blocks
+and Winograd.
 
     ptlite.backends()    # [BackendInfo(name='native', available=True, detail='... avx2 ...'), ...]
     ptlite.load(path, backends=("numpy",))   # the reference alone
@@ -17,8 +19,8 @@ import os
 from typing import Any
 
 from ptlite.backends import BackendUnavailable
-from ptlite.backends.base import Backend, Kernel
-from ptlite.ir.graph import Node
+from ptlite.backends.base import Backend, Delegate, Kernel
+from ptlite.ir.graph import Graph, Node, Program
 from ptlite.ops import OpDef
 
 __all__ = ["NativeBackend", "create", "library", "set_num_threads"]
@@ -57,8 +59,9 @@ class NativeBackend(Backend):
     name = "native"
     lowering_module = "ptlite.backends.native.lower"
 
-    def __init__(self, lib: Any) -> None:
+    def __init__(self, lib: Any, executor: bool = True) -> None:
         self.lib = lib
+        self.executor = executor  # run planned regions in one call each (executor.py); else node by node
         self._kernels: dict[str, Kernel | None] = {}
 
     def kernel(self, op: OpDef, node: Node | None = None) -> Kernel | None:
@@ -68,6 +71,14 @@ class NativeBackend(Backend):
             fn = KERNELS.get(op.key)
             self._kernels[op.key] = None if fn is None else Kernel(fn, self.name, op.out)
         return self._kernels[op.key]
+
+    def delegates(self, graph: Graph, program: Program, kernels: dict[int, Kernel]) -> list[Delegate]:
+        """The method's regions that the whole-graph executor runs in one call each (where it has a memory plan)."""
+        if not self.executor:
+            return []
+        from .executor import delegates
+
+        return delegates(self.name, graph, program, kernels)
 
     def set_num_threads(self, n: int) -> None:
         self.lib.set_num_threads(n)

@@ -361,3 +361,15 @@ KERNELS["aten::hardtanh"] = _activation("aten::hardtanh", lib.ACT_CLAMP,
 KERNELS["aten::hardswish"] = _activation("aten::hardswish", lib.ACT_HARDSWISH)
 KERNELS["aten::silu"] = _activation("aten::silu", lib.ACT_SILU)
 KERNELS["aten::sigmoid"] = _activation("aten::sigmoid", lib.ACT_SIGMOID)
+
+
+def _view(key: str) -> Callable[..., Any]:
+    """A view operator (it computes nothing) run by the reference's code: taken here so that the executor's regions
+    and the memory plan do not stop at it."""
+    def fn(*args, **kwargs):
+        return _reference(key)(*args, **kwargs)
+    fn.__name__ = key.split("::")[1].replace(".", "_")
+    return fn
+
+
+KERNELS["aten::flatten.using_ints"] = _view("aten::flatten.using_ints")

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 import ptlite
+from ptlite import ops
 from ptlite.tools.models import recorded_source
 
 from .options import add_backend_option, human_bytes, load_program
@@ -127,3 +128,53 @@ def _print_backends(program: ptlite.Program, selected: list[str] | None) -> None
         if delegated:
             text += "; in delegates: " + ", ".join(f"{d} {n}" for d, n in delegated.items())
         print(f"runs on:    {name}: {text}")
+        shares = _shares(program, module.placements(name))
+        if shares:
+            print(f"            {shares}")
+
+
+def _shares(program: ptlite.Program, placements: list) -> str:
+    """Each backend's share of a method's nodes and of its floating-point operations (where the memory plan or the
+    output specs give a node's output shape: a multiply-add counts 2, an elementwise operation 1)."""
+    total = len(placements)
+    if not total:
+        return ""
+    flops: collections.Counter[str] = collections.Counter()
+    unknown = 0
+    for placed in placements:
+        counted = _flops(placed.node, program)
+        if counted is None:
+            unknown += 1
+        else:
+            flops[placed.backend] += counted
+    nodes = collections.Counter(p.backend for p in placements)
+    parts = []
+    for backend, n in nodes.items():
+        part = f"{backend} {100 * n / total:.0f}% of the nodes"
+        if sum(flops.values()):
+            part += f", {100 * flops[backend] / sum(flops.values()):.1f}% of the FLOPs"
+        parts.append(part)
+    gflop = sum(flops.values()) / 1e9
+    note = f" ({unknown} node(s) of unknown size not counted)" if unknown else ""
+    return "; ".join(parts) + (f" ({gflop:.3g} GFLOP a call{note})" if sum(flops.values()) else "")
+
+
+def _flops(node, program: ptlite.Program) -> int | None:
+    """Floating-point operations of one node, from its planned output shape and its weight; None if unknown."""
+    planned = node.attrs.get("out")
+    shape = planned.get("shape") if isinstance(planned, dict) else None
+    if not isinstance(shape, list):
+        return None
+    size = 1
+    for d in shape:
+        size *= d
+    weight_node = node.inputs[1].node if len(node.inputs) > 1 else None
+    weight = program.weights.get(weight_node.attrs.get("weight")) \
+        if weight_node is not None and weight_node.op == "prim::Constant" else None
+    if node.op in (ops.CONV2D_PACKED, ops.LINEAR_PACKED) and weight is not None and weight.ndim == 3:
+        return 2 * size * weight.shape[1]  # (panels, K, 16): K multiply-adds per output
+    if node.op in (ops.CONV2D_PREPACKED, ops.LINEAR_PREPACKED) and weight is not None:
+        return 2 * size * weight.shape[-2 if weight.ndim == 3 else 0]  # dense/linear K, depthwise taps, grouped K/g
+    if node.op.startswith("ptlite::"):
+        return None  # fused blocks and Winograd: no simple count
+    return size

@@ -4,7 +4,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
-#include "native.h"
+#include "plan.h"
 
 #define ERR_CAP 256
 
@@ -222,6 +222,158 @@ static PyObject *py_mean_rows(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* ------------------------------------------------------------------------------------------------ plans */
+
+#define STEP_INTS 40  /* int64 values per step in make_plan's encoding (kernels.py's PlanBuilder writes it) */
+#define STEP_FLOATS 3
+
+static void plan_free(PyObject *capsule)
+{
+    pl_plan *plan = PyCapsule_GetPointer(capsule, "ptlite.native.plan");
+    if (!plan) return;
+    free(plan->steps);
+    free(plan->buf_len);
+    free(plan->buf_writable);
+    free(plan);
+}
+
+static pl_ref ref_at(const int64_t *v) { pl_ref r = {v[0], v[1], v[2]}; return r; }
+
+static void decode_step(const int64_t *v, const double *f, pl_step *s)
+{
+    memset(s, 0, sizeof *s);
+    s->kind = (int)v[0];
+    s->in0 = ref_at(v + 1);
+    s->in1 = ref_at(v + 4);
+    s->in2 = ref_at(v + 7);
+    s->out = ref_at(v + 10);
+    const int64_t *q = v + 13;
+    pl_epilogue ep = {0, (float)f[0], (float)f[1]};
+    switch (s->kind) {
+    case PL_STEP_CONV: {
+        pl_conv c = {q[0], q[1], q[2], q[3], q[4], q[5], q[6], q[7], q[8], q[9], q[10], q[11], q[12], q[13], q[14],
+                     q[15], q[16], q[17], q[18], ep};
+        c.ep.act = (int)q[19];
+        s->u.conv = c;
+        break;
+    }
+    case PL_STEP_POOL: {
+        pl_pool p = {q[0], q[1], q[2], q[3], q[4], q[5], q[6], q[7], q[8], q[9], q[10], q[11], q[12], q[13],
+                     (int)q[14], (float)f[2]};
+        s->u.pool = p;
+        break;
+    }
+    case PL_STEP_BINARY:
+        s->u.bin.op = (int)q[0];
+        s->u.bin.ep = ep;
+        s->u.bin.ep.act = (int)q[1];
+        break;
+    case PL_STEP_UNARY:
+        s->u.un.ep = ep;
+        s->u.un.ep.act = (int)q[0];
+        break;
+    case PL_STEP_MEAN:
+        s->u.mean.n = q[0];
+        s->u.mean.rows = q[1];
+        s->u.mean.c = q[2];
+        break;
+    }
+}
+
+/* make_plan(ints, floats, buf_lens, writable) -> plan: ints int64 (steps x STEP_INTS), floats float64
+ * (steps x STEP_FLOATS), buf_lens int64 (floats each buffer holds), writable uint8 per buffer. ValueError naming
+ * the first step that does not check out. */
+static PyObject *py_make_plan(PyObject *self, PyObject *args)
+{
+    (void)self;
+    Py_buffer ints, floats, lens, writable;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*", &ints, &floats, &lens, &writable)) return NULL;
+    PyObject *result = NULL;
+    const int64_t nsteps = (int64_t)(ints.len / (Py_ssize_t)(STEP_INTS * sizeof(int64_t)));
+    const int64_t nbuf = (int64_t)(lens.len / (Py_ssize_t)sizeof(int64_t));
+    if (ints.len != (Py_ssize_t)(nsteps * STEP_INTS * sizeof(int64_t))
+        || floats.len != (Py_ssize_t)(nsteps * STEP_FLOATS * sizeof(double)) || writable.len != nbuf || nbuf < 1) {
+        PyErr_SetString(PyExc_ValueError, "plan: the step and buffer arrays do not agree in length");
+        goto done;
+    }
+    pl_plan *plan = calloc(1, sizeof *plan);
+    if (!plan) { PyErr_NoMemory(); goto done; }
+    plan->nbuf = nbuf;
+    plan->nsteps = nsteps;
+    plan->buf_len = malloc((size_t)nbuf * sizeof(int64_t));
+    plan->buf_writable = malloc((size_t)nbuf);
+    plan->steps = calloc((size_t)(nsteps ? nsteps : 1), sizeof(pl_step));
+    if (!plan->buf_len || !plan->buf_writable || !plan->steps) {
+        free(plan->buf_len); free(plan->buf_writable); free(plan->steps); free(plan);
+        PyErr_NoMemory();
+        goto done;
+    }
+    memcpy(plan->buf_len, lens.buf, (size_t)nbuf * sizeof(int64_t));
+    memcpy(plan->buf_writable, writable.buf, (size_t)nbuf);
+    for (int64_t i = 0; i < nsteps; i++)
+        decode_step((const int64_t *)ints.buf + i * STEP_INTS, (const double *)floats.buf + i * STEP_FLOATS,
+                    &plan->steps[i]);
+    char err[ERR_CAP];
+    if (pl_plan_check(plan, err, sizeof err) != 0) {
+        free(plan->buf_len); free(plan->buf_writable); free(plan->steps); free(plan);
+        PyErr_SetString(PyExc_ValueError, err);
+        goto done;
+    }
+    result = PyCapsule_New(plan, "ptlite.native.plan", plan_free);
+    if (!result) { free(plan->buf_len); free(plan->buf_writable); free(plan->steps); free(plan); }
+done:
+    PyBuffer_Release(&ints);
+    PyBuffer_Release(&floats);
+    PyBuffer_Release(&lens);
+    PyBuffer_Release(&writable);
+    return result;
+}
+
+/* run_plan(plan, buffers): buffers in the plan's numbering (float32, C-contiguous, each at least as long as the
+ * plan says, the writable ones writable); runs every step with the GIL released. */
+static PyObject *py_run_plan(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *capsule, *seq;
+    if (!PyArg_ParseTuple(args, "OO", &capsule, &seq)) return NULL;
+    const pl_plan *plan = PyCapsule_GetPointer(capsule, "ptlite.native.plan");
+    if (!plan) return NULL;
+    PyObject *fast = PySequence_Fast(seq, "run_plan: buffers must be a sequence");
+    if (!fast) return NULL;
+    if (PySequence_Fast_GET_SIZE(fast) != plan->nbuf) {
+        Py_DECREF(fast);
+        return PyErr_Format(PyExc_ValueError, "run_plan: %zd buffers given, the plan has %lld",
+                            PySequence_Fast_GET_SIZE(fast), (long long)plan->nbuf);
+    }
+    Py_buffer *views = calloc((size_t)plan->nbuf, sizeof(Py_buffer));
+    float **bufs = calloc((size_t)plan->nbuf, sizeof(float *));
+    int64_t got = 0, rc = 0;
+    if (!views || !bufs) { PyErr_NoMemory(); goto done; }
+    for (; got < plan->nbuf; got++) {
+        char what[64];
+        snprintf(what, sizeof what, "buffer %lld", (long long)got);
+        if (get_floats(PySequence_Fast_GET_ITEM(fast, got), &views[got], plan->buf_writable[got], what) != 0) goto done;
+        if ((int64_t)floats(&views[got]) < plan->buf_len[got]) {
+            PyErr_Format(PyExc_ValueError, "run_plan: buffer %lld holds %zu floats, the plan needs %lld",
+                         (long long)got, floats(&views[got]), (long long)plan->buf_len[got]);
+            got++;
+            goto done;
+        }
+        bufs[got] = views[got].buf;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    rc = pl_plan_run(plan, bufs);
+    Py_END_ALLOW_THREADS
+    if (rc != 0) PyErr_NoMemory();
+done:
+    for (int64_t i = 0; i < got && views; i++) PyBuffer_Release(&views[i]);
+    free(views);
+    free(bufs);
+    Py_DECREF(fast);
+    if (PyErr_Occurred()) return NULL;
+    Py_RETURN_NONE;
+}
+
 static PyObject *py_set_num_threads(PyObject *self, PyObject *arg)
 {
     (void)self;
@@ -278,6 +430,8 @@ static PyMethodDef methods[] = {
     {"binary", py_binary, METH_VARARGS, "Elementwise add/sub/mul/div with a broadcast row and a fused epilogue."},
     {"unary", py_unary, METH_VARARGS, "An activation, or exp, elementwise."},
     {"mean_rows", py_mean_rows, METH_VARARGS, "Per image, the mean over rows of a (rows, c) matrix."},
+    {"make_plan", py_make_plan, METH_VARARGS, "Validate a planned region's steps; returns the plan."},
+    {"run_plan", py_run_plan, METH_VARARGS, "Run a plan's steps over its buffers (the GIL released)."},
     {"set_num_threads", py_set_num_threads, METH_O, "Threads the kernels use (the caller's included)."},
     {"get_num_threads", py_get_num_threads, METH_NOARGS, "Threads the kernels use."},
     {"isa", py_isa, METH_NOARGS, "The instruction set whose kernels run."},
@@ -303,7 +457,12 @@ PyMODINIT_FUNC PyInit__native(void)
         || PyModule_AddIntConstant(m, "ADD", PL_ADD) || PyModule_AddIntConstant(m, "SUB", PL_SUB)
         || PyModule_AddIntConstant(m, "MUL", PL_MUL) || PyModule_AddIntConstant(m, "DIV", PL_DIV)
         || PyModule_AddIntConstant(m, "ROWS", PL_ROWS) || PyModule_AddIntConstant(m, "PANELS", PL_PANELS)
-        || PyModule_AddIntConstant(m, "PANEL", PL_PANEL)) {
+        || PyModule_AddIntConstant(m, "PANEL", PL_PANEL) || PyModule_AddIntConstant(m, "STEP_INTS", STEP_INTS)
+        || PyModule_AddIntConstant(m, "STEP_FLOATS", STEP_FLOATS)
+        || PyModule_AddIntConstant(m, "STEP_CONV", PL_STEP_CONV) || PyModule_AddIntConstant(m, "STEP_POOL", PL_STEP_POOL)
+        || PyModule_AddIntConstant(m, "STEP_BINARY", PL_STEP_BINARY)
+        || PyModule_AddIntConstant(m, "STEP_UNARY", PL_STEP_UNARY)
+        || PyModule_AddIntConstant(m, "STEP_MEAN", PL_STEP_MEAN)) {
         Py_DECREF(m);
         return NULL;
     }

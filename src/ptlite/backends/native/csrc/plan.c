@@ -1,0 +1,120 @@
+/* A planned region: the steps of several nodes, over numbered buffers (the region's arena, its inputs, outputs and
+ * weights), checked once when the plan is made and then run in one call. A plan comes from a file (the memory plan's
+ * offsets, the operators' arguments), so everything in it is validated before any step runs: every reference lies
+ * inside its buffer, every geometry agrees with the lengths it will touch (params.c), outputs go only to writable
+ * buffers and never partly overlap what the step reads. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plan.h"
+
+static int fail(char *err, size_t cap, int64_t step, const char *msg)
+{
+    snprintf(err, cap, "step %lld: %s", (long long)step, msg);
+    return -1;
+}
+
+static int ref_ok(const pl_ref *r, const pl_plan *plan, int optional)
+{
+    if (optional && r->buf == -1) return r->off == 0 && r->len == 0;
+    if (r->buf < 0 || r->buf >= plan->nbuf || r->off < 0 || r->len < 0) return 0;
+    int64_t end;
+    return !__builtin_add_overflow(r->off, r->len, &end) && end <= plan->buf_len[r->buf];
+}
+
+static int overlap(const pl_ref *a, const pl_ref *b)
+{
+    return a->buf == b->buf && a->buf >= 0 && a->len > 0 && b->len > 0 && a->off < b->off + b->len
+           && b->off < a->off + a->len;
+}
+
+static int same(const pl_ref *a, const pl_ref *b) { return a->buf == b->buf && a->off == b->off && a->len == b->len; }
+
+static int check_step(const pl_step *s, const pl_plan *plan, int64_t i, char *err, size_t cap)
+{
+    char why[200];
+    if (!ref_ok(&s->out, plan, 0) || !ref_ok(&s->in0, plan, 0) || !ref_ok(&s->in1, plan, 1)
+        || !ref_ok(&s->in2, plan, 1))
+        return fail(err, cap, i, "a reference lies outside its buffer");
+    if (!plan->buf_writable[s->out.buf]) return fail(err, cap, i, "it writes into a read-only buffer");
+    switch (s->kind) {
+    case PL_STEP_CONV:
+        if (pl_conv_check(&s->u.conv, (size_t)s->in0.len, (size_t)s->in1.len, (size_t)s->in2.len, (size_t)s->out.len,
+                          why, sizeof why) != 0)
+            return fail(err, cap, i, why);
+        if (s->in1.buf < 0 || overlap(&s->out, &s->in0) || overlap(&s->out, &s->in1) || overlap(&s->out, &s->in2))
+            return fail(err, cap, i, "a convolution's output overlaps its inputs");
+        return 0;
+    case PL_STEP_POOL:
+        if (pl_pool_check(&s->u.pool, (size_t)s->in0.len, (size_t)s->out.len, why, sizeof why) != 0)
+            return fail(err, cap, i, why);
+        if (overlap(&s->out, &s->in0)) return fail(err, cap, i, "pooling's output overlaps its input");
+        return 0;
+    case PL_STEP_BINARY: {
+        const int64_t n = s->out.len, bl = s->in1.len;
+        if (s->u.bin.op < 0 || s->u.bin.op >= PL_BINOP_COUNT) return fail(err, cap, i, "unknown binary operation");
+        if (s->in1.buf < 0 || s->in0.len != n || bl < 1 || n % bl != 0)
+            return fail(err, cap, i, "elementwise operand lengths do not match");
+        if ((overlap(&s->out, &s->in0) && !same(&s->out, &s->in0))
+            || (overlap(&s->out, &s->in1) && !same(&s->out, &s->in1)))
+            return fail(err, cap, i, "an elementwise output partly overlaps an operand");
+        return pl_epilogue_check(&s->u.bin.ep, err, cap) ? fail(err, cap, i, "bad activation") : 0;
+    }
+    case PL_STEP_UNARY:
+        if (s->in0.len != s->out.len || (overlap(&s->out, &s->in0) && !same(&s->out, &s->in0)))
+            return fail(err, cap, i, "an activation's input and output do not match");
+        return pl_epilogue_check(&s->u.un.ep, err, cap) ? fail(err, cap, i, "bad activation") : 0;
+    case PL_STEP_MEAN: {
+        const int64_t n = s->u.mean.n, rows = s->u.mean.rows, c = s->u.mean.c;
+        int64_t need;
+        if (n < 1 || rows < 1 || c < 1 || __builtin_mul_overflow(n, rows, &need) || __builtin_mul_overflow(need, c, &need)
+            || need > s->in0.len || n * c > s->out.len || overlap(&s->out, &s->in0))
+            return fail(err, cap, i, "a mean's sizes do not match its buffers");
+        return 0;
+    }
+    default:
+        return fail(err, cap, i, "unknown step kind");
+    }
+}
+
+int pl_plan_check(const pl_plan *plan, char *err, size_t cap)
+{
+    for (int64_t b = 0; b < plan->nbuf; b++)
+        if (plan->buf_len[b] < 0) return fail(err, cap, -1, "a buffer has a negative length");
+    for (int64_t i = 0; i < plan->nsteps; i++)
+        if (check_step(&plan->steps[i], plan, i, err, cap) != 0) return -1;
+    return 0;
+}
+
+int pl_plan_run(const pl_plan *plan, float *const *bufs)
+{
+    const pl_isa *isa = pl_isa_current();
+    for (int64_t i = 0; i < plan->nsteps; i++) {
+        const pl_step *s = &plan->steps[i];
+        float *out = bufs[s->out.buf] + s->out.off;
+        const float *a = bufs[s->in0.buf] + s->in0.off;
+        const float *b = s->in1.buf >= 0 ? bufs[s->in1.buf] + s->in1.off : NULL;
+        const float *c = s->in2.buf >= 0 ? bufs[s->in2.buf] + s->in2.off : NULL;
+        switch (s->kind) {
+        case PL_STEP_CONV:
+            if (pl_conv_run(&s->u.conv, a, b, c, out) != 0) return -1;
+            break;
+        case PL_STEP_POOL:
+            pl_pool_run(&s->u.pool, a, out);
+            break;
+        case PL_STEP_BINARY:
+            isa->binary(s->u.bin.op, a, b, (size_t)s->in1.len, out, (size_t)s->out.len, &s->u.bin.ep);
+            break;
+        case PL_STEP_UNARY:
+            isa->activate(a, out, (size_t)s->out.len, &s->u.un.ep);
+            break;
+        case PL_STEP_MEAN:
+            for (int64_t n = 0; n < s->u.mean.n; n++)
+                isa->mean_rows(a + n * s->u.mean.rows * s->u.mean.c, (size_t)s->u.mean.rows, (size_t)s->u.mean.c,
+                               out + n * s->u.mean.c);
+            break;
+        }
+    }
+    return 0;
+}

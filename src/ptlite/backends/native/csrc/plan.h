@@ -1,0 +1,34 @@
+/* Planned regions (plan.c): the steps of several nodes over numbered buffers, validated once, run in one call. */
+#ifndef PTLITE_PLAN_H
+#define PTLITE_PLAN_H
+
+#include "native.h"
+
+enum pl_step_kind { PL_STEP_CONV = 1, PL_STEP_POOL = 2, PL_STEP_BINARY = 3, PL_STEP_UNARY = 4, PL_STEP_MEAN = 5 };
+
+/* floats [off, off + len) of buffer `buf` (-1: none, for an optional operand such as a bias) */
+typedef struct { int64_t buf, off, len; } pl_ref;
+
+typedef struct {
+    int kind;                  /* enum pl_step_kind */
+    pl_ref in0, in1, in2, out; /* conv: x, weight, bias; pool, unary, mean: x; binary: a, b */
+    union {
+        pl_conv conv;
+        pl_pool pool;
+        struct { int op; pl_epilogue ep; } bin;
+        struct { pl_epilogue ep; } un;
+        struct { int64_t n, rows, c; } mean;
+    } u;
+} pl_step;
+
+typedef struct {
+    int64_t nbuf, nsteps;
+    int64_t *buf_len;          /* floats each buffer must hold */
+    unsigned char *buf_writable;
+    pl_step *steps;
+} pl_plan;
+
+int pl_plan_check(const pl_plan *plan, char *err, size_t cap);
+int pl_plan_run(const pl_plan *plan, float *const *bufs);
+
+#endif
