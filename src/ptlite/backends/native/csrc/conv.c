@@ -35,8 +35,15 @@ static void dense_task(void *vjob, size_t task)
     const size_t col0 = jb * j->cols_per_block;
     const size_t col1 = col0 + j->cols_per_block < o ? col0 + j->cols_per_block : o;
     const float *stack_ptrs[64 * PL_GEMM_MAX_MR];
+    uint32_t stack_ids[64];
     const float **a = j->taps <= 64 ? stack_ptrs : malloc(j->taps * mr * sizeof *a);
-    if (!a) { atomic_store(&j->failed, 1); return; }
+    uint32_t *ids = j->taps <= 64 ? stack_ids : malloc(j->taps * sizeof *ids);
+    if (!a || !ids) {
+        atomic_store(&j->failed, 1);
+        if (a != stack_ptrs) free(a);
+        if (ids != stack_ids) free(ids);
+        return;
+    }
     const size_t m0 = mt * j->tiles_per_task * mr;
     const size_t m1 = m0 + j->tiles_per_task * mr < j->m ? m0 + j->tiles_per_task * mr : j->m;
     for (size_t r0 = m0; r0 < m1; r0 += mr) {
@@ -56,6 +63,16 @@ static void dense_task(void *vjob, size_t task)
                 }
             }
         }
+        /* Taps every row of the tile reads in the padding add nothing: they are left out (atrous convolutions on
+         * small maps, DeepLab's ASPP, have most of their taps there). */
+        size_t kept = 0;
+        for (size_t t = 0; t < j->taps; t++) {
+            size_t r = 0;
+            while (r < mr && a[t * mr + r] == j->zeros) r++;
+            if (r == mr) continue;
+            if (kept != t) memmove(a + kept * mr, a + t * mr, mr * sizeof *a);
+            ids[kept++] = (uint32_t)t;
+        }
         for (size_t j0 = col0; j0 < col1; j0 += nr) {
             const size_t nc = j0 + nr <= o ? nr : o - j0;
             const float *b, *bias = nc == nr ? (j->bias ? j->bias + j0 : NULL) : j->edge_bias;
@@ -67,10 +84,12 @@ static void dense_task(void *vjob, size_t task)
                 b = nc == nr ? j->w + j0 : j->edge_w;
                 ldb = nc == nr ? o : nr;
             }
-            j->isa->gemm(valid, nc, j->taps, c, a, b, ldb, j->y + r0 * o + j0, o, bias, &p->ep);
+            j->isa->gemm(valid, nc, kept, c, a, kept == j->taps ? NULL : ids, b, ldb, j->y + r0 * o + j0, o, bias,
+                         &p->ep);
         }
     }
     if (a != stack_ptrs) free(a);
+    if (ids != stack_ids) free(ids);
 }
 
 static int dense_run(const pl_conv *p, const pl_isa *isa, const float *x, const float *w, const float *bias,

@@ -51,10 +51,11 @@ typedef struct {
     const char *name;
     int mr, nr;       /* the GEMM micro-kernel's tile: mr rows (pixels) by nr columns (output channels) */
     int vw;           /* floats per vector */
-    /* y[mr_valid x nc] = epilogue(bias + sum over taps t, k < c of a[t*mr + r][k] * b[(t*c + k)*ldb + j]);
-     * a: taps*mr row pointers (rows past mr_valid repeat a valid one), b: nr readable columns per row. */
-    void (*gemm)(size_t mr_valid, size_t nc, size_t taps, size_t c, const float **a, const float *b, size_t ldb,
-                 float *y, size_t ldy, const float *bias, const pl_epilogue *ep);
+    /* y[mr_valid x nc] = epilogue(bias + sum over taps t, k < c of a[t*mr + r][k] * b[(T*c + k)*ldb + j]), T the
+     * weight rows' tap: tap_ids[t], or t when tap_ids is NULL; a: taps*mr row pointers (rows past mr_valid repeat
+     * a valid one), b: nr readable columns per row. */
+    void (*gemm)(size_t mr_valid, size_t nc, size_t taps, size_t c, const float **a, const uint32_t *tap_ids,
+                 const float *b, size_t ldb, float *y, size_t ldy, const float *bias, const pl_epilogue *ep);
     /* Depthwise convolution of output rows [oy0, oy1) of image n. */
     void (*depthwise_rows)(const pl_conv *p, const float *x, const float *w, const float *bias, float *y,
                            int64_t n, int64_t oy0, int64_t oy1, const float *zeros);
