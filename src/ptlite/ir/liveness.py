@@ -36,10 +36,11 @@ def all_values(block: Block) -> Iterator[Value]:
             yield from all_values(b)
 
 
-def region_values(graph: Graph, nodes: Sequence[Node]) -> tuple[list[Value], list[Value]]:
+def region_values(graph: Graph, nodes: Sequence[Node],
+                  last: dict[int, int] | None = None) -> tuple[list[Value], list[Value]]:
     """The values a run of top-level nodes reads from before it (in order of first read) and the values it defines
-    that the rest of the method reads (or returns), in order of definition."""
-    inside = {id(n) for n in nodes}
+    that the rest of the method reads (or returns), in order of definition. `last`: `last_reads(graph.nodes)`, for a
+    caller asking about several runs of one graph (else computed here)."""
     defined: dict[int, Value] = {}
     inputs: dict[int, Value] = {}
     for node in nodes:
@@ -48,8 +49,10 @@ def region_values(graph: Graph, nodes: Sequence[Node]) -> tuple[list[Value], lis
                 inputs[v.id] = v
         for v in node.outputs:
             defined[v.id] = v
-    read_after: set[int] = {v.id for v in graph.outputs}
-    for node in graph.nodes:
-        if id(node) not in inside:
-            read_after.update(v.id for v in reads(node))
-    return list(inputs.values()), [v for vid, v in defined.items() if vid in read_after]
+    if not nodes:
+        return [], []
+    if last is None:
+        last = last_reads(graph.nodes)
+    end = next(i for i, n in enumerate(graph.nodes) if n is nodes[-1])  # values are read after they are defined
+    returned = {v.id for v in graph.outputs}
+    return list(inputs.values()), [v for vid, v in defined.items() if vid in returned or last.get(vid, -1) > end]

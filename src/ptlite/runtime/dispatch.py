@@ -13,7 +13,7 @@ from ptlite import ops
 from ptlite.backends.base import Backend, Delegate, Kernel
 from ptlite.errors import UnsupportedOperatorError
 from ptlite.ir.graph import Graph, Node, Program
-from ptlite.ir.liveness import region_values
+from ptlite.ir.liveness import last_reads, region_values
 from ptlite.ops import MODULE_STATE, OpDef
 
 
@@ -69,6 +69,7 @@ class Dispatcher:
         position = {id(n): i for i, n in enumerate(steps)}
         claimed: dict[int, str] = {}
         found = []
+        last: dict[int, int] | None = None  # last_reads of the method, made for the first delegate
         for backend in self.backends:
             for delegate in backend.delegates(graph, program, kernels):
                 indexes = [position.get(id(n)) for n in delegate.nodes]
@@ -80,7 +81,9 @@ class Dispatcher:
                 twice = [claimed[id(n)] for n in delegate.nodes if id(n) in claimed]
                 if twice:
                     raise ValueError(f"backend {backend.name}: its delegate claims nodes backend {twice[0]} claimed")
-                want = region_values(graph, delegate.nodes)
+                if last is None:
+                    last = last_reads(graph.nodes)
+                want = region_values(graph, delegate.nodes, last)
                 if ([v.id for v in delegate.inputs], [v.id for v in delegate.outputs]) != \
                         ([v.id for v in want[0]], [v.id for v in want[1]]):
                     raise ValueError(f"backend {backend.name}: a delegate's inputs and outputs must be "

@@ -26,7 +26,7 @@ from ptlite import ops
 from ptlite.backends.base import Delegate, Kernel
 from ptlite.errors import FormatError
 from ptlite.ir.graph import Graph, Node, Program, Value
-from ptlite.ir.liveness import region_values
+from ptlite.ir.liveness import last_reads, region_values
 from ptlite.ir.memory_plan import OUT_ATTR, method_plan
 
 from . import _native as lib
@@ -243,12 +243,13 @@ def delegates(backend: str, graph: Graph, program: Program, kernels: dict[int, K
         return []
     shapes = _Shapes(graph, plan)
     arenas = _Arenas(plan["arena_bytes"])
+    last = last_reads(graph.nodes)
     found: list[Delegate] = []
     current: list[tuple[Node, _Step]] = []
 
     def close() -> None:
         if sum(1 for _, s in current if s.kind) >= MIN_NODES:
-            found.append(_region(backend, graph, program, list(current), shapes, arenas, kernels))
+            found.append(_region(backend, graph, program, list(current), shapes, arenas, kernels, last))
         current.clear()
 
     for node in graph.nodes:
@@ -282,9 +283,9 @@ class _Arenas:
 
 
 def _region(backend: str, graph: Graph, program: Program, members: list[tuple[Node, _Step]], shapes: _Shapes,
-            arenas: _Arenas, kernels: dict[int, Kernel | None]) -> Delegate:
+            arenas: _Arenas, kernels: dict[int, Kernel | None], last: dict[int, int]) -> Delegate:
     nodes = [n for n, _ in members]
-    inputs, outputs = region_values(graph, nodes)
+    inputs, outputs = region_values(graph, nodes, last)
     region = _Region(members, inputs, outputs, shapes, arenas, program, kernels)
     return Delegate(backend, nodes, inputs, outputs, region.run, name=f"{backend}::region({len(nodes)} nodes)")
 
