@@ -51,6 +51,9 @@ def main() -> None:
     parser.add_argument("models", nargs="+", help=f"ptlite.tools.zoo models: {', '.join([*zoo.VISION, *zoo.SEQUENCE])}")
     parser.add_argument("--runs", type=int, default=40)
     parser.add_argument("--warmup", type=int, default=5)
+    parser.add_argument("--backend", default="numpy",
+                        help="the backend the file is lowered for, and that the working tree runs it on (default "
+                             "numpy: a revision from before the native backend cannot read a native file)")
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -58,7 +61,8 @@ def main() -> None:
         print(f"working tree vs {args.revision}, {args.runs} alternating calls each, batch 1:")
         for name in args.models:
             inputs = zoo.example_inputs(name)
-            program = ptlite.optimize_for_mobile(ptlite.capture(getattr(zoo, name)(), inputs, method="export"))
+            program = ptlite.optimize_for_mobile(ptlite.capture(getattr(zoo, name)(), inputs, method="export"),
+                                                 backend=args.backend)
             path = Path(tmp) / f"{name}.ptlite"
             ptlite.save(program, path)
             new_module, old_module = ptlite.load(path), old.load(path)
