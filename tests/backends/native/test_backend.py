@@ -43,10 +43,35 @@ def test_a_failed_build_is_explained(tmp_path, monkeypatch):
     assert "cannot be imported" in native._why_missing(ImportError("x"))
 
 
-def test_numpy_runs_everything_when_native_is_missing():
-    code = ("import numpy as np, ptlite; from ptlite.ir import graph; "
-            "print(ptlite.backends()[0].available)")
-    assert _python(code, PTLITE_DISABLE_NATIVE="1") == "False"
+def test_a_file_lowered_for_native_runs_on_numpy_where_native_is_missing(lib, tmp_path):
+    """Packed weights, the executor's regions and all: without the library the reference runs the same file, with
+    one warning, and gives the native backend's results."""
+    import torch
+    from torch import nn
+
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(3, 24, 3, 2, 1), nn.ReLU(), nn.Conv2d(24, 24, 3, 1, 1, groups=24),
+                          nn.Conv2d(24, 32, 1), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(32, 20)).eval()
+    x = torch.randn(1, 3, 16, 16)
+    program = ptlite.optimize_for_mobile(ptlite.capture(model, (x,), method="export"), backend="native")
+    assert "ptlite::conv2d_packed" in program.operator_names()
+    path, inputs = tmp_path / "net.ptlite", tmp_path / "x.npy"
+    ptlite.save(program, path)
+    np.save(inputs, x.numpy())
+    native = ptlite.load(path)(x.numpy())
+    code = ("import sys, warnings, numpy as np, ptlite\n"
+            "with warnings.catch_warnings(record=True) as w:\n"
+            "    warnings.simplefilter('always')\n"
+            "    m = ptlite.load(sys.argv[1])\n"
+            "assert m.backend_counts() == {'numpy': sum(m.backend_counts().values())}, m.backend_counts()\n"
+            "assert any('native' in str(x.message) for x in w), [str(x.message) for x in w]\n"
+            "np.save(sys.argv[3], m(np.load(sys.argv[2])))")
+    done = subprocess.run([sys.executable, "-c", code, str(path), str(inputs), str(tmp_path / "y.npy")],
+                          capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PTLITE_DISABLE_NATIVE": "1"})
+    assert done.returncode == 0, done.stderr
+    np.testing.assert_allclose(np.load(tmp_path / "y.npy"), native, rtol=1e-4, atol=1e-5,
+                               err_msg="the reference on a native-lowered file")
 
 
 @pytest.mark.parametrize("threads", [1, 2, 3])

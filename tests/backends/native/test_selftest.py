@@ -3,7 +3,8 @@ loops, and the parameter checks on hostile values) built three ways, plus the Py
 - with AddressSanitizer and UndefinedBehaviorSanitizer, the AVX-512 table included (built for AVX2 at its own
   width when the CPU has no AVX-512: the same code, another instruction selection);
 - for aarch64 (Debian's gcc-aarch64-linux-gnu) and run under qemu-aarch64 (qemu-user): the NEON build;
-- the extension itself with the sanitizers, running the native kernel, validation and packed-operator tests.
+- the extension itself with the sanitizers, running the native kernel, validation, executor and packed-operator
+  tests and the fuzz test on a native-lowered CNN (hostile plans reaching C).
 CI installs the cross compiler and qemu (.ci/run); elsewhere those tests are skipped, saying what is missing."""
 
 from __future__ import annotations
@@ -75,8 +76,10 @@ def test_the_binding_under_the_sanitizers(tmp_path):
     runtimes = " ".join(subprocess.run(["gcc", f"-print-file-name={lib}"], capture_output=True, text=True,
                                        check=True).stdout.strip() for lib in ("libasan.so", "libubsan.so"))
     tests = [str(ROOT / "tests" / p) for p in ("backends/native/test_kernels.py", "backends/native/test_validation.py",
-                                                "backends/native/test_math.py", "kernels/test_packed.py")]
-    out = _run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *tests],
+                                                "backends/native/test_math.py", "backends/native/test_executor.py",
+                                                "kernels/test_packed.py")]
+    fuzz = str(ROOT / "tests" / "test_format.py") + "::test_mutated_programs_fail_with_ptlite_errors_only[cnn]"
+    out = _run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *tests, fuzz],
                LD_PRELOAD=runtimes, ASAN_OPTIONS="detect_leaks=0", UBSAN_OPTIONS="print_stacktrace=1",
                PYTHONPATH=str(package.parent))
     assert " passed" in out and "failed" not in out, out[-2000:]

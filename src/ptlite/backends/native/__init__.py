@@ -57,6 +57,7 @@ def _why_missing(exc: ImportError) -> str:
 
 class NativeBackend(Backend):
     name = "native"
+    per_operator = True  # kernel() answers by the operator alone (its kernels decline per call, to the reference)
     lowering_module = "ptlite.backends.native.lower"
 
     def __init__(self, lib: Any, executor: bool = True) -> None:

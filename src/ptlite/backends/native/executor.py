@@ -30,7 +30,7 @@ from ptlite.ir.liveness import last_reads, region_values
 from ptlite.ir.memory_plan import OUT_ATTR, method_plan
 
 from . import _native as lib
-from .kernels import _ACTIVATIONS, _out_size, _pair, _pool_out
+from .kernels import _ACTIVATIONS, _epilogue, _out_size, _pair, _pool_out
 
 MIN_NODES = 2  # a region of one node gains nothing over its kernel
 F32 = np.dtype(np.float32)
@@ -109,15 +109,6 @@ def _step(node: Node, program: Program, shapes: _Shapes) -> _Step | None:
             raise FormatError(f"{node.op} ({node.source}): its planned buffer has shape {planned.get('shape')}, the "
                               f"operator makes {list(shapes.shape[node.outputs[0].id])}")
     return step
-
-
-def _epilogue(activation: Any, args: Any) -> tuple[int, float, float] | None:
-    code = _ACT_CODES.get(activation) if isinstance(activation, str) else None
-    if code is None or not isinstance(args, list) or not all(isinstance(a, (int, float)) for a in args):
-        return None
-    if activation == "clamp":
-        return (code, float(args[0]), float(args[1])) if len(args) == 2 else None
-    return code, 0.0, math.inf
 
 
 def _ints(value: Any, n: int) -> list[int] | None:

@@ -41,12 +41,15 @@ def _reference(key: str) -> Callable[..., Any]:
     return fn
 
 
-def _epilogue(activation: str, args: Sequence[float]) -> tuple[int, float, float] | None:
-    code = _ACTIVATIONS.get(activation)
-    if code is None or (activation == "clamp" and len(args) != 2):
+def _epilogue(activation: Any, args: Any) -> tuple[int, float, float] | None:
+    """A fused activation and its arguments as the library takes them (code, lo, hi); None for anything the
+    reference's prepacked kernels would not take either (they then say what is wrong)."""
+    code = _ACTIVATIONS.get(activation) if isinstance(activation, str) else None
+    if code is None or not isinstance(args, (list, tuple)) or not all(isinstance(a, (int, float)) for a in args):
         return None
-    lo, hi = (float(args[0]), float(args[1])) if activation == "clamp" else (0.0, INF)
-    return code, lo, hi
+    if activation == "clamp":
+        return (code, float(args[0]), float(args[1])) if len(args) == 2 else None
+    return code, 0.0, INF
 
 
 def _nhwc(x: np.ndarray) -> np.ndarray:

@@ -7,11 +7,11 @@ micro-kernel reads (pack_panels), dead code dropped, and memory planned. Not the
 from __future__ import annotations
 
 from ptlite.backends.base import LoweringContext
+from ptlite.backends.numpy.lower import specialize as reference_specialize
 from ptlite.backends.numpy.lower.fuse_activations import FuseActivations
-from ptlite.backends.numpy.lower.plan_memory import PlanMemory, plan_method
+from ptlite.backends.numpy.lower.plan_memory import PlanMemory
 from ptlite.backends.numpy.lower.prepack import Prepack
 from ptlite.ir.graph import Program
-from ptlite.ir.memory_plan import METADATA_KEY
 from ptlite.passes import run_to_fixpoint
 from ptlite.passes.base import Pass
 from ptlite.passes.dead_code import DeadCode
@@ -38,10 +38,7 @@ def lower(program: Program, context: LoweringContext) -> list[str]:
 
 
 def specialize(program: Program, method: str, context: LoweringContext) -> bool:
+    """At a first call: plan memory for that call's shapes (the reference's planning, without its Winograd)."""
     if context.run is None:
         return False
-    plan = plan_method(program.methods[method], program, context.run)
-    if plan is None:
-        return False
-    program.metadata.setdefault(METADATA_KEY, {})[method] = plan
-    return True
+    return reference_specialize(program, method, LoweringContext(context.blocklist, context.run, lowered=False))
