@@ -12,7 +12,7 @@ Every method has a default, so a backend overrides only what it does.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -48,22 +48,35 @@ class Kernel:
                f"accepts_out={self.accepts_out})"
 
 
+class NodeTimer(Protocol):
+    """Times the nodes inside a delegate for the profiler: `start` zeroes the times and keeps timing every later
+    run (until `stop`); `seconds` gives each node's total since `start`, in the order of the delegate's nodes."""
+
+    def start(self) -> None: ...
+
+    def stop(self) -> None: ...
+
+    def seconds(self) -> list[float]: ...
+
+
 class Delegate:
     """A backend running consecutive straight-line nodes of a method as one step: `run` takes the values of
     `inputs` (in order) and returns those of `outputs`, the values the rest of the method reads
     (ptlite.ir.liveness.region_values gives both). Values made and used only inside stay in the delegate's own
-    memory. `name` is what profiles and reports call it (default "<backend>::delegate")."""
+    memory. `name` is what profiles and reports call it (default "<backend>::delegate"). `node_timer`, where the
+    backend can time the nodes inside, is what the profiler asks for their times (NodeTimer)."""
 
-    __slots__ = ("backend", "nodes", "inputs", "outputs", "run", "name")
+    __slots__ = ("backend", "nodes", "inputs", "outputs", "run", "name", "node_timer")
 
     def __init__(self, backend: str, nodes: list[Node], inputs: list[Value], outputs: list[Value],
-                 run: Callable[..., Sequence[Any]], name: str = "") -> None:
+                 run: Callable[..., Sequence[Any]], name: str = "", node_timer: NodeTimer | None = None) -> None:
         self.backend = backend
         self.nodes = nodes
         self.inputs = inputs
         self.outputs = outputs
         self.run = run
         self.name = name
+        self.node_timer = node_timer
 
     @property
     def label(self) -> str:

@@ -191,9 +191,10 @@ class DelegateStep:
     profiler and error messages read a node: the delegate's inputs and outputs, its label as the operator. Not a
     Node, so that making one leaves the values' producers (`Value.node`) alone."""
 
-    __slots__ = ("op", "inputs", "outputs", "attrs", "blocks", "source")
+    __slots__ = ("op", "inputs", "outputs", "attrs", "blocks", "source", "delegate")
 
     def __init__(self, delegate: Delegate) -> None:
+        self.delegate = delegate
         self.op = delegate.label
         self.inputs = list(delegate.inputs)
         self.outputs = list(delegate.outputs)

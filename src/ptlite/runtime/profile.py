@@ -1,5 +1,9 @@
 """Per-operator profile of a loaded program: time per node, per operator type, and the slowest nodes.
 
+Nodes a backend runs together as one delegate (the native executor's regions) are timed inside it where the backend
+can (a delegate's NodeTimer): each node gets its own time, and what the delegate spent outside them (taking its
+inputs, handing out its outputs) is one more entry, "<delegate> entry and exit".
+
     prof = profile(module, (x,), runs=20)
     print(prof.format(top=10))
 """
@@ -13,7 +17,7 @@ from typing import Any
 
 from ptlite.ir.graph import Node
 
-from .interpreter import Step
+from .interpreter import DelegateStep, Step
 from .module import Module
 
 
@@ -136,9 +140,29 @@ def profile(module: Module, args: Sequence[Any], runs: int = 10, warmup: int = 1
         compiled(*checked)
     for r in records:
         r.seconds, r.calls = 0.0, 0
-    t0 = time.perf_counter()
-    for _ in range(runs):
-        compiled(*checked)
-    total = time.perf_counter() - t0
+    timers = [(r, n.delegate) for r, n in zip(records, timed_nodes)
+              if isinstance(n, DelegateStep) and n.delegate.node_timer is not None]
+    for _, delegate in timers:
+        delegate.node_timer.start()
+    try:
+        t0 = time.perf_counter()
+        for _ in range(runs):
+            compiled(*checked)
+        total = time.perf_counter() - t0
+        inside = {id(r): _inside(r, d) for r, d in timers if r.calls}
+    finally:
+        for _, delegate in timers:
+            delegate.node_timer.stop()
     # a method can be compiled twice (with and without its memory plan): keep the steps that ran
-    return Profile(runs, total, [r for r in records if r.calls])
+    return Profile(runs, total, [n for r in records if r.calls for n in inside.get(id(r), [r])])
+
+
+def _inside(record: NodeTime, delegate: Any) -> list[NodeTime]:
+    """A delegate's record as its nodes' records (their times from its NodeTimer) and one for the rest of its time."""
+    seconds = delegate.node_timer.seconds()
+    nodes = [NodeTime(n.op, n.outputs[0].name if n.outputs else "", n.source or "", record.backend, record.calls, t)
+             for n, t in zip(delegate.nodes, seconds)]
+    rest = max(record.seconds - sum(seconds), 0.0)
+    nodes.append(NodeTime(f"{delegate.label} entry and exit", record.output, record.source, record.backend,
+                          record.calls, rest))
+    return nodes

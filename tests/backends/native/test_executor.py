@@ -15,21 +15,28 @@ from test_format import _rewrite_program
 from torch import nn
 
 import ptlite
+from ptlite.runtime.interpreter import DelegateStep
 
 
 class Net(nn.Module):
-    """Dense, depthwise and 1x1 convolutions with fused activations, a residual add, pooling and a classifier."""
+    """Dense, depthwise and 1x1 convolutions with fused activations, squeeze-and-excitation, a residual add, pooling
+    and a classifier."""
 
     def __init__(self) -> None:
         super().__init__()
         self.stem = nn.Sequential(nn.Conv2d(3, 16, 3, 2, 1), nn.ReLU6())
         self.block = nn.Sequential(nn.Conv2d(16, 48, 1), nn.ReLU6(), nn.Conv2d(48, 48, 3, 1, 1, groups=48),
-                                   nn.Hardswish(), nn.Conv2d(48, 16, 1))
+                                   nn.Hardswish())
+        self.excite = nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Conv2d(48, 12, 1), nn.ReLU(), nn.Conv2d(12, 48, 1),
+                                    nn.Hardsigmoid())
+        self.project = nn.Conv2d(48, 16, 1)
         self.head = nn.Sequential(nn.MaxPool2d(3, 2, 1), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(16, 10))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         y = self.stem(x)
-        return self.head(torch.relu(y + self.block(y)))
+        z = self.block(y)
+        z = self.project(self.excite(z) * z)
+        return self.head(torch.relu(y + z))
 
 
 @pytest.fixture(scope="module")
@@ -113,3 +120,63 @@ def test_a_plan_whose_shapes_disagree_with_the_operators_is_refused(lib, files, 
         shape[1], shape[2] = shape[2], shape[1]  # channels and rows swapped: the same bytes, the wrong shape
     with pytest.raises(ptlite.errors.FormatError, match="planned buffer has shape"):
         ptlite.load(_edited(paths["export"], tmp_path, shrink))
+
+
+def test_the_profile_times_each_node_inside_a_region(lib, files):
+    """`ptlite bench --profile`: a region's nodes get a time each (the plan times its steps in C), plus one entry for
+    what the region spends outside them; the nodes' times add up to the region's."""
+    from ptlite.runtime.profile import profile
+
+    model, x, paths = files
+    module = ptlite.load(paths["export"])
+    regions = {p.delegate for p in module.placements() if p.delegate}
+    inside = sum(len(d.nodes) for d in regions_of(module))
+    prof = profile(module, (x.numpy(),), runs=3)
+    ops = [n.op for n in prof.nodes]
+    assert not any(op.startswith("native::region") and not op.endswith("entry and exit") for op in ops), ops
+    assert sum(op.endswith("entry and exit") for op in ops) == len(regions)
+    timed = [n for n in prof.nodes if n.backend == "native" and not n.op.endswith("entry and exit")]
+    assert len(timed) == inside
+    convs = [n for n in timed if "conv2d" in n.op]
+    assert convs and all(n.seconds > 0 and n.calls == 3 for n in convs), convs
+    assert any(n.op == "aten::flatten.using_ints" and n.seconds == 0 for n in timed), "a view takes no time"
+    assert "ptlite::conv2d_packed" in prof.format() or "ptlite::conv2d_prepacked" in prof.format()
+    # a region's timer: on from start, off after stop
+    compiled = module._method("forward").compile()
+    timer = [n.delegate for n in compiled.nodes if isinstance(n, DelegateStep)][0].node_timer
+    timer.start()
+    compiled(x.numpy())
+    assert sum(timer.seconds()) > 0
+    timer.stop()
+    assert sum(timer.seconds()) == 0
+
+
+def regions_of(module):
+    compiled = module._method("forward").compile()
+    return [n.delegate for n in compiled.nodes if isinstance(n, DelegateStep)]
+
+
+class Segmenter(nn.Module):
+    """A segmentation head's shape: features, bilinear upsampling back to the input's size, then by a factor."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.features = nn.Sequential(nn.Conv2d(3, 8, 3, 2, 1), nn.ReLU(), nn.Conv2d(8, 5, 1))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = nn.functional.interpolate(self.features(x), size=x.shape[-2:], mode="bilinear", align_corners=False)
+        return nn.functional.interpolate(y, scale_factor=0.5, mode="bilinear")
+
+
+def test_upsampling_runs_inside_a_region(lib, tmp_path):
+    torch.manual_seed(0)
+    model = Segmenter().eval()
+    x = torch.randn(2, 3, 23, 17)
+    path = tmp_path / "seg.ptlite"
+    ptlite.save(ptlite.optimize_for_mobile(ptlite.capture(model, (x,)), backend="native"), path)
+    module = ptlite.load(path)
+    placed = {p.node.op: p.delegate for p in module.placements()}
+    assert placed["aten::upsample_bilinear2d.vec"], placed
+    with torch.inference_mode():
+        want = model(x).numpy()
+    assert_close(module(x.numpy()), want, what="upsampling in a region", rtol=1e-5)

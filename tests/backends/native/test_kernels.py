@@ -61,6 +61,38 @@ def test_conv2d_matches_torch(isa, case, activation):
     assert_close(got, want, what=f"native {isa} conv2d {_name(case)} + {activation}")
 
 
+# (batch, in channels, height, width, out channels, padding top, bottom, left, right)
+WINOGRAD = [
+    (1, 16, 20, 20, 16, 1, 1, 1, 1),    # tiles cover the output exactly
+    (2, 13, 9, 11, 21, 1, 1, 1, 1),     # batch 2, partial tiles, channels off the vector width, O off the panel
+    (1, 64, 30, 30, 80, 1, 1, 1, 1),    # several blocks of tiles and columns
+    (1, 5, 3, 3, 7, 2, 2, 2, 2),        # padding 2: a 5x5 output from a 3x3 image
+    (1, 17, 7, 5, 33, 0, 0, 0, 0),      # no padding
+    (1, 8, 6, 9, 24, 0, 2, 1, 0),       # uneven padding
+    (3, 40, 1, 1, 3, 1, 1, 1, 1),       # a 1x1 map
+]
+
+
+@pytest.mark.parametrize("case", WINOGRAD, ids=lambda c: "n{}c{}_{}x{}_o{}_p{}{}{}{}".format(*c))
+@pytest.mark.parametrize("activation", ["none", "relu", "hardswish"])
+def test_winograd_conv2d_matches_torch(isa, case, activation):
+    """Winograd F(4x4, 3x3): its rounding error is larger than the direct convolution's (transforms that scale
+    by up to ~10, docs/decisions.md): 1e-4 of the largest output still holds with room."""
+    from ptlite.backends.native.kernels import conv2d_winograd_v2
+    from ptlite.backends.numpy.winograd import pack_winograd_weight
+
+    n, c, h, w, o, *pads = case
+    rng = np.random.default_rng(hash(case) % 2**32)
+    x = rng.standard_normal((n, c, h, w)).astype(np.float32)
+    weight = rng.standard_normal((o, c, 3, 3)).astype(np.float32)
+    bias = rng.standard_normal(o).astype(np.float32)
+    args, act = ACTIVATIONS[activation]
+    got = conv2d_winograd_v2(x, pack_winograd_weight(weight), bias, pads, activation, args)
+    padded = F.pad(torch.from_numpy(x), (pads[2], pads[3], pads[0], pads[1]))
+    want = act(F.conv2d(padded, torch.from_numpy(weight), torch.from_numpy(bias))).numpy()
+    assert_close(got, want, what=f"native {isa} Winograd conv2d {case} + {activation}")
+
+
 def test_conv2d_writes_a_planned_channels_last_output(isa):
     from ptlite.backends.native.kernels import conv2d_prepacked
 
@@ -123,6 +155,8 @@ def test_global_average_pool_matches_torch(isa, shape):
     ("aten::hardswish", F.hardswish, ()),
     ("aten::silu", F.silu, ()),
     ("aten::sigmoid", torch.sigmoid, ()),
+    ("aten::tanh", torch.tanh, ()),
+    ("aten::hardsigmoid", F.hardsigmoid, ()),
 ])
 def test_activations_match_torch(isa, key, torch_fn, args):
     from ptlite.backends.native.kernels import KERNELS
@@ -161,6 +195,44 @@ def test_other_dtypes_and_grouped_convolutions_go_to_the_reference(lib):
     got64 = conv2d_prepacked(x, pack_conv2d_weight(w64, 1), None, (1, 1), (1, 1), (0, 0, 0, 0), (1, 1), 1)
     assert got64.dtype == np.float64
     assert_close(got64, F.conv2d(torch.from_numpy(x), torch.from_numpy(w64)).numpy(), what="float64 conv2d")
+
+
+@pytest.mark.parametrize("size,scale,align", [((224, 224), None, False), (None, [2.5, 1.75], False),
+                                              ((13, 57), None, True), ((1, 1), None, False), (None, [0.5, 0.5], True)])
+def test_upsample_bilinear_matches_torch(isa, size, scale, align):
+    from ptlite.backends.native.kernels import KERNELS
+
+    x = np.random.default_rng(3).standard_normal((2, 21, 28, 19)).astype(np.float32)
+    x_cl = np.ascontiguousarray(x.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
+    want = F.interpolate(torch.from_numpy(x), size=size, scale_factor=scale, mode="bilinear",
+                         align_corners=align).numpy()
+    for given in (x, x_cl):  # NCHW goes to the reference (its result stays NCHW)
+        got = KERNELS["aten::upsample_bilinear2d.vec"](given, size, align, scale)
+        assert_close(got, want, what=f"native {isa} upsample_bilinear2d {size} {scale} align_corners={align}",
+                     rtol=2e-6)
+        if got.shape[2] * got.shape[3] > 1:
+            assert got.transpose(0, 2, 3, 1).flags.c_contiguous == (given is x_cl), "the input's layout is kept"
+
+
+@pytest.mark.parametrize("scale_first", [True, False])
+@pytest.mark.parametrize("n,c", [(1, 40), (2, 19)])
+def test_mul_by_channel_factors_matches_torch(isa, n, c, scale_first):
+    """Squeeze-and-excitation's scale * input: (N, C, 1, 1) factors times a channels-last image, either order."""
+    from ptlite.backends.native.kernels import KERNELS
+
+    rng = np.random.default_rng(n * c)
+    x = rng.standard_normal((n, c, 5, 7)).astype(np.float32)
+    x_cl = np.ascontiguousarray(x.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
+    s = rng.standard_normal((n, c, 1, 1)).astype(np.float32)
+    want = torch.from_numpy(s) * torch.from_numpy(x)
+    for image in (x_cl, x):  # NCHW goes to the reference
+        got = KERNELS["aten::mul.Tensor"](*((s, image) if scale_first else (image, s)))
+        assert_close(got, want.numpy(), what=f"native {isa} mul by factors, n={n} c={c} {image.strides}")
+    out = np.empty_like(x_cl)
+    assert KERNELS["aten::mul.Tensor"](x_cl, s, out=out) is out
+    np.testing.assert_allclose(out, want.numpy(), rtol=1e-6)
+    same = KERNELS["aten::mul.Tensor"](x_cl, x_cl)
+    np.testing.assert_allclose(same, x * x, rtol=1e-6)
 
 
 @pytest.mark.parametrize("key,relu", [("aten::add_.Tensor", False), ("aten::_add_relu_.Tensor", True)])

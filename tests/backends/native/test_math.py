@@ -41,3 +41,18 @@ def test_sigmoid_and_silu_error(lib, isa):
         # (silu below x = -88.7, where exp(-x) overflows, gives -0 where float32 holds down to -2.6e-37)
         assert np.all(err <= np.maximum(1e-6 * np.abs(want), 1e-35)), \
             f"native {isa} {name}: worst {err.max():.3g} at x={x[err.argmax()]}"
+
+
+def test_tanh_within_two_ulp(lib, isa):
+    """tanh: Cephes' polynomial below |x| = 0.625, 1 - 2 / (exp(2|x|) + 1) above; 2 ulp at most (where the result
+    is normal), exactly +-1 far out, odd, NaN for NaN."""
+    x = np.concatenate([np.linspace(-12, 12, 2_000_001, dtype=np.float32),
+                        np.geomspace(1e-30, 1.0, 200_001).astype(np.float32)])
+    y = np.empty_like(x)
+    lib.unary(0, x, y, lib.ACT_TANH, 0.0, 0.0)
+    worst = _ulps(y, np.tanh(x.astype(np.float64)))
+    assert worst.max() <= 2.0, f"native {isa} tanh: {worst.max():.2f} ulp at x={x[worst.argmax()]}"
+    edge = np.array([-np.inf, -50, 50, np.inf, np.nan, 0.0], np.float32)
+    out = np.empty_like(edge)
+    lib.unary(0, edge, out, lib.ACT_TANH, 0.0, 0.0)
+    assert list(out[:4]) == [-1, -1, 1, 1] and np.isnan(out[4]) and out[5] == 0, f"native {isa}: {out}"

@@ -45,6 +45,11 @@ def test_a_valid_geometry_runs(lib):
     (_with(layout=7), "layout"),
     (_with(layout=1), "weight holds"),  # panels of 16 columns: 8 outputs need 9 * 4 * 16 values
     (_with(groups=4, o=4, layout=1), "layout"),  # depthwise weights have one layout
+    (_with(layout=2), "weight holds"),  # Winograd's transformed weight: 36 * 4 * 8 values
+    (_with(layout=2, sh=2, ho=3), "Winograd"),
+    (_with(layout=2, kh=5, kw=5, pt=2, pb=2, pl=2, pr=2), "Winograd"),
+    (_with(layout=2, dh=2, pt=2, pb=2, ho=6), "Winograd"),
+    (_with(groups=4, o=4, layout=2), "layout"),
     (_with(n=0), "out of range"),
 ])
 def test_a_hostile_convolution_geometry_is_refused(lib, geometry, message):
@@ -124,8 +129,8 @@ NONE = (-1, 0, 0)
 RELU = (0.0, float("inf"), 0.0)
 
 
-def _add(a, b, out):
-    return (3, a, b, NONE, out, [0, 1], RELU)  # STEP_BINARY, ADD, relu
+def _add(a, b, out, images=1):
+    return (3, a, b, NONE, out, [0, 1, images], RELU)  # STEP_BINARY, ADD, relu, images
 
 
 def test_a_valid_plan_runs(lib):
@@ -148,6 +153,15 @@ def test_a_valid_plan_runs(lib):
     ([_add((1, 0, 8), (2, 0, 8), (1, 0, 8))], [16, 8, 8], [1, 0, 0], "read-only"),
     ([_add((0, 0, 8), (2, 0, 8), (0, 4, 8))], [16, 8, 8], [1, 0, 0], "partly overlaps"),
     ([_add((1, 0, 8), (2, 0, 3), (0, 0, 8))], [16, 8, 8], [1, 0, 0], "lengths do not match"),
+    ([_add((1, 0, 8), (2, 0, 8), (0, 0, 8), images=0)], [16, 8, 8], [1, 0, 0], "lengths do not match"),
+    ([_add((1, 0, 8), (2, 0, 2), (0, 0, 8), images=3)], [16, 8, 8], [1, 0, 0], "lengths do not match"),
+    ([_add((1, 0, 8), (2, 0, 4), (0, 0, 8), images=2)], [16, 8, 8], [1, 0, 0], None),  # a row per image
+    ([(6, (1, 0, 8), NONE, NONE, (0, 0, 16), [1, 2, 2, 2, 4, 2], (0, 0, 0))], [16, 8, 8], [1, 0, 0], "table"),
+    ([(6, (1, 0, 8), (2, 0, 7), NONE, (0, 0, 16), [1, 2, 2, 2, 2, 2], (0, 0, 0))], [16, 8, 8], [1, 0, 0],
+     "table"),
+    ([(6, (1, 0, 8), (2, 0, 20), NONE, (0, 0, 8), [1, 2, 2, 2, 3, 2], (0, 0, 0))], [16, 8, 20], [1, 0, 0],
+     "output holds"),
+    ([(6, (1, 0, 8), (2, 0, 20), NONE, (0, 0, 12), [1, 2, 2, 2, 3, 2], (0, 0, 0))], [16, 8, 20], [1, 0, 0], None),
     ([(9, (1, 0, 8), NONE, NONE, (0, 0, 8), [], (0, 0, 0))], [16, 8, 8], [1, 0, 0], "unknown step kind"),
     ([(1, (1, 0, 8), (2, 0, 8), NONE, (0, 0, 16), [1, 2, 2, 2, 4, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 2, 3, 1, 0, 0],
        (0, 0, 0))], [16, 8, 8], [1, 0, 0], "output size"),
@@ -160,3 +174,23 @@ def test_a_hostile_plan_is_refused(lib, steps, lengths, writable, message):
         return
     with pytest.raises(ValueError, match=message):
         _plan(lib, steps, lengths, writable)
+
+
+def test_resize_geometry_and_table_are_checked(lib):
+    x, y = np.zeros(2 * 3 * 4, np.float32), np.zeros(4 * 6 * 4, np.float32)
+    table = np.zeros(4 * (4 + 6), np.float32)
+    lib.resize(x, table, y, (1, 2, 3, 4, 4, 6))
+    with pytest.raises(ValueError, match="table"):
+        lib.resize(x, table[:-1], y, (1, 2, 3, 4, 4, 6))
+    with pytest.raises(ValueError, match="output holds"):
+        lib.resize(x, table, y[:-1], (1, 2, 3, 4, 4, 6))
+    with pytest.raises(ValueError, match="input holds"):
+        lib.resize(x[:-1], table, y, (1, 2, 3, 4, 4, 6))
+    with pytest.raises(ValueError, match="out of range"):
+        lib.resize(x, table, y, (1, 2, 3, 4, 0, 6))
+    with pytest.raises(ValueError, match="overlaps"):
+        lib.resize(y[:24], table, y, (1, 2, 3, 4, 4, 6))
+    # hostile indices (past the image, negative, NaN) are clamped into it, never read outside
+    hostile = np.array([1e9, np.nan, 0.25, 0.75, -5, 2**31, 0.5, 0.5] * 5, np.float32)
+    lib.resize(x + 1, hostile, y, (1, 2, 3, 4, 4, 6))
+    np.testing.assert_array_equal(y, 1.0)

@@ -67,9 +67,9 @@ class NativeBackend(Backend):
 
     def kernel(self, op: OpDef, node: Node | None = None) -> Kernel | None:
         if op.key not in self._kernels:
-            from .kernels import KERNELS
+            from .kernels import kernel_for
 
-            fn = KERNELS.get(op.key)
+            fn = kernel_for(op.key)
             self._kernels[op.key] = None if fn is None else Kernel(fn, self.name, op.out)
         return self._kernels[op.key]
 

@@ -30,7 +30,7 @@ from ptlite.ir.liveness import last_reads, region_values
 from ptlite.ir.memory_plan import OUT_ATTR, method_plan
 
 from . import _native as lib
-from .kernels import _ACTIVATIONS, _epilogue, _out_size, _pair, _pool_out
+from .kernels import _ACTIVATIONS, _epilogue, _out_size, _pair, _pool_out, resize_table, upsample_size
 
 MIN_NODES = 2  # a region of one node gains nothing over its kernel
 F32 = np.dtype(np.float32)
@@ -43,8 +43,9 @@ _ADDS = {"aten::add.Tensor": (False, False), "aten::_add_relu.Tensor": (True, Fa
 _UNARY = {"aten::relu": lambda: ("relu", 0.0, math.inf), "aten::relu6": lambda: ("clamp", 0.0, 6.0),
           "aten::hardtanh": lambda lo=-1.0, hi=1.0: ("clamp", float(lo), float(hi)),
           "aten::hardswish": lambda: ("hardswish", 0.0, 0.0), "aten::silu": lambda: ("silu", 0.0, 0.0),
-          "aten::sigmoid": lambda: ("sigmoid", 0.0, 0.0)}
-_ACT_CODES = {**_ACTIVATIONS, "sigmoid": lib.ACT_SIGMOID}
+          "aten::sigmoid": lambda: ("sigmoid", 0.0, 0.0), "aten::tanh": lambda: ("tanh", 0.0, 0.0),
+          "aten::hardsigmoid": lambda: ("hardsigmoid", 0.0, 0.0)}
+_ACT_CODES = {**_ACTIVATIONS, "sigmoid": lib.ACT_SIGMOID, "tanh": lib.ACT_TANH, "hardsigmoid": lib.ACT_HARDSIGMOID}
 
 
 def _constant(v: Value, program: Program) -> Any:
@@ -89,14 +90,20 @@ def _step(node: Node, program: Program, shapes: _Shapes) -> _Step | None:
     args = [_constant(v, program) for v in node.inputs]
     if node.op in _CONVS:
         step = _conv_step(node, args, shapes, _CONVS[node.op])
+    elif node.op == ops.CONV2D_WINOGRAD_V2:
+        step = _winograd_step(node, args, shapes)
     elif node.op in _LINEARS:
         step = _linear_step(node, args, shapes, _LINEARS[node.op])
     elif node.op in _ADDS:
         step = _add_step(node, args, shapes, *_ADDS[node.op])
+    elif node.op == "aten::mul.Tensor":
+        step = _mul_step(node, args, shapes)
     elif node.op in _UNARY:
         step = _unary_step(node, args, shapes)
     elif node.op == "aten::max_pool2d":
         step = _pool_step(node, args, shapes)
+    elif node.op in ("aten::upsample_bilinear2d.vec", "aten::upsample_bilinear2d"):
+        step = _resize_step(node, args, shapes)
     elif node.op == "aten::adaptive_avg_pool2d":
         step = _mean_step(node, args, shapes)
     elif node.op == "aten::flatten.using_ints":
@@ -143,6 +150,25 @@ def _conv_step(node: Node, args: list, shapes: _Shapes, panels: bool) -> _Step |
     return _Step(lib.STEP_CONV, ints, (epilogue[1], epilogue[2], 0.0), [x, weight, bias], node.outputs[0])
 
 
+def _winograd_step(node: Node, args: list, shapes: _Shapes) -> _Step | None:
+    """A Winograd convolution (ops.CONV2D_WINOGRAD_V2): 3x3, stride 1, by the transformed weight (36, C, O)."""
+    x, (weight, bias) = node.inputs[0], args[1:3]
+    shape = shapes.of(x)
+    pads = _ints(args[3], 4)
+    epilogue = _epilogue(args[4], args[5])
+    if shape is None or len(shape) != 4 or not isinstance(weight, np.ndarray) or weight.dtype != F32 \
+            or weight.ndim != 3 or weight.shape[:2] != (36, shape[1]) \
+            or not (bias is None or isinstance(bias, np.ndarray) and bias.dtype == F32 and bias.ndim == 1) \
+            or pads is None or epilogue is None:
+        return None
+    n, c, h, w = shape
+    o = weight.shape[2]
+    ho, wo = _out_size(h, 3, 1, pads[0], pads[1], 1), _out_size(w, 3, 1, pads[2], pads[3], 1)
+    shapes.shape[node.outputs[0].id] = (n, o, ho, wo)
+    ints = [n, h, w, c, o, 3, 3, 1, 1, *pads, 1, 1, ho, wo, 1, lib.WINOGRAD, epilogue[0]]
+    return _Step(lib.STEP_CONV, ints, (epilogue[1], epilogue[2], 0.0), [x, weight, bias], node.outputs[0])
+
+
 def _linear_step(node: Node, args: list, shapes: _Shapes, panels: bool) -> _Step | None:
     x, (weight, bias) = node.inputs[0], args[1:3]
     shape = shapes.of(x)
@@ -173,7 +199,48 @@ def _add_step(node: Node, args: list, shapes: _Shapes, relu: bool, in_place: boo
         return None
     shapes.shape[node.outputs[0].id] = shapes.of(a)
     act = lib.ACT_RELU if relu else lib.ACT_NONE
-    return _Step(lib.STEP_BINARY, [lib.ADD, act], (0.0, math.inf, 0.0), [a, b], node.outputs[0], in_place)
+    return _Step(lib.STEP_BINARY, [lib.ADD, act, 1], (0.0, math.inf, 0.0), [a, b], node.outputs[0], in_place)
+
+
+def _mul_step(node: Node, args: list, shapes: _Shapes) -> _Step | None:
+    """aten::mul.Tensor of equal shapes, or of an image by per-image channel factors (N, C, 1, 1) in either order
+    (squeeze-and-excitation): images are channels-last, so the factors are a row repeated over each image."""
+    a, b = node.inputs[0], node.inputs[1]
+    sa, sb = shapes.of(a), shapes.of(b)
+    if sa is None or sb is None:
+        return None
+    if sa == sb:
+        images = 1
+    else:
+        if len(sa) == 4 and sa[2:] == (1, 1) and sb[2:] != (1, 1):
+            a, b, sa, sb = b, a, sb, sa
+        if len(sa) != 4 or len(sb) != 4 or sb != (sa[0], sa[1], 1, 1):
+            return None
+        images = sa[0]
+    shapes.shape[node.outputs[0].id] = sa
+    return _Step(lib.STEP_BINARY, [lib.MUL, lib.ACT_NONE, images], (0.0, 0.0, 0.0), [a, b], node.outputs[0])
+
+
+def _resize_step(node: Node, args: list, shapes: _Shapes) -> _Step | None:
+    """Bilinear upsampling by the library's table of source rows, columns and weights (a weight of the step)."""
+    x = node.inputs[0]
+    shape = shapes.of(x)
+    if shape is None or len(shape) != 4 or not isinstance(args[2], bool):
+        return None
+    if node.op == "aten::upsample_bilinear2d.vec":
+        size = upsample_size(shape, args[1], args[3])
+    else:
+        hw = _ints(args[1], 2)
+        scales = tuple(args[3:5]) + (None,) * (5 - len(args))
+        size = None if hw is None or not all(s is None or isinstance(s, float) for s in scales) \
+            else (tuple(hw), scales)
+    if size is None or min(size[0]) < 1:
+        return None
+    n, c, h, w = shape
+    (ho, wo), scales = size
+    shapes.shape[node.outputs[0].id] = (n, c, ho, wo)
+    table = resize_table(h, w, ho, wo, args[2], scales)
+    return _Step(lib.STEP_RESIZE, [n, h, w, c, ho, wo], (0.0, 0.0, 0.0), [x, table], node.outputs[0])
 
 
 def _unary_step(node: Node, args: list, shapes: _Shapes) -> _Step | None:
@@ -278,7 +345,8 @@ def _region(backend: str, graph: Graph, program: Program, members: list[tuple[No
     nodes = [n for n, _ in members]
     inputs, outputs = region_values(graph, nodes, last)
     region = _Region(members, inputs, outputs, shapes, arenas, program, kernels)
-    return Delegate(backend, nodes, inputs, outputs, region.run, name=f"{backend}::region({len(nodes)} nodes)")
+    return Delegate(backend, nodes, inputs, outputs, region.run, name=f"{backend}::region({len(nodes)} nodes)",
+                    node_timer=region)
 
 
 class _Region:
@@ -345,6 +413,8 @@ class _Region:
             ints.append(row + [0] * (lib.STEP_INTS - len(row)))
             floats.append(step.floats)
         self.where = where
+        self.planned = [i for i, (_, step) in enumerate(members) if step.kind != 0]  # member of each plan step
+        self.times: np.ndarray | None = None  # per plan step, while profiling (start / stop / seconds)
         try:
             self.plan = lib.make_plan(np.array(ints, np.int64).tobytes(), np.array(floats, np.float64).tobytes(),
                                       np.array(lengths, np.int64).tobytes(), np.array(writable, np.uint8).tobytes())
@@ -373,7 +443,7 @@ class _Region:
             shape = self.shapes.shape[v.id]
             fresh[v.id] = np.empty((shape[0], shape[2], shape[3], shape[1]) if len(shape) == 4 else shape, F32)
         buffers = [arena, *prepared, *(fresh[s.id] if isinstance(s, Value) else s for s in self.slots)]
-        lib.run_plan(self.plan, buffers)
+        lib.run_plan(self.plan, buffers, self.times)
         return [self._value(v, arena, fresh, values) for v in self.outputs]
 
     def _value(self, v: Value, arena: np.ndarray, fresh: dict, values: Sequence[Any]) -> Any:
@@ -391,6 +461,21 @@ class _Region:
             n, c, h, w = shape
             return data[:count].reshape(n, h, w, c).transpose(0, 3, 1, 2)
         return data[:count].reshape(shape)
+
+    def start(self) -> None:
+        """Time every step of later runs (the profiler's NodeTimer), from zero."""
+        self.times = np.zeros(len(self.planned), np.float64)
+
+    def stop(self) -> None:
+        self.times = None
+
+    def seconds(self) -> list[float]:
+        """Each node's seconds since start (views such as flatten take none)."""
+        per_node = [0.0] * len(self.members)
+        if self.times is not None:
+            for member, t in zip(self.planned, self.times.tolist()):
+                per_node[member] = t
+        return per_node
 
     def _one_by_one(self, values: Sequence[Any]) -> list[Any]:
         """The region's nodes on their own kernels, as the interpreter would run them (a call the plan is not

@@ -86,14 +86,20 @@ def _out_size(size: int, k: int, stride: int, before: int, after: int, dilation:
 def conv_nhwc(xh: np.ndarray, weight: np.ndarray, bias: np.ndarray | None, kernel_size: Sequence[int],
               stride: Sequence[int], padding: Sequence[int], dilation: Sequence[int], groups: int,
               epilogue: tuple[int, float, float], target: np.ndarray | None = None,
-              out_channels: int | None = None) -> np.ndarray | None:
-    """The convolution of C-contiguous NHWC float32 `xh` by a prepacked weight (dense (K, O) or depthwise), or by
-    panels of 16 output channels when `out_channels` is given (ops/packed.py), into `target` (an NHWC array) or a
-    new one; None if the library does not take these arguments."""
+              out_channels: int | None = None, winograd: bool = False) -> np.ndarray | None:
+    """The convolution of C-contiguous NHWC float32 `xh` by a prepacked weight (dense (K, O) or depthwise), by
+    panels of 16 output channels when `out_channels` is given (ops/packed.py), or by Winograd F(4x4, 3x3)'s
+    transformed weight (36, C, O) when `winograd`, into `target` (an NHWC array) or a new one; None if the library
+    does not take these arguments."""
     n, h, w, c = xh.shape
     kh, kw = kernel_size
     layout = lib.ROWS
-    if out_channels is not None:
+    if winograd:
+        if weight.ndim != 3 or weight.shape[:2] != (36, c) or groups != 1 or (kh, kw) != (3, 3) \
+                or tuple(stride) != (1, 1) or tuple(dilation) != (1, 1):
+            return None
+        o, layout = weight.shape[2], lib.WINOGRAD
+    elif out_channels is not None:
         o, layout = out_channels, lib.PANELS
         if groups != 1 or weight.ndim != 3 or weight.shape != (-(-o // lib.PANEL), kh * kw * c, lib.PANEL):
             return None
@@ -117,7 +123,7 @@ def conv_nhwc(xh: np.ndarray, weight: np.ndarray, bias: np.ndarray | None, kerne
 
 
 def _conv(input, weight, bias, kernel_size, stride, padding, dilation, groups, activation,
-          activation_args, out, out_channels=None):
+          activation_args, out, out_channels=None, winograd=False):
     """A convolution of an (N, C, H, W) or (C, H, W) float32 image, its result channels-last (written into `out`
     when that is a channels-last array of its shape); None when the library does not take the arguments."""
     epilogue = _epilogue(activation, activation_args)
@@ -126,12 +132,12 @@ def _conv(input, weight, bias, kernel_size, stride, padding, dilation, groups, a
     x = input[None] if input.ndim == 3 else input
     target = None
     if isinstance(out, np.ndarray) and out.ndim == input.ndim:
-        o = out_channels if out_channels is not None else weight.shape[1] if groups == 1 else x.shape[1]
+        o = out_channels if out_channels is not None else weight.shape[-1] if groups == 1 else x.shape[1]
         ho = _out_size(x.shape[2], kernel_size[0], stride[0], padding[0], padding[1], dilation[0])
         wo = _out_size(x.shape[3], kernel_size[1], stride[1], padding[2], padding[3], dilation[1])
         target = _nhwc_target(out[None] if input.ndim == 3 else out, (x.shape[0], o, ho, wo))
     y = conv_nhwc(_nhwc(x), weight, bias, kernel_size, stride, padding, dilation, int(groups), epilogue, target,
-                  out_channels)
+                  out_channels, winograd)
     if y is None:
         return None
     if target is not None and y is target:
@@ -160,6 +166,17 @@ def conv2d_packed(input, weight, bias, kernel_size, stride, padding, dilation, o
         return y
     return _reference(ops.CONV2D_PACKED)(input, weight, bias, kernel_size, stride, padding, dilation, out_channels,
                                          activation, activation_args, out=out)
+
+
+@_kernel(ops.CONV2D_WINOGRAD_V2)
+def conv2d_winograd_v2(input, weight, bias, padding, activation="none", activation_args=(), *, out=None):
+    y = None
+    if isinstance(weight, np.ndarray) and weight.ndim == 3:
+        y = _conv(input, weight, bias, (3, 3), (1, 1), padding, (1, 1), 1, activation, activation_args, out,
+                  winograd=True)
+    if y is not None:
+        return y
+    return _reference(ops.CONV2D_WINOGRAD_V2)(input, weight, bias, padding, activation, activation_args, out=out)
 
 
 @_kernel(ops.CONV2D_POINTWISE_DEPTHWISE)
@@ -278,6 +295,59 @@ def adaptive_avg_pool2d(self, output_size, *, out=None):
     return _reference("aten::adaptive_avg_pool2d")(self, output_size, out=out)
 
 
+# ------------------------------------------------------------------------------------------------ resizing
+
+def resize_table(h: int, w: int, ho: int, wo: int, align_corners: bool, scales: Sequence[float | None]) -> np.ndarray:
+    """The library's bilinear table: per output row, then per output column, (i0, i1, w0, w1) as the reference
+    computes them (PyTorch's source-index arithmetic)."""
+    from ptlite.backends.numpy.upsample import linear_taps
+
+    rows = np.stack(linear_taps(h, ho, align_corners, scales[0]), axis=1)
+    cols = np.stack(linear_taps(w, wo, align_corners, scales[1]), axis=1)
+    return np.ascontiguousarray(np.concatenate([rows, cols]), F32)
+
+
+def upsample_size(shape: Sequence[int], output_size: Any, scale_factors: Any) -> tuple[tuple[int, int], tuple] | None:
+    """(output H, W) and scales of aten::upsample_*2d.vec's arguments, or None where they are not plain values."""
+    from ptlite.backends.numpy.upsample import _output_size
+
+    try:
+        return _output_size(tuple(shape[-2:]), output_size, scale_factors)
+    except (TypeError, ValueError):
+        return None
+
+
+def _bilinear(x: Any, out_hw: tuple[int, int], align_corners: Any, scales: Sequence[float | None],
+              out: Any = None) -> np.ndarray | None:
+    if not isinstance(x, np.ndarray) or x.dtype != F32 or x.ndim != 4 or x.size == 0 \
+            or not isinstance(align_corners, bool) or min(out_hw) < 1 or not _channels_last(x):
+        return None  # (an NCHW image stays NCHW: the reference's)
+    n, c, h, w = x.shape
+    ho, wo = out_hw
+    y = np.empty((n, ho, wo, c), F32)
+    lib.resize(_nhwc(x), resize_table(h, w, ho, wo, align_corners, scales), y, (n, h, w, c, ho, wo))
+    return y.transpose(0, 3, 1, 2)
+
+
+@_kernel("aten::upsample_bilinear2d.vec")
+def upsample_bilinear2d_vec(input, output_size, align_corners, scale_factors):  # noqa: A002
+    size = upsample_size(getattr(input, "shape", ()), output_size, scale_factors)
+    y = None if size is None else _bilinear(input, size[0], align_corners, size[1])
+    if y is not None:
+        return y
+    return _reference("aten::upsample_bilinear2d.vec")(input, output_size, align_corners, scale_factors)
+
+
+@_kernel("aten::upsample_bilinear2d")
+def upsample_bilinear2d(self, output_size, align_corners, scales_h=None, scales_w=None):
+    y = None
+    if isinstance(output_size, (list, tuple)) and len(output_size) == 2:
+        y = _bilinear(self, (int(output_size[0]), int(output_size[1])), align_corners, (scales_h, scales_w))
+    if y is not None:
+        return y
+    return _reference("aten::upsample_bilinear2d")(self, output_size, align_corners, scales_h, scales_w)
+
+
 # ------------------------------------------------------------------------------------------------ elementwise
 
 def _flat(x: np.ndarray) -> np.ndarray | None:
@@ -300,25 +370,57 @@ def _like(x: np.ndarray, out: Any) -> np.ndarray:
     return np.empty_like(x)
 
 
+def _same_shape(op: int, self: Any, other: Any, out: Any, relu: bool = False) -> np.ndarray | None:
+    """self op other (then relu) for float32 operands of one shape and layout; None where the library does not
+    take them."""
+    if isinstance(self, np.ndarray) and isinstance(other, np.ndarray) and self.dtype == F32 \
+            and other.dtype == F32 and self.shape == other.shape and self.strides == other.strides and self.size > 0:
+        a, b = _flat(self), _flat(other)
+        if a is not None and b is not None:
+            y = _like(self, out)
+            flat = _flat(y)
+            if flat is not None and not np.shares_memory(flat, a) and not np.shares_memory(flat, b):
+                lib.binary(op, a, b, flat, lib.ACT_RELU if relu else lib.ACT_NONE, 0.0, INF)
+                return _into(out, y)
+    return None
+
+
 def _binary(op: int, key: str, relu: bool = False) -> Callable[..., Any]:
     def fn(self, other, alpha=1, *, out=None):
-        if isinstance(self, np.ndarray) and isinstance(other, np.ndarray) and self.dtype == F32 \
-                and other.dtype == F32 and self.shape == other.shape and self.strides == other.strides \
-                and alpha == 1 and self.size > 0:
-            a, b = _flat(self), _flat(other)
-            if a is not None and b is not None:
-                y = _like(self, out)
-                flat = _flat(y)
-                if flat is not None and not np.shares_memory(flat, a) and not np.shares_memory(flat, b):
-                    lib.binary(op, a, b, flat, lib.ACT_RELU if relu else lib.ACT_NONE, 0.0, INF)
-                    return _into(out, y)
-        return _reference(key)(self, other, alpha, out=out)
+        y = _same_shape(op, self, other, out, relu) if alpha == 1 else None
+        return y if y is not None else _reference(key)(self, other, alpha, out=out)
     fn.__name__ = key.split("::")[1].replace(".", "_")
     return fn
 
 
 KERNELS["aten::add.Tensor"] = _binary(lib.ADD, "aten::add.Tensor")
 KERNELS["aten::_add_relu.Tensor"] = _binary(lib.ADD, "aten::_add_relu.Tensor", relu=True)
+
+
+@_kernel("aten::mul.Tensor")
+def mul(self, other, *, out=None):
+    """self * other: of one shape and layout, or an image by per-image channel factors (N, C, 1, 1), in either order
+    (squeeze-and-excitation's scale * input), when the image is channels-last."""
+    if isinstance(self, np.ndarray) and isinstance(other, np.ndarray) and self.dtype == F32 \
+            and other.dtype == F32 and self.size > 0:
+        if self.shape == other.shape:
+            y = _same_shape(lib.MUL, self, other, out)
+            if y is not None:
+                return y
+        image, factors = (other, self) if self.ndim == 4 and self.shape[2:] == (1, 1) else (self, other)
+        if image.ndim == 4 and factors.shape == (image.shape[0], image.shape[1], 1, 1) and _channels_last(image) \
+                and factors.flags.c_contiguous:
+            n, c, h, w = image.shape
+            x = image.transpose(0, 2, 3, 1).reshape(n, h * w * c)
+            y = _like(image, out)
+            flat = _flat(y)
+            if flat is not None and y.strides == image.strides and not np.shares_memory(flat, x) \
+                    and not np.shares_memory(flat, factors):
+                rows, scale = flat.reshape(n, h * w * c), factors.reshape(n, c)
+                for i in range(n):
+                    lib.binary(lib.MUL, x[i], scale[i], rows[i], lib.ACT_NONE, 0.0, 0.0)
+                return _into(out, y)
+    return _reference("aten::mul.Tensor")(self, other, out=out)
 
 
 def _binary_in_place(op: int, key: str, relu: bool = False) -> Callable[..., Any]:
@@ -364,6 +466,8 @@ KERNELS["aten::hardtanh"] = _activation("aten::hardtanh", lib.ACT_CLAMP,
 KERNELS["aten::hardswish"] = _activation("aten::hardswish", lib.ACT_HARDSWISH)
 KERNELS["aten::silu"] = _activation("aten::silu", lib.ACT_SILU)
 KERNELS["aten::sigmoid"] = _activation("aten::sigmoid", lib.ACT_SIGMOID)
+KERNELS["aten::tanh"] = _activation("aten::tanh", lib.ACT_TANH)
+KERNELS["aten::hardsigmoid"] = _activation("aten::hardsigmoid", lib.ACT_HARDSIGMOID)
 
 
 def _view(key: str) -> Callable[..., Any]:
@@ -376,3 +480,18 @@ def _view(key: str) -> Callable[..., Any]:
 
 
 KERNELS["aten::flatten.using_ints"] = _view("aten::flatten.using_ints")
+
+
+# Operators whose kernels live in another module, imported when a program first asks for one (a load imports only
+# what its program runs).
+ELSEWHERE = {"aten::lstm.input": "recurrent", "aten::gru.input": "recurrent", "aten::rnn_tanh.input": "recurrent",
+             "aten::rnn_relu.input": "recurrent"}
+
+
+def kernel_for(key: str) -> Callable[..., Any] | None:
+    """The kernel for an operator key, importing the module that registers it where that is another."""
+    if key not in KERNELS and key in ELSEWHERE:
+        import importlib
+
+        importlib.import_module(f"{__package__}.{ELSEWHERE[key]}")
+    return KERNELS.get(key)

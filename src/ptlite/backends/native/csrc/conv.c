@@ -1,4 +1,4 @@
-/* Convolution and pooling over whole NHWC tensors: the tiling, the indirection buffer and the threads around the
+/* Convolution, pooling and resizing over whole NHWC tensors: the tiling, the indirection buffer and the threads around the
  * current instruction set's micro-kernels.
  *
  * A dense convolution is a GEMM: output pixels are rows, output channels columns, and the reduction runs over
@@ -15,6 +15,11 @@
 
 #define L2_WEIGHT_FLOATS (64 * 1024)  /* 256 KB of weight columns per block */
 #define TASKS_PER_THREAD 8
+/* Below this many input channels a tap's few channels make the micro-kernel's loop over taps the cost (an RGB
+ * stem: 3 channels per tap): a tile's rows are then copied into one contiguous K-long row each (im2col of a single
+ * tile, mr x K floats) and the GEMM runs over K at once. */
+#define PACK_BELOW_CHANNELS 16
+#define PACK_MAX_K 1024
 
 typedef struct {
     const pl_conv *p;
@@ -22,8 +27,29 @@ typedef struct {
     const float *x, *w, *bias, *zeros, *edge_w, *edge_bias;
     float *y;
     size_t taps, k, m, tiles_per_task, mtasks, cols_per_block, jblocks;
+    int pack;            /* copy each tile's rows (PACK_BELOW_CHANNELS) */
     _Atomic int failed;  /* a task could not allocate its indirection buffer */
 } dense_job;
+
+/* Output pixel `pix`'s K values (taps in order, c channels each; zeros in the padding) into row: where a kernel row
+ * lies inside the image and is undilated, its kw * c values are one copy. */
+static void pack_row(const pl_conv *p, const float *x, size_t pix, float *row)
+{
+    const int64_t ox = (int64_t)(pix % (size_t)p->wo), rest = (int64_t)(pix / (size_t)p->wo);
+    const int64_t oy = rest % p->ho, n = rest / p->ho, c = p->c;
+    const int64_t iy0 = oy * p->sh - p->pt, ix0 = ox * p->sw - p->pl;
+    const int whole = p->dw == 1 && ix0 >= 0 && ix0 + p->kw <= p->w;
+    for (int64_t ky = 0; ky < p->kh; ky++, row += p->kw * c) {
+        const int64_t iy = iy0 + ky * p->dh;
+        if (iy < 0 || iy >= p->h) { memset(row, 0, (size_t)(p->kw * c) * sizeof(float)); continue; }
+        const float *line = x + (n * p->h + iy) * p->w * c;
+        if (whole) { memcpy(row, line + ix0 * c, (size_t)(p->kw * c) * sizeof(float)); continue; }
+        for (int64_t kx = 0; kx < p->kw; kx++) {
+            const int64_t ix = ix0 + kx * p->dw;
+            for (int64_t ci = 0; ci < c; ci++) row[kx * c + ci] = (ix < 0 || ix >= p->w) ? 0.0f : line[ix * c + ci];
+        }
+    }
+}
 
 /* One task: tiles_per_task tiles of mr output pixels, against one block of output columns. */
 static void dense_task(void *vjob, size_t task)
@@ -44,34 +70,48 @@ static void dense_task(void *vjob, size_t task)
         if (ids != stack_ids) free(ids);
         return;
     }
+    float pack[j->pack ? PL_GEMM_MAX_MR * PACK_MAX_K : 1];
     const size_t m0 = mt * j->tiles_per_task * mr;
     const size_t m1 = m0 + j->tiles_per_task * mr < j->m ? m0 + j->tiles_per_task * mr : j->m;
     for (size_t r0 = m0; r0 < m1; r0 += mr) {
         const size_t valid = r0 + mr <= m1 ? mr : m1 - r0;
-        for (size_t r = 0; r < mr; r++) {  /* the indirection buffer: per tap, the pixel each row reads */
-            const size_t pix = r0 + (r < valid ? r : valid - 1);
-            const int64_t ox = (int64_t)(pix % (size_t)p->wo), rest = (int64_t)(pix / (size_t)p->wo);
-            const int64_t oy = rest % p->ho, n = rest / p->ho;
-            const int64_t iy0 = oy * p->sh - p->pt, ix0 = ox * p->sw - p->pl;
-            for (int64_t ky = 0; ky < p->kh; ky++) {
-                const int64_t iy = iy0 + ky * p->dh;
-                for (int64_t kx = 0; kx < p->kw; kx++) {
-                    const int64_t ix = ix0 + kx * p->dw;
-                    const size_t t = (size_t)(ky * p->kw + kx);
-                    a[t * mr + r] = (iy < 0 || iy >= p->h || ix < 0 || ix >= p->w)
-                                        ? j->zeros : j->x + ((n * p->h + iy) * p->w + ix) * p->c;
+        const float *packed_rows[PL_GEMM_MAX_MR];
+        const float **rows = a;
+        size_t taps, depth = c, kept = 0;
+        if (j->pack) {  /* few channels: each row copied whole, a row of the kernel's taps at a time */
+            for (size_t r = 0; r < mr; r++) {
+                pack_row(p, j->x, r0 + (r < valid ? r : valid - 1), pack + r * j->k);
+                packed_rows[r] = pack + r * j->k;
+            }
+            rows = packed_rows;
+            taps = 1;
+            depth = j->k;
+        } else {
+            for (size_t r = 0; r < mr; r++) {  /* the indirection buffer: per tap, the pixel each row reads */
+                const size_t pix = r0 + (r < valid ? r : valid - 1);
+                const int64_t ox = (int64_t)(pix % (size_t)p->wo), rest = (int64_t)(pix / (size_t)p->wo);
+                const int64_t oy = rest % p->ho, n = rest / p->ho;
+                const int64_t iy0 = oy * p->sh - p->pt, ix0 = ox * p->sw - p->pl;
+                for (int64_t ky = 0; ky < p->kh; ky++) {
+                    const int64_t iy = iy0 + ky * p->dh;
+                    for (int64_t kx = 0; kx < p->kw; kx++) {
+                        const int64_t ix = ix0 + kx * p->dw;
+                        const size_t t = (size_t)(ky * p->kw + kx);
+                        a[t * mr + r] = (iy < 0 || iy >= p->h || ix < 0 || ix >= p->w)
+                                            ? j->zeros : j->x + ((n * p->h + iy) * p->w + ix) * p->c;
+                    }
                 }
             }
-        }
-        /* Taps every row of the tile reads in the padding add nothing: they are left out (atrous convolutions on
-         * small maps, DeepLab's ASPP, have most of their taps there). */
-        size_t kept = 0;
-        for (size_t t = 0; t < j->taps; t++) {
-            size_t r = 0;
-            while (r < mr && a[t * mr + r] == j->zeros) r++;
-            if (r == mr) continue;
-            if (kept != t) memmove(a + kept * mr, a + t * mr, mr * sizeof *a);
-            ids[kept++] = (uint32_t)t;
+            /* Taps every row of the tile reads in the padding add nothing: they are left out (atrous convolutions
+             * on small maps, DeepLab's ASPP, have most of their taps there). */
+            for (size_t t = 0; t < j->taps; t++) {
+                size_t r = 0;
+                while (r < mr && a[t * mr + r] == j->zeros) r++;
+                if (r == mr) continue;
+                if (kept != t) memmove(a + kept * mr, a + t * mr, mr * sizeof *a);
+                ids[kept++] = (uint32_t)t;
+            }
+            taps = kept;
         }
         for (size_t j0 = col0; j0 < col1; j0 += nr) {
             const size_t nc = j0 + nr <= o ? nr : o - j0;
@@ -84,8 +124,8 @@ static void dense_task(void *vjob, size_t task)
                 b = nc == nr ? j->w + j0 : j->edge_w;
                 ldb = nc == nr ? o : nr;
             }
-            j->isa->gemm(valid, nc, kept, c, a, kept == j->taps ? NULL : ids, b, ldb, j->y + r0 * o + j0, o, bias,
-                         &p->ep);
+            j->isa->gemm(valid, nc, taps, depth, rows, j->pack || kept == j->taps ? NULL : ids, b, ldb,
+                         j->y + r0 * o + j0, o, bias, &p->ep);
         }
     }
     if (a != stack_ptrs) free(a);
@@ -118,8 +158,9 @@ static int dense_run(const pl_conv *p, const pl_isa *isa, const float *x, const 
     const size_t split = (want + jblocks - 1) / jblocks;
     const size_t per_task = (tiles + split - 1) / split;
     dense_job job = {p, isa, x, w, bias, zeros, edge, edge_bias, y, taps, k, m, per_task,
-                     (tiles + per_task - 1) / per_task, cols, jblocks, 0};
-    pl_parallel(job.mtasks * job.jblocks, dense_task, &job);
+                     (tiles + per_task - 1) / per_task, cols, jblocks,
+                     c < PACK_BELOW_CHANNELS && taps > 1 && k <= PACK_MAX_K, 0};
+    pl_parallel_work(job.mtasks * job.jblocks, dense_task, &job, (double)m * (double)k * (double)o);
     free(edge);
     free(zeros);
     return atomic_load(&job.failed) ? -1 : 0;
@@ -150,10 +191,32 @@ int pl_conv_run(const pl_conv *p, const float *x, const float *w, const float *b
         int64_t rows = (32 * 1024) / (per_row > 0 ? per_row : 1);
         rows = rows < 1 ? 1 : rows;
         dw_job job = {p, isa, x, w, bias, y, rows, (p->ho + rows - 1) / rows};
-        pl_parallel((size_t)(p->n * job.tasks_per_image), dw_task, &job);
+        pl_parallel_work((size_t)(p->n * job.tasks_per_image), dw_task, &job,
+                         (double)(p->n * p->ho) * (double)per_row);
         return 0;
     }
+    if (p->layout == PL_WINOGRAD) return pl_winograd_run(p, isa, x, w, bias, y);
     return dense_run(p, isa, x, w, bias, y);
+}
+
+typedef struct {
+    const pl_resize *p;
+    const pl_isa *isa;
+    const float *x, *table;
+    float *y;
+} resize_job;
+
+static void resize_task(void *vjob, size_t task)
+{
+    const resize_job *j = vjob;
+    const int64_t n = (int64_t)task / j->p->ho, oy = (int64_t)task % j->p->ho;
+    j->isa->resize_rows(j->p, j->x, j->table, j->y, n, oy, oy + 1);
+}
+
+void pl_resize_run(const pl_resize *p, const float *x, const float *table, float *y)
+{
+    resize_job job = {p, pl_isa_current(), x, table, y};
+    pl_parallel_work((size_t)(p->n * p->ho), resize_task, &job, 4.0 * (double)(p->n * p->ho * p->wo * p->c));
 }
 
 typedef struct {
@@ -173,5 +236,6 @@ static void pool_task(void *vjob, size_t task)
 void pl_pool_run(const pl_pool *p, const float *x, float *y)
 {
     pool_job job = {p, pl_isa_current(), x, y};
-    pl_parallel((size_t)(p->n * p->ho), pool_task, &job);
+    pl_parallel_work((size_t)(p->n * p->ho), pool_task, &job,
+                     (double)(p->n * p->ho * p->wo * p->c) * (double)(p->kh * p->kw));
 }

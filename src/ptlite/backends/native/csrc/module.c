@@ -124,6 +124,36 @@ static PyObject *py_pool2d(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* resize(x, table, y, (n, h, w, c, ho, wo)): bilinear, NHWC, by a table of source rows, columns and weights */
+static PyObject *py_resize(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *xo, *to, *yo;
+    pl_resize p;
+    if (!PyArg_ParseTuple(args, "OOO(LLLLLL)", &xo, &to, &yo, &p.n, &p.h, &p.w, &p.c, &p.ho, &p.wo)) return NULL;
+    Py_buffer x, t, y;
+    if (get_floats(xo, &x, 0, "the input") != 0) return NULL;
+    if (get_floats(to, &t, 0, "the table") != 0) { PyBuffer_Release(&x); return NULL; }
+    if (get_floats(yo, &y, 1, "the output") != 0) { PyBuffer_Release(&t); PyBuffer_Release(&x); return NULL; }
+    char err[ERR_CAP];
+    int ok = pl_resize_check(&p, floats(&x), floats(&t), floats(&y), err, sizeof err) == 0;
+    if (!ok) PyErr_SetString(PyExc_ValueError, err);
+    else if (overlaps(&x, &y) || overlaps(&t, &y)) {
+        ok = 0;
+        PyErr_SetString(PyExc_ValueError, "resize: the output overlaps an input");
+    }
+    if (ok) {
+        Py_BEGIN_ALLOW_THREADS
+        pl_resize_run(&p, x.buf, t.buf, y.buf);
+        Py_END_ALLOW_THREADS
+    }
+    PyBuffer_Release(&y);
+    PyBuffer_Release(&t);
+    PyBuffer_Release(&x);
+    if (!ok) return NULL;
+    Py_RETURN_NONE;
+}
+
 /* binary(op, a, b, y, act, lo, hi): y = act(a op b); b has len(y) values, one, or a divisor of len(y) (a row
  * repeated); a has len(y) values. y may be a itself (in place) but not overlap b unless it is b. */
 static PyObject *py_binary(PyObject *self, PyObject *args)
@@ -222,6 +252,67 @@ static PyObject *py_mean_rows(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* rnn(x, w_ih, w_hh, b_ih, b_hh, h0, c0_or_None, out, h_n, c_n_or_None,
+ *     (mode, steps, batch, in, hidden, out_stride, out_offset, reverse)): one direction of a recurrent layer */
+static PyObject *py_rnn(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *obj[10];
+    pl_rnn p;
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOO(LLLLLLLL)", &obj[0], &obj[1], &obj[2], &obj[3], &obj[4], &obj[5], &obj[6],
+                          &obj[7], &obj[8], &obj[9], &p.mode, &p.t, &p.b, &p.in, &p.hidden, &p.out_stride,
+                          &p.out_offset, &p.reverse))
+        return NULL;
+    static const char *const names[10] = {"the input", "w_ih", "w_hh", "b_ih", "b_hh", "h0", "c0", "the output",
+                                          "h_n", "c_n"};
+    const int lstm = p.mode == PL_LSTM;
+    Py_buffer v[10];
+    int got = 0, ok = 1;
+    for (; got < 10; got++) {
+        int optional = got == 6 || got == 9;
+        if (optional && !lstm) {
+            if (obj[got] != Py_None) { PyErr_Format(PyExc_ValueError, "%s is for LSTM only", names[got]); ok = 0; break; }
+            memset(&v[got], 0, sizeof v[got]);
+            continue;
+        }
+        if (get_floats(obj[got], &v[got], got >= 7, names[got]) != 0) { ok = 0; break; }
+    }
+    char err[ERR_CAP];
+    if (ok && pl_rnn_check(&p, floats(&v[0]), floats(&v[1]), floats(&v[2]), floats(&v[3]), floats(&v[4]),
+                           floats(&v[5]), lstm ? floats(&v[6]) : 0, floats(&v[7]), err, sizeof err) != 0) {
+        PyErr_SetString(PyExc_ValueError, err);
+        ok = 0;
+    }
+    if (ok && (floats(&v[8]) != floats(&v[5]) || (lstm && floats(&v[9]) != floats(&v[5])))) {
+        PyErr_SetString(PyExc_ValueError, "recurrent layer: h_n and c_n must have the states' length");
+        ok = 0;
+    }
+    for (int o = 7; ok && o < 10; o++)
+        for (int i = 0; ok && i < 10; i++)
+            if (i != o && v[o].obj && v[i].obj && overlaps(&v[o], &v[i])) {
+                PyErr_Format(PyExc_ValueError, "recurrent layer: %s overlaps %s", names[o], names[i]);
+                ok = 0;
+            }
+    float *scratch = NULL;
+    if (ok) {
+        const size_t g = pl_rnn_gates(p.mode) * (size_t)p.hidden, st = (size_t)p.b * (size_t)p.hidden;
+        scratch = malloc((2 * g + 2 * st) * sizeof(float));
+        if (!scratch) { PyErr_NoMemory(); ok = 0; }
+    }
+    if (ok) {
+        const pl_isa *isa = pl_isa_current();
+        Py_BEGIN_ALLOW_THREADS
+        isa->rnn(&p, v[0].buf, v[1].buf, v[2].buf, v[3].buf, v[4].buf, v[5].buf, lstm ? v[6].buf : NULL, v[7].buf,
+                 v[8].buf, lstm ? v[9].buf : NULL, scratch);
+        Py_END_ALLOW_THREADS
+    }
+    free(scratch);
+    for (int i = 0; i < got; i++)
+        if (v[i].obj) PyBuffer_Release(&v[i]);
+    if (!ok) return NULL;
+    Py_RETURN_NONE;
+}
+
 /* ------------------------------------------------------------------------------------------------ plans */
 
 #define STEP_INTS 40  /* int64 values per step in make_plan's encoding (kernels.py's PlanBuilder writes it) */
@@ -267,6 +358,7 @@ static void decode_step(const int64_t *v, const double *f, pl_step *s)
         s->u.bin.op = (int)q[0];
         s->u.bin.ep = ep;
         s->u.bin.ep.act = (int)q[1];
+        s->u.bin.images = q[2];
         break;
     case PL_STEP_UNARY:
         s->u.un.ep = ep;
@@ -277,6 +369,11 @@ static void decode_step(const int64_t *v, const double *f, pl_step *s)
         s->u.mean.rows = q[1];
         s->u.mean.c = q[2];
         break;
+    case PL_STEP_RESIZE: {
+        pl_resize r = {q[0], q[1], q[2], q[3], q[4], q[5]};
+        s->u.resize = r;
+        break;
+    }
     }
 }
 
@@ -334,14 +431,26 @@ done:
 static PyObject *py_run_plan(PyObject *self, PyObject *args)
 {
     (void)self;
-    PyObject *capsule, *seq;
-    if (!PyArg_ParseTuple(args, "OO", &capsule, &seq)) return NULL;
+    PyObject *capsule, *seq, *times_obj = Py_None;
+    if (!PyArg_ParseTuple(args, "OO|O", &capsule, &seq, &times_obj)) return NULL;
     const pl_plan *plan = PyCapsule_GetPointer(capsule, "ptlite.native.plan");
     if (!plan) return NULL;
+    Py_buffer times = {0};
+    if (times_obj != Py_None) {
+        if (PyObject_GetBuffer(times_obj, &times, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) != 0)
+            return NULL;
+        if (times.itemsize != 8 || !times.format || strcmp(times.format, "d") != 0
+            || times.len != plan->nsteps * 8) {
+            PyBuffer_Release(&times);
+            return PyErr_Format(PyExc_ValueError, "run_plan: times must be a float64 array of %lld values",
+                                (long long)plan->nsteps);
+        }
+    }
     PyObject *fast = PySequence_Fast(seq, "run_plan: buffers must be a sequence");
-    if (!fast) return NULL;
+    if (!fast) { if (times.obj) PyBuffer_Release(&times); return NULL; }
     if (PySequence_Fast_GET_SIZE(fast) != plan->nbuf) {
         Py_DECREF(fast);
+        if (times.obj) PyBuffer_Release(&times);
         return PyErr_Format(PyExc_ValueError, "run_plan: %zd buffers given, the plan has %lld",
                             PySequence_Fast_GET_SIZE(fast), (long long)plan->nbuf);
     }
@@ -362,7 +471,7 @@ static PyObject *py_run_plan(PyObject *self, PyObject *args)
         bufs[got] = views[got].buf;
     }
     Py_BEGIN_ALLOW_THREADS
-    rc = pl_plan_run(plan, bufs);
+    rc = pl_plan_run(plan, bufs, times.obj ? times.buf : NULL);
     Py_END_ALLOW_THREADS
     if (rc != 0) PyErr_NoMemory();
 done:
@@ -370,6 +479,7 @@ done:
     free(views);
     free(bufs);
     Py_DECREF(fast);
+    if (times.obj) PyBuffer_Release(&times);
     if (PyErr_Occurred()) return NULL;
     Py_RETURN_NONE;
 }
@@ -427,9 +537,11 @@ static PyObject *py_select_isa(PyObject *self, PyObject *arg)
 static PyMethodDef methods[] = {
     {"conv2d", py_conv2d, METH_VARARGS, "NHWC 2-D convolution (dense or depthwise) with a fused epilogue."},
     {"pool2d", py_pool2d, METH_VARARGS, "NHWC max / average pooling."},
+    {"resize", py_resize, METH_VARARGS, "NHWC bilinear resizing by a table of source rows, columns and weights."},
     {"binary", py_binary, METH_VARARGS, "Elementwise add/sub/mul/div with a broadcast row and a fused epilogue."},
     {"unary", py_unary, METH_VARARGS, "An activation, or exp, elementwise."},
     {"mean_rows", py_mean_rows, METH_VARARGS, "Per image, the mean over rows of a (rows, c) matrix."},
+    {"rnn", py_rnn, METH_VARARGS, "One direction of an LSTM, GRU or Elman RNN layer."},
     {"make_plan", py_make_plan, METH_VARARGS, "Validate a planned region's steps; returns the plan."},
     {"run_plan", py_run_plan, METH_VARARGS, "Run a plan's steps over its buffers (the GIL released)."},
     {"set_num_threads", py_set_num_threads, METH_O, "Threads the kernels use (the caller's included)."},
@@ -452,17 +564,23 @@ PyMODINIT_FUNC PyInit__native(void)
         || PyModule_AddIntConstant(m, "ACT_HARDSWISH", PL_ACT_HARDSWISH)
         || PyModule_AddIntConstant(m, "ACT_SILU", PL_ACT_SILU)
         || PyModule_AddIntConstant(m, "ACT_SIGMOID", PL_ACT_SIGMOID)
+        || PyModule_AddIntConstant(m, "ACT_TANH", PL_ACT_TANH)
+        || PyModule_AddIntConstant(m, "ACT_HARDSIGMOID", PL_ACT_HARDSIGMOID)
+        || PyModule_AddIntConstant(m, "LSTM", PL_LSTM) || PyModule_AddIntConstant(m, "GRU", PL_GRU)
+        || PyModule_AddIntConstant(m, "RNN_TANH", PL_RNN_TANH) || PyModule_AddIntConstant(m, "RNN_RELU", PL_RNN_RELU)
         || PyModule_AddIntConstant(m, "POOL_MAX", PL_POOL_MAX) || PyModule_AddIntConstant(m, "POOL_AVG", PL_POOL_AVG)
         || PyModule_AddIntConstant(m, "POOL_AVG_EXCLUDE_PAD", PL_POOL_AVG_EXCLUDE_PAD)
         || PyModule_AddIntConstant(m, "ADD", PL_ADD) || PyModule_AddIntConstant(m, "SUB", PL_SUB)
         || PyModule_AddIntConstant(m, "MUL", PL_MUL) || PyModule_AddIntConstant(m, "DIV", PL_DIV)
         || PyModule_AddIntConstant(m, "ROWS", PL_ROWS) || PyModule_AddIntConstant(m, "PANELS", PL_PANELS)
+        || PyModule_AddIntConstant(m, "WINOGRAD", PL_WINOGRAD)
         || PyModule_AddIntConstant(m, "PANEL", PL_PANEL) || PyModule_AddIntConstant(m, "STEP_INTS", STEP_INTS)
         || PyModule_AddIntConstant(m, "STEP_FLOATS", STEP_FLOATS)
         || PyModule_AddIntConstant(m, "STEP_CONV", PL_STEP_CONV) || PyModule_AddIntConstant(m, "STEP_POOL", PL_STEP_POOL)
         || PyModule_AddIntConstant(m, "STEP_BINARY", PL_STEP_BINARY)
         || PyModule_AddIntConstant(m, "STEP_UNARY", PL_STEP_UNARY)
-        || PyModule_AddIntConstant(m, "STEP_MEAN", PL_STEP_MEAN)) {
+        || PyModule_AddIntConstant(m, "STEP_MEAN", PL_STEP_MEAN)
+        || PyModule_AddIntConstant(m, "STEP_RESIZE", PL_STEP_RESIZE)) {
         Py_DECREF(m);
         return NULL;
     }

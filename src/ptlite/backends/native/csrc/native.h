@@ -9,9 +9,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Activations fused into a kernel's output (the IR's names: none, relu, clamp, hardswish, silu, sigmoid). */
-enum pl_act { PL_ACT_NONE = 0, PL_ACT_RELU, PL_ACT_CLAMP, PL_ACT_HARDSWISH, PL_ACT_SILU, PL_ACT_SIGMOID,
-              PL_ACT_COUNT };
+/* Activations fused into a kernel's output (the IR's names: none, relu, clamp, hardswish, silu, sigmoid, tanh,
+ * hardsigmoid). */
+enum pl_act { PL_ACT_NONE = 0, PL_ACT_RELU, PL_ACT_CLAMP, PL_ACT_HARDSWISH, PL_ACT_SILU, PL_ACT_SIGMOID, PL_ACT_TANH,
+              PL_ACT_HARDSIGMOID, PL_ACT_COUNT };
 
 typedef struct {
     int act;          /* enum pl_act */
@@ -20,10 +21,11 @@ typedef struct {
 
 /* A 2-D convolution of an NHWC image: dense (groups == 1) or depthwise (groups == c == o, weight (kh*kw, c)).
  * A dense weight is the (K, o) matrix, K = kh*kw*c with rows ordered kh, kw, c: row-major (PL_ROWS), or in panels
- * of PL_PANEL columns, (ceil(o / PL_PANEL), K, PL_PANEL) with the columns past o zero (PL_PANELS). Padding is top,
- * bottom, left, right. */
+ * of PL_PANEL columns, (ceil(o / PL_PANEL), K, PL_PANEL) with the columns past o zero (PL_PANELS); or, for a 3x3
+ * stride-1 undilated convolution, Winograd F(4x4, 3x3)'s transformed weight U = G g Gt, (36, c, o) (PL_WINOGRAD).
+ * Padding is top, bottom, left, right. */
 #define PL_PANEL 16
-enum pl_layout { PL_ROWS = 0, PL_PANELS = 1 };
+enum pl_layout { PL_ROWS = 0, PL_PANELS = 1, PL_WINOGRAD = 2 };
 typedef struct {
     int64_t n, h, w, c, o;
     int64_t kh, kw, sh, sw, pt, pb, pl, pr, dh, dw;
@@ -42,8 +44,24 @@ typedef struct {
     float divisor;    /* average pooling's divisor when > 0 (PyTorch's divisor_override) */
 } pl_pool;
 
+/* Bilinear resizing of an NHWC image to (ho, wo): a table of 4 floats per output row then per output column, (i0,
+ * i1, w0, w1): the two source rows (columns) and their weights. Indices are clamped into the image when read, so
+ * any table is safe to run. */
+typedef struct {
+    int64_t n, h, w, c, ho, wo;
+} pl_resize;
+
 /* y = op(a, b) elementwise then the epilogue; b is broadcast along rows when b_len divides... see params.c */
 enum pl_binop { PL_ADD = 0, PL_SUB, PL_MUL, PL_DIV, PL_BINOP_COUNT };
+
+/* One direction of one recurrent layer (PyTorch's LSTM, GRU, or Elman RNN with tanh or relu, gates in PyTorch's
+ * order) over t steps of a batch of b: x (t, b, in); weights transposed, w_ih (in, g*hidden) and w_hh (hidden,
+ * g*hidden), g the gates (4, 3, 1); biases (g*hidden) each; states (b, hidden). Step s reads x[i], i = reverse ?
+ * t-1-s : s, and writes its state to out at (i * b + batch) * out_stride + out_offset. */
+enum pl_rnn_mode { PL_LSTM = 0, PL_GRU, PL_RNN_TANH, PL_RNN_RELU, PL_RNN_MODE_COUNT };
+typedef struct {
+    int64_t mode, t, b, in, hidden, out_stride, out_offset, reverse;
+} pl_rnn;
 
 /* The kernels one instruction set provides (isa_*.c fill one table each from kernels.inc). */
 #define PL_GEMM_MAX_MR 16
@@ -59,6 +77,9 @@ typedef struct {
     /* Depthwise convolution of output rows [oy0, oy1) of image n. */
     void (*depthwise_rows)(const pl_conv *p, const float *x, const float *w, const float *bias, float *y,
                            int64_t n, int64_t oy0, int64_t oy1, const float *zeros);
+    /* Bilinear resizing of output rows [oy0, oy1) of image n (pl_resize). */
+    void (*resize_rows)(const pl_resize *p, const float *x, const float *table, float *y, int64_t n, int64_t oy0,
+                        int64_t oy1);
     /* Pooling of output rows [oy0, oy1) of image n. */
     void (*pool_rows)(const pl_pool *p, const float *x, float *y, int64_t n, int64_t oy0, int64_t oy1);
     /* y[i] = epilogue(a[i] op b[i % b_len]) for i < len (b_len == 1: a scalar; b_len == len: elementwise). */
@@ -70,6 +91,17 @@ typedef struct {
     void (*mean_rows)(const float *x, size_t rows, size_t c, float *y);
     /* y = exp(x) elementwise */
     void (*exp)(const float *x, float *y, size_t len);
+    /* A recurrent layer's direction (pl_rnn); h0 and c0 (LSTM only, else NULL) are read before h_n and c_n are
+     * written; scratch holds 2 * g * hidden + 2 * b * hidden floats. */
+    void (*rnn)(const pl_rnn *p, const float *x, const float *w_ih, const float *w_hh, const float *b_ih,
+                const float *b_hh, const float *h0, const float *c0, float *out, float *h_n, float *c_n,
+                float *scratch);
+    /* Winograd F(4x4, 3x3) (PL_WINOGRAD): the input transform of the 6x6 patch at (iy0, ix0) of image n, its 36
+     * rows of c values at v + q * ldv; the output transform of one tile's 36 rows of output channels [o0, o1) at
+     * m + q * ldm, with the bias and the epilogue, into the output pixels at (oy0, ox0) of image n that exist. */
+    void (*wino_input)(const pl_conv *p, const float *x, int64_t n, int64_t iy0, int64_t ix0, float *v, size_t ldv);
+    void (*wino_output)(const pl_conv *p, const float *m, size_t ldm, size_t o0, size_t o1, const float *bias,
+                        float *y, int64_t n, int64_t oy0, int64_t ox0);
 } pl_isa;
 
 extern const pl_isa pl_isa_generic;
@@ -85,9 +117,14 @@ int pl_isa_select(const char *name);   /* 0 on success, -1 if unknown or not sup
 int pl_isa_supported(const pl_isa *isa);
 const pl_isa *const *pl_isa_all(size_t *count);
 
-/* Threads: run fn(ctx, i) for i in [0, tasks) on the pool (the caller's thread takes part). */
+/* Threads: run fn(ctx, i) for i in [0, tasks) on the pool (the caller's thread takes part). pl_parallel_work
+ * runs them all on the caller where the job's work (multiply-adds, or values read) is under PL_SERIAL_WORK: handing
+ * a few microseconds of work to another thread costs more than it saves, and far more when that thread is asleep
+ * or the machine busy. */
 typedef void (*pl_task_fn)(void *ctx, size_t i);
+#define PL_SERIAL_WORK ((double)(1 << 17))
 void pl_parallel(size_t tasks, pl_task_fn fn, void *ctx);
+void pl_parallel_work(size_t tasks, pl_task_fn fn, void *ctx, double work);
 void pl_set_threads(int n);
 int pl_get_threads(void);
 
@@ -95,10 +132,17 @@ int pl_get_threads(void);
  * else -1 with a message in err. */
 int pl_conv_check(const pl_conv *p, size_t x_len, size_t w_len, size_t b_len, size_t y_len, char *err, size_t cap);
 int pl_pool_check(const pl_pool *p, size_t x_len, size_t y_len, char *err, size_t cap);
+int pl_resize_check(const pl_resize *p, size_t x_len, size_t table_len, size_t y_len, char *err, size_t cap);
 int pl_epilogue_check(const pl_epilogue *ep, char *err, size_t cap);
+/* the recurrent layer's lengths (in floats): x, each weight, each bias, each state, out; c0 and c_n only for LSTM */
+int pl_rnn_check(const pl_rnn *p, size_t x_len, size_t w_ih_len, size_t w_hh_len, size_t b_ih_len, size_t b_hh_len,
+                 size_t h_len, size_t c_len, size_t out_len, char *err, size_t cap);
+size_t pl_rnn_gates(int64_t mode);
 
 /* Kernels over whole tensors (threaded), after their check passed. */
 int pl_conv_run(const pl_conv *p, const float *x, const float *w, const float *bias, float *y);
+int pl_winograd_run(const pl_conv *p, const pl_isa *isa, const float *x, const float *u, const float *bias, float *y);
 void pl_pool_run(const pl_pool *p, const float *x, float *y);
+void pl_resize_run(const pl_resize *p, const float *x, const float *table, float *y);
 
 #endif

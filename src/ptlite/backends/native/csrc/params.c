@@ -56,13 +56,16 @@ int pl_conv_check(const pl_conv *p, size_t x_len, size_t w_len, size_t b_len, si
         return fail(err, cap, "convolution: output size %lldx%lld does not follow from the input, kernel, stride, "
                     "padding and dilation", p->ho, p->wo);
     int depthwise = p->groups > 1;
-    if (p->layout != PL_ROWS && (p->layout != PL_PANELS || depthwise))
+    if (p->layout != PL_ROWS && ((p->layout != PL_PANELS && p->layout != PL_WINOGRAD) || depthwise))
         return fail(err, cap, "convolution: weight layout %lld is not one of the dense layouts%.0lld", p->layout, 0);
+    if (p->layout == PL_WINOGRAD && (p->kh != 3 || p->kw != 3 || p->sh != 1 || p->sw != 1 || p->dh != 1 || p->dw != 1))
+        return fail(err, cap, "convolution: Winograd takes 3x3, stride 1, undilated (kernel %lldx%lld)", p->kh, p->kw);
     if (p->groups != 1 && !(p->groups == p->c && p->c == p->o))
         return fail(err, cap, "convolution: groups=%lld is neither 1 nor depthwise (C=%lld)", p->groups, p->c);
     int64_t xs = product(p->n, p->h, p->w, p->c), ys = product(p->n, ho, wo, p->o);
     const int64_t columns = p->layout == PL_PANELS ? (p->o + PL_PANEL - 1) / PL_PANEL * PL_PANEL : p->o;
-    int64_t ws = depthwise ? product(p->kh, p->kw, p->c, 1) : product(p->kh, p->kw, p->c, columns);
+    int64_t ws = depthwise ? product(p->kh, p->kw, p->c, 1)
+                 : p->layout == PL_WINOGRAD ? product(36, p->c, p->o, 1) : product(p->kh, p->kw, p->c, columns);
     if (xs < 0 || ys < 0 || ws < 0) return fail(err, cap, "convolution: tensor sizes overflow%.0lld%.0lld", 0, 0);
     if ((size_t)xs > x_len) return fail(err, cap, "convolution: input holds %lld values, its shape needs %lld",
                                         (long long)x_len, xs);
@@ -97,5 +100,52 @@ int pl_pool_check(const pl_pool *p, size_t x_len, size_t y_len, char *err, size_
     if (xs < 0 || ys < 0) return fail(err, cap, "pooling: tensor sizes overflow%.0lld%.0lld", 0, 0);
     if ((size_t)xs > x_len) return fail(err, cap, "pooling: input holds %lld values, needs %lld", (long long)x_len, xs);
     if ((size_t)ys > y_len) return fail(err, cap, "pooling: output holds %lld values, needs %lld", (long long)y_len, ys);
+    return 0;
+}
+
+size_t pl_rnn_gates(int64_t mode) { return mode == PL_LSTM ? 4 : mode == PL_GRU ? 3 : 1; }
+
+int pl_rnn_check(const pl_rnn *p, size_t x_len, size_t w_ih_len, size_t w_hh_len, size_t b_ih_len, size_t b_hh_len,
+                 size_t h_len, size_t c_len, size_t out_len, char *err, size_t cap)
+{
+    if (p->mode < 0 || p->mode >= PL_RNN_MODE_COUNT) return fail(err, cap, "unknown recurrent mode %lld%.0lld", p->mode, 0);
+    if (!in_range(p->t, 0) || !in_range(p->b, 1) || !in_range(p->in, 1) || !in_range(p->hidden, 1)
+        || !in_range(p->out_stride, 1) || !in_range(p->out_offset, 0) || (p->reverse != 0 && p->reverse != 1))
+        return fail(err, cap, "recurrent layer: bad sizes (steps %lld, batch %lld, ...)", p->t, p->b);
+    if (p->out_offset + p->hidden > p->out_stride)
+        return fail(err, cap, "recurrent layer: the state (offset %lld) does not fit an output row of %lld",
+                    p->out_offset, p->out_stride);
+    const int64_t g = (int64_t)pl_rnn_gates(p->mode) * p->hidden;
+    const int64_t x = product(p->t, p->b, p->in, 1), wi = product(p->in, g, 1, 1), wh = product(p->hidden, g, 1, 1);
+    const int64_t st = product(p->b, p->hidden, 1, 1), out = product(p->t, p->b, p->out_stride, 1);
+    if (x < 0 || wi < 0 || wh < 0 || st < 0 || out < 0)
+        return fail(err, cap, "recurrent layer: sizes overflow (steps %lld, batch %lld)", p->t, p->b);
+    if ((size_t)x > x_len) return fail(err, cap, "recurrent layer: the input has %lld values, needs %lld", (long long)x_len, x);
+    if ((size_t)wi != w_ih_len || (size_t)wh != w_hh_len)
+        return fail(err, cap, "recurrent layer: weights of %lld and %lld values do not fit", (long long)w_ih_len,
+                    (long long)w_hh_len);
+    if ((size_t)g != b_ih_len || (size_t)g != b_hh_len)
+        return fail(err, cap, "recurrent layer: biases of %lld and %lld values do not fit", (long long)b_ih_len,
+                    (long long)b_hh_len);
+    if ((size_t)st != h_len || (p->mode == PL_LSTM && (size_t)st != c_len))
+        return fail(err, cap, "recurrent layer: states of %lld and %lld values do not fit", (long long)h_len,
+                    (long long)c_len);
+    if ((size_t)out > out_len) return fail(err, cap, "recurrent layer: the output has %lld values, needs %lld",
+                                           (long long)out_len, out);
+    return 0;
+}
+
+int pl_resize_check(const pl_resize *p, size_t x_len, size_t table_len, size_t y_len, char *err, size_t cap)
+{
+    if (!in_range(p->n, 1) || !in_range(p->h, 1) || !in_range(p->w, 1) || !in_range(p->c, 1) || !in_range(p->ho, 1)
+        || !in_range(p->wo, 1))
+        return fail(err, cap, "resize: a dimension is out of range (%lldx%lld output)", p->ho, p->wo);
+    const int64_t xs = product(p->n, p->h, p->w, p->c), ys = product(p->n, p->ho, p->wo, p->c);
+    if (xs < 0 || ys < 0) return fail(err, cap, "resize: tensor sizes overflow%.0lld%.0lld", 0, 0);
+    if ((size_t)xs > x_len) return fail(err, cap, "resize: input holds %lld values, needs %lld", (long long)x_len, xs);
+    if ((size_t)ys > y_len) return fail(err, cap, "resize: output holds %lld values, needs %lld", (long long)y_len, ys);
+    if (table_len != (size_t)(4 * (p->ho + p->wo)))
+        return fail(err, cap, "resize: a table of %lld values for %lld output rows and columns", (long long)table_len,
+                    p->ho + p->wo);
     return 0;
 }

@@ -3,9 +3,11 @@
  * offsets, the operators' arguments), so everything in it is validated before any step runs: every reference lies
  * inside its buffer, every geometry agrees with the lengths it will touch (params.c), outputs go only to writable
  * buffers and never partly overlap what the step reads. */
+#define _POSIX_C_SOURCE 199309L  /* clock_gettime */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "plan.h"
 
@@ -52,9 +54,10 @@ static int check_step(const pl_step *s, const pl_plan *plan, int64_t i, char *er
         if (overlap(&s->out, &s->in0)) return fail(err, cap, i, "pooling's output overlaps its input");
         return 0;
     case PL_STEP_BINARY: {
-        const int64_t n = s->out.len, bl = s->in1.len;
+        const int64_t n = s->out.len, bl = s->in1.len, images = s->u.bin.images;
         if (s->u.bin.op < 0 || s->u.bin.op >= PL_BINOP_COUNT) return fail(err, cap, i, "unknown binary operation");
-        if (s->in1.buf < 0 || s->in0.len != n || bl < 1 || n % bl != 0)
+        if (s->in1.buf < 0 || s->in0.len != n || bl < 1 || images < 1 || n % images != 0 || bl % images != 0
+            || (n / images) % (bl / images) != 0)
             return fail(err, cap, i, "elementwise operand lengths do not match");
         if ((overlap(&s->out, &s->in0) && !same(&s->out, &s->in0))
             || (overlap(&s->out, &s->in1) && !same(&s->out, &s->in1)))
@@ -73,6 +76,13 @@ static int check_step(const pl_step *s, const pl_plan *plan, int64_t i, char *er
             return fail(err, cap, i, "a mean's sizes do not match its buffers");
         return 0;
     }
+    case PL_STEP_RESIZE:
+        if (s->in1.buf < 0 || pl_resize_check(&s->u.resize, (size_t)s->in0.len, (size_t)s->in1.len, (size_t)s->out.len,
+                                              why, sizeof why) != 0)
+            return fail(err, cap, i, s->in1.buf < 0 ? "a resize without its table" : why);
+        if (overlap(&s->out, &s->in0) || overlap(&s->out, &s->in1))
+            return fail(err, cap, i, "a resize's output overlaps its input");
+        return 0;
     default:
         return fail(err, cap, i, "unknown step kind");
     }
@@ -87,9 +97,17 @@ int pl_plan_check(const pl_plan *plan, char *err, size_t cap)
     return 0;
 }
 
-int pl_plan_run(const pl_plan *plan, float *const *bufs)
+static double seconds_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+int pl_plan_run(const pl_plan *plan, float *const *bufs, double *times)
 {
     const pl_isa *isa = pl_isa_current();
+    double t0 = times ? seconds_now() : 0.0;
     for (int64_t i = 0; i < plan->nsteps; i++) {
         const pl_step *s = &plan->steps[i];
         float *out = bufs[s->out.buf] + s->out.off;
@@ -103,9 +121,16 @@ int pl_plan_run(const pl_plan *plan, float *const *bufs)
         case PL_STEP_POOL:
             pl_pool_run(&s->u.pool, a, out);
             break;
-        case PL_STEP_BINARY:
-            isa->binary(s->u.bin.op, a, b, (size_t)s->in1.len, out, (size_t)s->out.len, &s->u.bin.ep);
+        case PL_STEP_RESIZE:
+            pl_resize_run(&s->u.resize, a, b, out);
             break;
+        case PL_STEP_BINARY: {
+            const size_t images = (size_t)s->u.bin.images, len = (size_t)s->out.len / images;
+            const size_t bl = (size_t)s->in1.len / images;
+            for (size_t m = 0; m < images; m++)
+                isa->binary(s->u.bin.op, a + m * len, b + m * bl, bl, out + m * len, len, &s->u.bin.ep);
+            break;
+        }
         case PL_STEP_UNARY:
             isa->activate(a, out, (size_t)s->out.len, &s->u.un.ep);
             break;
@@ -114,6 +139,11 @@ int pl_plan_run(const pl_plan *plan, float *const *bufs)
                 isa->mean_rows(a + n * s->u.mean.rows * s->u.mean.c, (size_t)s->u.mean.rows, (size_t)s->u.mean.c,
                                out + n * s->u.mean.c);
             break;
+        }
+        if (times) {
+            const double t1 = seconds_now();
+            times[i] += t1 - t0;
+            t0 = t1;
         }
     }
     return 0;

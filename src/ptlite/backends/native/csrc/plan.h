@@ -4,18 +4,20 @@
 
 #include "native.h"
 
-enum pl_step_kind { PL_STEP_CONV = 1, PL_STEP_POOL = 2, PL_STEP_BINARY = 3, PL_STEP_UNARY = 4, PL_STEP_MEAN = 5 };
+enum pl_step_kind { PL_STEP_CONV = 1, PL_STEP_POOL = 2, PL_STEP_BINARY = 3, PL_STEP_UNARY = 4, PL_STEP_MEAN = 5,
+                    PL_STEP_RESIZE = 6 };
 
 /* floats [off, off + len) of buffer `buf` (-1: none, for an optional operand such as a bias) */
 typedef struct { int64_t buf, off, len; } pl_ref;
 
 typedef struct {
     int kind;                  /* enum pl_step_kind */
-    pl_ref in0, in1, in2, out; /* conv: x, weight, bias; pool, unary, mean: x; binary: a, b */
+    pl_ref in0, in1, in2, out; /* conv: x, weight, bias; pool, unary, mean: x; binary: a, b; resize: x, table */
     union {
         pl_conv conv;
         pl_pool pool;
-        struct { int op; pl_epilogue ep; } bin;
+        pl_resize resize;
+        struct { int op; int64_t images; pl_epilogue ep; } bin;  /* b's rows repeat within each image */
         struct { pl_epilogue ep; } un;
         struct { int64_t n, rows, c; } mean;
     } u;
@@ -29,6 +31,7 @@ typedef struct {
 } pl_plan;
 
 int pl_plan_check(const pl_plan *plan, char *err, size_t cap);
-int pl_plan_run(const pl_plan *plan, float *const *bufs);
+/* times: NULL, or one double per step, to which each step's seconds are added (profiling) */
+int pl_plan_run(const pl_plan *plan, float *const *bufs, double *times);
 
 #endif

@@ -34,6 +34,8 @@ static double act_ref(double x, const pl_epilogue *ep)
     case PL_ACT_HARDSWISH: { double t = x + 3; t = t < 0 ? 0 : (t > 6 ? 6 : t); return x * t / 6; }
     case PL_ACT_SILU: return x / (1 + exp(-x));
     case PL_ACT_SIGMOID: return 1 / (1 + exp(-x));
+    case PL_ACT_TANH: return tanh(x);
+    case PL_ACT_HARDSIGMOID: { double t = x + 3; return (t < 0 ? 0 : (t > 6 ? 6 : t)) / 6; }
     default: return x;
     }
 }
@@ -140,6 +142,95 @@ static void test_convolutions(const char *isa)
     }
 }
 
+/* Winograd F(4x4, 3x3): U = G g Gt from a rows-layout 3x3 weight (G of the points 0, 1, -1, 2, -1/2, infinity), run
+ * against the direct reference on that weight. */
+static const double WINO_G[6][3] = {{1, 0, 0}, {-1.0 / 3, -1.0 / 3, -1.0 / 3}, {1.0 / 3, -1.0 / 3, 1.0 / 3},
+                                    {1.0 / 15, 2.0 / 15, 4.0 / 15}, {-16.0 / 15, 8.0 / 15, -4.0 / 15}, {0, 0, 1}};
+
+static void test_winograd(const char *isa)
+{
+    static const int cases[][8] = {  /* n, c, h, w, o, pt/pb, pl/pr, threads */
+        {1, 16, 20, 20, 16, 1, 1, 1}, {2, 13, 9, 11, 21, 1, 1, 3}, {1, 64, 30, 30, 80, 1, 1, 3},
+        {1, 5, 3, 3, 7, 2, 0, 1}, {1, 9, 7, 5, 33, 0, 2, 3},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const int *k = cases[i];
+        const pl_epilogue ep = {PL_ACT_RELU, 0, INFINITY};
+        pl_conv p = {k[0], k[2], k[3], k[1], k[4], 3, 3, 1, 1, k[5], k[5], k[6], k[6], 1, 1, 0, 0, 1, PL_ROWS, ep};
+        p.ho = p.h + 2 * p.pt - 2;
+        p.wo = p.w + 2 * p.pl - 2;
+        const size_t c = (size_t)p.c, o = (size_t)p.o, xs = (size_t)(p.n * p.h * p.w) * c;
+        const size_t ys = (size_t)(p.n * p.ho * p.wo) * o;
+        float *x = randoms(xs, 2), *w = randoms(9 * c * o, 1), *b = randoms(o, 1), *u = malloc(36 * c * o * 4);
+        float *y = malloc(ys * sizeof(float));
+        double *want = malloc(ys * sizeof(double));
+        for (size_t ci = 0; ci < c; ci++)
+            for (size_t oi = 0; oi < o; oi++)
+                for (int a = 0; a < 6; a++)
+                    for (int bb = 0; bb < 6; bb++) {
+                        double s = 0;
+                        for (int ky = 0; ky < 3; ky++)
+                            for (int kx = 0; kx < 3; kx++)
+                                s += WINO_G[a][ky] * WINO_G[bb][kx] * w[((size_t)(ky * 3 + kx) * c + ci) * o + oi];
+                        u[((size_t)(6 * a + bb) * c + ci) * o + oi] = (float)s;
+                    }
+        conv_reference(&p, x, w, b, want);
+        p.layout = PL_WINOGRAD;
+        char err[256], what[160];
+        pl_set_threads(k[7]);
+        if (pl_conv_check(&p, xs, 36 * c * o, o, ys, err, sizeof err) != 0) {
+            printf("FAIL %s Winograd case %zu refused: %s\n", isa, i, err);
+            failures++;
+        } else {
+            pl_conv_run(&p, x, u, b, y);
+            snprintf(what, sizeof what, "%s Winograd case %zu", isa, i);
+            expect_close(what, y, want, ys, 1e-4);
+        }
+        free(x); free(w); free(b); free(u); free(y); free(want);
+    }
+}
+
+/* Bilinear resizing by a table of source rows and columns (clamped where hostile), against float64 loops. */
+static void test_resize(const pl_isa *isa)
+{
+    const pl_resize p = {2, 5, 7, 19, 9, 4};
+    const size_t xs = 2 * 5 * 7 * 19, ys = 2 * 9 * 4 * 19, ts = 4 * (9 + 4);
+    float *x = randoms(xs, 1), *t = malloc(ts * sizeof(float)), *y = malloc(ys * sizeof(float));
+    double *want = malloc(ys * sizeof(double));
+    for (size_t i = 0; i < 9 + 4; i++) {
+        const int size = i < 9 ? 5 : 7;
+        t[4 * i] = (float)(i * 3 % size);
+        t[4 * i + 1] = i % 4 == 0 ? 99.0f : (float)((i * 5 + 1) % size);  /* 99: past the image, read as the last */
+        t[4 * i + 2] = 0.25f + 0.05f * (float)(i % 5);
+        t[4 * i + 3] = 1.0f - t[4 * i + 2];
+    }
+    char err[128], what[96];
+    checks++;
+    if (pl_resize_check(&p, xs, ts, ys, err, sizeof err) != 0) {
+        failures++;
+        printf("FAIL resize refused: %s\n", err);
+    } else {
+        isa->resize_rows(&p, x, t, y, 0, 0, 9);
+        isa->resize_rows(&p, x, t, y, 1, 0, 9);
+        for (int n = 0; n < 2; n++)
+            for (int oy = 0; oy < 9; oy++)
+                for (int ox = 0; ox < 4; ox++)
+                    for (int c = 0; c < 19; c++) {
+                        const float *r = t + 4 * oy, *q = t + 4 * (9 + ox);
+                        const int y0 = (int)r[0], y1 = r[1] > 4 ? 4 : (int)r[1];
+                        const int x0 = (int)q[0], x1 = q[1] > 6 ? 6 : (int)q[1];
+#define PX(yy, xx) ((double)x[(((size_t)n * 5 + (size_t)(yy)) * 7 + (size_t)(xx)) * 19 + (size_t)c])
+                        const double top = q[2] * PX(y0, x0) + q[3] * PX(y0, x1);
+                        const double bottom = q[2] * PX(y1, x0) + q[3] * PX(y1, x1);
+#undef PX
+                        want[(((size_t)n * 9 + (size_t)oy) * 4 + (size_t)ox) * 19 + (size_t)c] = r[2] * top + r[3] * bottom;
+                    }
+        snprintf(what, sizeof what, "%s resize", isa->name);
+        expect_close(what, y, want, ys, 1e-6);
+    }
+    free(x); free(t); free(y); free(want);
+}
+
 /* ------------------------------------------------------------------------------------------------ the rest */
 
 static void test_pooling(const char *isa)
@@ -217,8 +308,8 @@ static void test_elementwise(const pl_isa *isa)
             expect_close(what, y, want, n, op == PL_DIV ? 1e-5 : 1e-6);
         }
     const pl_epilogue acts[] = {{PL_ACT_HARDSWISH, 0, 0}, {PL_ACT_SILU, 0, 0}, {PL_ACT_SIGMOID, 0, 0},
-                                {PL_ACT_CLAMP, -1, 2}};
-    for (size_t e = 0; e < 4; e++) {
+                                {PL_ACT_CLAMP, -1, 2}, {PL_ACT_TANH, 0, 0}, {PL_ACT_HARDSIGMOID, 0, 0}};
+    for (size_t e = 0; e < 6; e++) {
         isa->activate(a, y, len, &acts[e]);
         for (size_t i = 0; i < len; i++) want[i] = act_ref(a[i], &acts[e]);
         snprintf(what, sizeof what, "%s activation %d", isa->name, acts[e].act);
@@ -237,6 +328,76 @@ static void test_elementwise(const pl_isa *isa)
     snprintf(what, sizeof what, "%s mean_rows", isa->name);
     expect_close(what, y, want, 17, 1e-5);
     free(a); free(b); free(y); free(want);
+}
+
+/* ------------------------------------------------------------------------------------------------ recurrent */
+
+static double sigm(double x) { return 1 / (1 + exp(-x)); }
+
+/* Every mode, forward and reversed, batch 2, hidden 13 (off the vector width), against float64 loops. */
+static void test_recurrent(const pl_isa *isa)
+{
+    enum { T = 5, B = 2, IN = 7, H = 13, STRIDE = 2 * H };
+    char err[128], what[96];
+    for (int mode = 0; mode < PL_RNN_MODE_COUNT; mode++)
+        for (int reverse = 0; reverse <= 1; reverse++) {
+            const size_t g = pl_rnn_gates(mode) * H;
+            pl_rnn p = {mode, T, B, IN, H, STRIDE, reverse * H, reverse};
+            float *x = randoms(T * B * IN, 1), *wi = randoms(IN * g, 0.5f), *wh = randoms(H * g, 0.5f);
+            float *bi = randoms(g, 0.5f), *bh = randoms(g, 0.5f), *h0 = randoms(B * H, 1), *c0 = randoms(B * H, 1);
+            float *out = randoms(T * B * STRIDE, 1), *hn = malloc(B * H * sizeof(float));
+            float *cn = malloc(B * H * sizeof(float)), *scratch = malloc((2 * g + 2 * B * H) * sizeof(float));
+            double *want = malloc(T * B * H * sizeof(double)), h[B][H], c[B][H], gx[64], gh[64];
+            checks++;
+            if (pl_rnn_check(&p, T * B * IN, IN * g, H * g, g, g, B * H, B * H, T * B * STRIDE, err, sizeof err)) {
+                failures++;
+                printf("FAIL recurrent mode %d refused: %s\n", mode, err);
+                continue;
+            }
+            isa->rnn(&p, x, wi, wh, bi, bh, h0, mode == PL_LSTM ? c0 : NULL, out, hn, mode == PL_LSTM ? cn : NULL,
+                     scratch);
+            for (int b = 0; b < B; b++)
+                for (int j = 0; j < H; j++) { h[b][j] = h0[b * H + j]; c[b][j] = c0[b * H + j]; }
+            for (int s = 0; s < T; s++) {
+                const int t = reverse ? T - 1 - s : s;
+                for (int b = 0; b < B; b++) {
+                    for (size_t j = 0; j < g; j++) {
+                        gx[j] = bi[j];
+                        gh[j] = bh[j];
+                        for (int k = 0; k < IN; k++) gx[j] += (double)x[(t * B + b) * IN + k] * wi[k * g + j];
+                        for (int k = 0; k < H; k++) gh[j] += h[b][k] * wh[k * g + j];
+                    }
+                    for (int j = 0; j < H; j++) {
+                        double v;
+                        if (mode == PL_LSTM) {
+                            double i = sigm(gx[j] + gh[j]), f = sigm(gx[H + j] + gh[H + j]);
+                            double gg = tanh(gx[2 * H + j] + gh[2 * H + j]), o = sigm(gx[3 * H + j] + gh[3 * H + j]);
+                            c[b][j] = f * c[b][j] + i * gg;
+                            v = o * tanh(c[b][j]);
+                        } else if (mode == PL_GRU) {
+                            double r = sigm(gx[j] + gh[j]), z = sigm(gx[H + j] + gh[H + j]);
+                            double n = tanh(gx[2 * H + j] + r * gh[2 * H + j]);
+                            v = (1 - z) * n + z * h[b][j];
+                        } else {
+                            v = gx[j] + gh[j];
+                            v = mode == PL_RNN_TANH ? tanh(v) : (v < 0 ? 0 : v);
+                        }
+                        want[(t * B + b) * H + j] = v;
+                    }
+                    for (int j = 0; j < H; j++) h[b][j] = want[(t * B + b) * H + j];
+                }
+            }
+            float *got = malloc(T * B * H * sizeof(float));
+            for (int r = 0; r < T * B; r++) memcpy(got + r * H, out + r * STRIDE + reverse * H, H * sizeof(float));
+            snprintf(what, sizeof what, "%s recurrent mode %d reverse %d", isa->name, mode, reverse);
+            expect_close(what, got, want, T * B * H, 1e-5);
+            double last[B * H];
+            for (int b = 0; b < B; b++)
+                for (int j = 0; j < H; j++) last[b * H + j] = h[b][j];
+            expect_close(what, hn, last, B * H, 1e-5);
+            free(x); free(wi); free(wh); free(bi); free(bh); free(h0); free(c0); free(out); free(hn); free(cn);
+            free(scratch); free(want); free(got);
+        }
 }
 
 static void test_hostile_parameters(void)
@@ -283,7 +444,10 @@ int main(void)
             test_convolutions(all[i]->name);
             test_pooling(all[i]->name);
         }
+        test_winograd(all[i]->name);
         test_elementwise(all[i]);
+        test_recurrent(all[i]);
+        test_resize(all[i]);
         tested++;
     }
     test_hostile_parameters();

@@ -152,6 +152,15 @@ int pl_get_threads(void)
     return n;
 }
 
+void pl_parallel_work(size_t tasks, pl_task_fn fn, void *ctx, double work)
+{
+    if (work < PL_SERIAL_WORK) {
+        for (size_t i = 0; i < tasks; i++) fn(ctx, i);
+        return;
+    }
+    pl_parallel(tasks, fn, ctx);
+}
+
 void pl_parallel(size_t tasks, pl_task_fn fn, void *ctx)
 {
     if (tasks == 0) return;

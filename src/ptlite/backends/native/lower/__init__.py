@@ -1,7 +1,9 @@
 """The native backend's lowering: convolution and linear weights prepacked (the reference's
-INSERT_FOLD_PREPACK_OPS), activations fused into them, dense weights then packed into the panels its GEMM
-micro-kernel reads (pack_panels), dead code dropped, and memory planned. Not the reference's NumPy-specific blocks
-(Winograd, the fused pointwise-depthwise and squeeze-excite operators): the native kernels do their work in C.
+INSERT_FOLD_PREPACK_OPS), large 3x3 convolutions to Winograd F(4x4, 3x3) (the reference's WINOGRAD pass: the
+library has its own kernel for ptlite::conv2d_winograd_v2), activations fused, the other dense weights packed into
+the panels its GEMM micro-kernel reads (pack_panels), dead code dropped, and memory planned. Not the reference's
+NumPy-specific blocks (the fused pointwise-depthwise and squeeze-excite operators): the native kernels do that work
+in C.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from ptlite.backends.numpy.lower import specialize as reference_specialize
 from ptlite.backends.numpy.lower.fuse_activations import FuseActivations
 from ptlite.backends.numpy.lower.plan_memory import PlanMemory
 from ptlite.backends.numpy.lower.prepack import Prepack
+from ptlite.backends.numpy.lower.winograd import Winograd
 from ptlite.ir.graph import Program
 from ptlite.passes import run_to_fixpoint
 from ptlite.passes.base import Pass
@@ -20,6 +23,7 @@ from .pack_panels import PackPanels
 
 PASSES: dict[str, type[Pass]] = {
     "INSERT_FOLD_PREPACK_OPS": Prepack,
+    "WINOGRAD": Winograd,  # takes the runner: it runs the method on zeros to see output sizes
     "FUSE_ACTIVATIONS": FuseActivations,
     "PACK_PANELS": PackPanels,
     "MEMORY_PLAN": PlanMemory,  # last; takes the runner
@@ -28,7 +32,8 @@ PASSES: dict[str, type[Pass]] = {
 
 def lower(program: Program, context: LoweringContext) -> list[str]:
     blocked = context.blocklist
-    passes: list[Pass] = [cls() for name, cls in PASSES.items() if name not in blocked and cls is not PlanMemory]
+    passes: list[Pass] = [_make(cls, context) for name, cls in PASSES.items()
+                          if name not in blocked and cls is not PlanMemory]
     if "DEAD_CODE" not in blocked:
         passes.append(DeadCode())
     applied = run_to_fixpoint(program, passes)
@@ -38,7 +43,16 @@ def lower(program: Program, context: LoweringContext) -> list[str]:
 
 
 def specialize(program: Program, method: str, context: LoweringContext) -> bool:
-    """At a first call: plan memory for that call's shapes (the reference's planning, without its Winograd)."""
+    """At a first call: Winograd where that call's shapes say it wins, then memory planned for them (the
+    reference's)."""
     if context.run is None:
         return False
-    return reference_specialize(program, method, LoweringContext(context.blocklist, context.run, lowered=False))
+    return reference_specialize(program, method, context)
+
+
+def _make(cls: type[Pass], context: LoweringContext) -> Pass:
+    if cls is not Winograd:
+        return cls()
+    if context.run is None:
+        raise ValueError("the native backend's lowering runs methods on zeros: its LoweringContext needs a runner")
+    return cls(context.run)
