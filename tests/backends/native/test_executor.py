@@ -75,6 +75,21 @@ def test_regions_match_the_kernels_and_pytorch(lib, files):
         assert_close(got, want, what=f"executor, call {call + 1}", rtol=1e-4)
 
 
+def test_the_stem_reads_an_nchw_input_as_it_is(lib, files):
+    """The RGB stem copies its rows, so the region reads the caller's NCHW image without converting it; a
+    channels-last image is converted to NCHW for it instead."""
+    model, x, paths = files
+    module = ptlite.load(paths["export"])
+    compiled = module._method("forward").compile()
+    region = [n.delegate for n in compiled.nodes if isinstance(n, DelegateStep)][0].node_timer
+    assert len(region.planar) == 1
+    with torch.inference_mode():
+        want = model(x).numpy()
+    channels_last = np.ascontiguousarray(x.numpy().transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
+    for given in (x.numpy(), channels_last):
+        assert_close(compiled(given)[0], want, what="stem on an NCHW input", rtol=1e-4)
+
+
 def test_a_call_the_plan_is_not_for_runs_node_by_node(lib, files):
     model, x, paths = files
     module = ptlite.load(paths["script"])

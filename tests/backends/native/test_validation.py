@@ -167,6 +167,12 @@ def test_a_valid_plan_runs(lib):
        (0, 0, 0))], [16, 8, 8], [1, 0, 0], "output size"),
     ([(1, (1, 0, 8), (2, 0, 8), NONE, (0, 0, 16), [1, 2, 2, 2, 4, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 2, 2, 1, 0, 0],
        (0, 0, 0))], [16, 8, 8], [1, 0, 0], None),  # a valid 1x1 convolution, for contrast
+    ([(1, (1, 0, 8), (2, 0, 8), NONE, (0, 0, 16), [1, 2, 2, 2, 4, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 2, 2, 1, 0, 0, 1],
+       (0, 0, 0))], [16, 8, 8], [1, 0, 0], "NCHW"),  # an NCHW input for a 1x1 convolution: it copies no rows
+    ([(1, (1, 0, 18), (2, 0, 36), NONE, (0, 0, 4), [1, 3, 3, 2, 1, 2, 2, 1, 1, 0, 0, 0, 0, 1, 1, 2, 2, 1, 0, 0, 2],
+       (0, 0, 0))], [16, 18, 36], [1, 0, 0], "NCHW"),  # a planar flag of 2
+    ([(1, (1, 0, 18), (2, 0, 36), NONE, (0, 0, 4), [1, 3, 3, 2, 1, 2, 2, 1, 1, 0, 0, 0, 0, 1, 1, 2, 2, 1, 0, 0, 1],
+       (0, 0, 0))], [16, 18, 36], [1, 0, 0], None),  # NCHW for a 2x2 convolution of 2 channels
 ])
 def test_a_hostile_plan_is_refused(lib, steps, lengths, writable, message):
     if message is None:

@@ -15,11 +15,6 @@
 
 #define L2_WEIGHT_FLOATS (64 * 1024)  /* 256 KB of weight columns per block */
 #define TASKS_PER_THREAD 8
-/* Below this many input channels a tap's few channels make the micro-kernel's loop over taps the cost (an RGB
- * stem: 3 channels per tap): a tile's rows are then copied into one contiguous K-long row each (im2col of a single
- * tile, mr x K floats) and the GEMM runs over K at once. */
-#define PACK_BELOW_CHANNELS 16
-#define PACK_MAX_K 1024
 
 typedef struct {
     const pl_conv *p;
@@ -32,12 +27,25 @@ typedef struct {
 } dense_job;
 
 /* Output pixel `pix`'s K values (taps in order, c channels each; zeros in the padding) into row: where a kernel row
- * lies inside the image and is undilated, its kw * c values are one copy. */
+ * lies inside the image and is undilated, its kw * c values are one copy (NHWC). */
 static void pack_row(const pl_conv *p, const float *x, size_t pix, float *row)
 {
     const int64_t ox = (int64_t)(pix % (size_t)p->wo), rest = (int64_t)(pix / (size_t)p->wo);
     const int64_t oy = rest % p->ho, n = rest / p->ho, c = p->c;
     const int64_t iy0 = oy * p->sh - p->pt, ix0 = ox * p->sw - p->pl;
+    if (p->planar) {  /* NCHW: channel ci of pixel (iy, ix) at ((n * c + ci) * h + iy) * w + ix */
+        const int64_t plane = p->h * p->w;
+        const float *img = x + n * c * plane;
+        for (int64_t ky = 0; ky < p->kh; ky++) {
+            const int64_t iy = iy0 + ky * p->dh;
+            for (int64_t kx = 0; kx < p->kw; kx++, row += c) {
+                const int64_t ix = ix0 + kx * p->dw;
+                const int inside = iy >= 0 && iy < p->h && ix >= 0 && ix < p->w;
+                for (int64_t ci = 0; ci < c; ci++) row[ci] = inside ? img[ci * plane + iy * p->w + ix] : 0.0f;
+            }
+        }
+        return;
+    }
     const int whole = p->dw == 1 && ix0 >= 0 && ix0 + p->kw <= p->w;
     for (int64_t ky = 0; ky < p->kh; ky++, row += p->kw * c) {
         const int64_t iy = iy0 + ky * p->dh;
@@ -70,7 +78,7 @@ static void dense_task(void *vjob, size_t task)
         if (ids != stack_ids) free(ids);
         return;
     }
-    float pack[j->pack ? PL_GEMM_MAX_MR * PACK_MAX_K : 1];
+    float pack[j->pack ? PL_GEMM_MAX_MR * PL_COPY_ROWS_MAX_K : 1];
     const size_t m0 = mt * j->tiles_per_task * mr;
     const size_t m1 = m0 + j->tiles_per_task * mr < j->m ? m0 + j->tiles_per_task * mr : j->m;
     for (size_t r0 = m0; r0 < m1; r0 += mr) {
@@ -159,7 +167,7 @@ static int dense_run(const pl_conv *p, const pl_isa *isa, const float *x, const 
     const size_t per_task = (tiles + split - 1) / split;
     dense_job job = {p, isa, x, w, bias, zeros, edge, edge_bias, y, taps, k, m, per_task,
                      (tiles + per_task - 1) / per_task, cols, jblocks,
-                     c < PACK_BELOW_CHANNELS && taps > 1 && k <= PACK_MAX_K, 0};
+                     pl_conv_copies_rows(p), 0};
     pl_parallel_work(job.mtasks * job.jblocks, dense_task, &job, (double)m * (double)k * (double)o);
     free(edge);
     free(zeros);

@@ -57,6 +57,7 @@ static PyObject *py_conv2d(PyObject *self, PyObject *args)
                           &p.groups, &p.layout, &act, &lo, &hi))
         return NULL;
     if (epilogue(act, lo, hi, &p.ep) != 0) return NULL;
+    p.planar = 0;
     Py_buffer x, w, b = {0}, y;
     if (get_floats(xo, &x, 0, "the input") != 0) return NULL;
     if (get_floats(wo, &w, 0, "the weight") != 0) goto fail_x;
@@ -345,6 +346,7 @@ static void decode_step(const int64_t *v, const double *f, pl_step *s)
         pl_conv c = {q[0], q[1], q[2], q[3], q[4], q[5], q[6], q[7], q[8], q[9], q[10], q[11], q[12], q[13], q[14],
                      q[15], q[16], q[17], q[18], ep};
         c.ep.act = (int)q[19];
+        c.planar = q[20];
         s->u.conv = c;
         break;
     }
@@ -574,6 +576,8 @@ PyMODINIT_FUNC PyInit__native(void)
         || PyModule_AddIntConstant(m, "MUL", PL_MUL) || PyModule_AddIntConstant(m, "DIV", PL_DIV)
         || PyModule_AddIntConstant(m, "ROWS", PL_ROWS) || PyModule_AddIntConstant(m, "PANELS", PL_PANELS)
         || PyModule_AddIntConstant(m, "WINOGRAD", PL_WINOGRAD)
+        || PyModule_AddIntConstant(m, "COPY_ROWS_BELOW_CHANNELS", PL_COPY_ROWS_BELOW_CHANNELS)
+        || PyModule_AddIntConstant(m, "COPY_ROWS_MAX_K", PL_COPY_ROWS_MAX_K)
         || PyModule_AddIntConstant(m, "PANEL", PL_PANEL) || PyModule_AddIntConstant(m, "STEP_INTS", STEP_INTS)
         || PyModule_AddIntConstant(m, "STEP_FLOATS", STEP_FLOATS)
         || PyModule_AddIntConstant(m, "STEP_CONV", PL_STEP_CONV) || PyModule_AddIntConstant(m, "STEP_POOL", PL_STEP_POOL)

@@ -32,7 +32,20 @@ typedef struct {
     int64_t ho, wo, groups;
     int64_t layout;   /* enum pl_layout */
     pl_epilogue ep;
+    int64_t planar;   /* 1: the input is NCHW (only where its rows are copied whole: pl_conv_copies_rows) */
 } pl_conv;
+
+/* A dense convolution with few input channels copies each tile's rows whole (conv.c): a tap's few channels would
+ * make the micro-kernel's loop over taps the cost (an RGB stem: 3 channels per tap). Such a convolution can read an
+ * NCHW input as well. */
+#define PL_COPY_ROWS_BELOW_CHANNELS 16
+#define PL_COPY_ROWS_MAX_K 1024
+static inline int pl_conv_copies_rows(const pl_conv *p)
+{
+    return p->groups == 1 && p->layout != PL_WINOGRAD && p->c >= 1 && p->c < PL_COPY_ROWS_BELOW_CHANNELS
+           && p->kh >= 1 && p->kw >= 1 && p->kh <= PL_COPY_ROWS_MAX_K && p->kw <= PL_COPY_ROWS_MAX_K
+           && p->kh * p->kw > 1 && p->kh * p->kw * p->c <= PL_COPY_ROWS_MAX_K;
+}
 
 /* Pooling of an NHWC image over windows (max, or average with or without the padding counted). */
 enum pl_pool_kind { PL_POOL_MAX = 0, PL_POOL_AVG = 1, PL_POOL_AVG_EXCLUDE_PAD = 2 };

@@ -58,6 +58,9 @@ int pl_conv_check(const pl_conv *p, size_t x_len, size_t w_len, size_t b_len, si
     int depthwise = p->groups > 1;
     if (p->layout != PL_ROWS && ((p->layout != PL_PANELS && p->layout != PL_WINOGRAD) || depthwise))
         return fail(err, cap, "convolution: weight layout %lld is not one of the dense layouts%.0lld", p->layout, 0);
+    if (p->planar != 0 && (p->planar != 1 || !pl_conv_copies_rows(p)))
+        return fail(err, cap, "convolution: an NCHW input only for a dense convolution of under %lld channels (C=%lld)",
+                    PL_COPY_ROWS_BELOW_CHANNELS, p->c);
     if (p->layout == PL_WINOGRAD && (p->kh != 3 || p->kw != 3 || p->sh != 1 || p->sw != 1 || p->dh != 1 || p->dw != 1))
         return fail(err, cap, "convolution: Winograd takes 3x3, stride 1, undilated (kernel %lldx%lld)", p->kh, p->kw);
     if (p->groups != 1 && !(p->groups == p->c && p->c == p->o))

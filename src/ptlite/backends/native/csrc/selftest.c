@@ -118,7 +118,7 @@ static void test_convolutions(const char *isa)
         for (int layout = PL_ROWS; layout <= (k->depthwise ? PL_ROWS : PL_PANELS); layout++)
             for (size_t e = 0; e < sizeof eps / sizeof eps[0]; e++) {
                 pl_conv p = {k->n, k->h, k->w, k->c, k->o, k->kh, k->kw, k->sh, k->sw, k->pt, k->pb, k->pl, k->pr,
-                             k->dh, k->dw, 0, 0, k->depthwise ? k->c : 1, layout, eps[e]};
+                             k->dh, k->dw, 0, 0, k->depthwise ? k->c : 1, layout, eps[e], 0};
                 p.ho = (p.h + p.pt + p.pb - p.dh * (p.kh - 1) - 1) / p.sh + 1;
                 p.wo = (p.w + p.pl + p.pr - p.dw * (p.kw - 1) - 1) / p.sw + 1;
                 size_t xs = (size_t)(p.n * p.h * p.w * p.c), ys = (size_t)(p.n * p.ho * p.wo * p.o);
@@ -136,6 +136,23 @@ static void test_convolutions(const char *isa)
                     conv_reference(&p, x, w, b, want);
                     snprintf(what, sizeof what, "%s conv case %zu layout %d activation %d", isa, i, layout, p.ep.act);
                     expect_close(what, y, want, ys, 1e-4);
+                    if (pl_conv_copies_rows(&p)) {  /* the same from an NCHW input */
+                        float *planar = malloc(xs * sizeof(float));
+                        for (int64_t n = 0; n < p.n; n++)
+                            for (int64_t q = 0; q < p.h * p.w; q++)
+                                for (int64_t ci = 0; ci < p.c; ci++)
+                                    planar[(n * p.c + ci) * p.h * p.w + q] = x[(n * p.h * p.w + q) * p.c + ci];
+                        p.planar = 1;
+                        if (pl_conv_check(&p, xs, ws, (size_t)p.o, ys, err, sizeof err) != 0) {
+                            printf("FAIL %s conv case %zu: NCHW refused: %s\n", isa, i, err);
+                            failures++;
+                        } else {
+                            pl_conv_run(&p, planar, w, b, y);
+                            snprintf(what, sizeof what, "%s conv case %zu NCHW layout %d", isa, i, layout);
+                            expect_close(what, y, want, ys, 1e-4);
+                        }
+                        free(planar);
+                    }
                 }
                 free(x); free(w); free(b); free(y); free(want);
             }
@@ -156,7 +173,7 @@ static void test_winograd(const char *isa)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const int *k = cases[i];
         const pl_epilogue ep = {PL_ACT_RELU, 0, INFINITY};
-        pl_conv p = {k[0], k[2], k[3], k[1], k[4], 3, 3, 1, 1, k[5], k[5], k[6], k[6], 1, 1, 0, 0, 1, PL_ROWS, ep};
+        pl_conv p = {k[0], k[2], k[3], k[1], k[4], 3, 3, 1, 1, k[5], k[5], k[6], k[6], 1, 1, 0, 0, 1, PL_ROWS, ep, 0};
         p.ho = p.h + 2 * p.pt - 2;
         p.wo = p.w + 2 * p.pl - 2;
         const size_t c = (size_t)p.c, o = (size_t)p.o, xs = (size_t)(p.n * p.h * p.w) * c;
@@ -403,7 +420,7 @@ static void test_recurrent(const pl_isa *isa)
 static void test_hostile_parameters(void)
 {
     char err[256];
-    const pl_conv good = {1, 6, 6, 4, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 6, 6, 1, PL_ROWS, {PL_ACT_NONE, 0, 0}};
+    const pl_conv good = {1, 6, 6, 4, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 6, 6, 1, PL_ROWS, {PL_ACT_NONE, 0, 0}, 0};
     pl_conv bad[12];
     for (int i = 0; i < 12; i++) bad[i] = good;
     bad[0].ho = 7; bad[1].c = 5; bad[2].kh = 0; bad[3].sh = -1; bad[4].pt = -1; bad[5].pl = (int64_t)1 << 40;
