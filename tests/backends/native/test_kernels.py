@@ -249,3 +249,34 @@ def test_in_place_add_writes_its_first_argument(isa, key, relu):
     same = np.array(b)
     assert KERNELS[key](same, same) is same  # self + self, in place
     np.testing.assert_allclose(same, (np.maximum(2 * b, 0) if relu else 2 * b), rtol=1e-6, err_msg=key)
+
+
+@pytest.mark.parametrize("shape", [(3, 7), (2, 4, 12, 12), (1, 1000), (5, 1)])
+def test_softmax_matches_torch(isa, shape):
+    from ptlite.backends.native.kernels import KERNELS
+
+    x = (np.random.default_rng(len(shape)).standard_normal(shape) * 8).astype(np.float32)
+    want = torch.softmax(torch.from_numpy(x), -1).numpy()
+    for key, args in (("aten::softmax.int", (-1, None)), ("aten::_softmax", (x.ndim - 1, False))):
+        assert_close(KERNELS[key](x, *args), want, what=f"native {isa} {key} {shape}", rtol=1e-6)
+    if x.ndim > 1:  # another axis: the reference
+        assert_close(KERNELS["aten::softmax.int"](x, 0, None), torch.softmax(torch.from_numpy(x), 0).numpy(),
+                     what=f"native {isa} softmax over axis 0", rtol=1e-6)
+    edge = np.array([[-np.inf, -np.inf], [np.nan, 1.0], [np.inf, 1.0], [0.0, -np.inf]], np.float32)
+    np.testing.assert_array_equal(np.isnan(KERNELS["aten::softmax.int"](edge, -1, None)),
+                                  np.isnan(torch.softmax(torch.from_numpy(edge), -1).numpy()))
+
+
+@pytest.mark.parametrize("shape,normalized,affine", [((2, 12, 64), (64,), True), ((3, 37), (37,), False),
+                                                     ((2, 5, 6, 7), (6, 7), True), ((4, 1), (1,), True)])
+def test_layer_norm_matches_torch(isa, shape, normalized, affine):
+    from ptlite.backends.native.kernels import KERNELS
+
+    rng = np.random.default_rng(len(shape))
+    x = (rng.standard_normal(shape) * 3 + 5).astype(np.float32)  # an offset: the variance's two passes matter
+    w = rng.standard_normal(normalized).astype(np.float32) if affine else None
+    b = rng.standard_normal(normalized).astype(np.float32) if affine else None
+    want = F.layer_norm(torch.from_numpy(x), normalized, None if w is None else torch.from_numpy(w),
+                        None if b is None else torch.from_numpy(b), 1e-5).numpy()
+    got = KERNELS["aten::layer_norm"](x, list(normalized), w, b, 1e-5, True)
+    assert_close(got, want, what=f"native {isa} layer_norm {shape} over {normalized}", rtol=1e-5)

@@ -200,3 +200,21 @@ def test_resize_geometry_and_table_are_checked(lib):
     hostile = np.array([1e9, np.nan, 0.25, 0.75, -5, 2**31, 0.5, 0.5] * 5, np.float32)
     lib.resize(x + 1, hostile, y, (1, 2, 3, 4, 4, 6))
     np.testing.assert_array_equal(y, 1.0)
+
+
+def test_softmax_and_layer_norm_sizes_are_checked(lib):
+    x, y = np.zeros(12, np.float32), np.zeros(12, np.float32)
+    lib.softmax(x, y, 3, 4)
+    lib.layer_norm(x, np.ones(4, np.float32), None, y, 3, 4, 1e-5)
+    lib.softmax(x, x, 3, 4)  # in place
+    with pytest.raises(ValueError, match="rows"):
+        lib.softmax(x, y, 4, 4)
+    with pytest.raises(ValueError, match="weight and bias"):
+        lib.layer_norm(x, np.ones(3, np.float32), None, y, 3, 4, 1e-5)
+    with pytest.raises(ValueError, match="bad sizes"):
+        lib.softmax(x, y, 0, 4)
+    with pytest.raises(ValueError, match="bad sizes"):
+        lib.layer_norm(x, None, None, y, 3, 4, float("nan"))
+    with pytest.raises(ValueError, match="overlaps"):
+        base = np.zeros(13, np.float32)
+        lib.softmax(base[:12], base[1:], 3, 4)

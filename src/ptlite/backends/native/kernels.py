@@ -7,6 +7,7 @@ is never less general than the reference's.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -293,6 +294,54 @@ def adaptive_avg_pool2d(self, output_size, *, out=None):
         lib.mean_rows(_nhwc(self), y, n, h * w, c)
         return y
     return _reference("aten::adaptive_avg_pool2d")(self, output_size, out=out)
+
+
+# ------------------------------------------------------------------------------------------------ normalization
+
+def _rows(x: Any, dim: Any) -> tuple[np.ndarray, int] | None:
+    """x as a C-contiguous float32 array and the length of its last axis, when `dim` names that axis."""
+    if not isinstance(x, np.ndarray) or x.dtype != F32 or x.ndim < 1 or x.size == 0 or type(dim) is not int \
+            or dim not in (-1, x.ndim - 1):
+        return None
+    return np.ascontiguousarray(x), x.shape[-1]
+
+
+@_kernel("aten::softmax.int")
+def softmax(self, dim, dtype=None):
+    rows = _rows(self, dim) if dtype is None else None
+    if rows is None:
+        return _reference("aten::softmax.int")(self, dim, dtype)
+    x, n = rows
+    y = np.empty_like(x)
+    lib.softmax(x, y, x.size // n, n)
+    return y
+
+
+@_kernel("aten::_softmax")
+def _softmax(self, dim, half_to_float):
+    rows = _rows(self, dim) if not half_to_float else None
+    if rows is None:
+        return _reference("aten::_softmax")(self, dim, half_to_float)
+    x, n = rows
+    y = np.empty_like(x)
+    lib.softmax(x, y, x.size // n, n)
+    return y
+
+
+@_kernel("aten::layer_norm")
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5, cudnn_enable=True):  # noqa: A002
+    shape = tuple(normalized_shape) if isinstance(normalized_shape, (list, tuple)) else None
+    if isinstance(input, np.ndarray) and input.dtype == F32 and shape and input.size > 0 \
+            and input.shape[input.ndim - len(shape):] == shape and isinstance(eps, float) and eps >= 0 \
+            and all(p is None or isinstance(p, np.ndarray) and p.dtype == F32 and p.shape == shape
+                    for p in (weight, bias)):
+        x = np.ascontiguousarray(input)
+        n = math.prod(shape)
+        y = np.empty_like(x)
+        lib.layer_norm(x, None if weight is None else np.ascontiguousarray(weight),
+                       None if bias is None else np.ascontiguousarray(bias), y, x.size // n, n, eps)
+        return y
+    return _reference("aten::layer_norm")(input, normalized_shape, weight, bias, eps, cudnn_enable)
 
 
 # ------------------------------------------------------------------------------------------------ resizing

@@ -208,6 +208,39 @@ int pl_conv_run(const pl_conv *p, const float *x, const float *w, const float *b
 }
 
 typedef struct {
+    const pl_isa *isa;
+    const float *x, *gamma, *beta;
+    float *y;
+    size_t rows, n, per_task;
+    float eps;
+    int norm;  /* 1: layer norm, 0: softmax */
+} rows_job;
+
+static void rows_task(void *vjob, size_t task)
+{
+    const rows_job *j = vjob;
+    const size_t r0 = task * j->per_task, r1 = r0 + j->per_task < j->rows ? r0 + j->per_task : j->rows;
+    if (j->norm) j->isa->layer_norm_rows(j->x + r0 * j->n, j->gamma, j->beta, j->y + r0 * j->n, r1 - r0, j->n, j->eps);
+    else j->isa->softmax_rows(j->x + r0 * j->n, j->y + r0 * j->n, r1 - r0, j->n);
+}
+
+static void rows_run(const float *x, const float *gamma, const float *beta, float *y, size_t rows, size_t n,
+                     float eps, int norm)
+{
+    const size_t tasks = (size_t)pl_get_threads() * 4, per_task = (rows + tasks - 1) / (tasks ? tasks : 1);
+    rows_job job = {pl_isa_current(), x, gamma, beta, y, rows, n, per_task ? per_task : 1, eps, norm};
+    pl_parallel_work((rows + job.per_task - 1) / job.per_task, rows_task, &job, 8.0 * (double)rows * (double)n);
+}
+
+void pl_softmax_run(const float *x, float *y, size_t rows, size_t n) { rows_run(x, NULL, NULL, y, rows, n, 0, 0); }
+
+void pl_layer_norm_run(const float *x, const float *gamma, const float *beta, float *y, size_t rows, size_t n,
+                       float eps)
+{
+    rows_run(x, gamma, beta, y, rows, n, eps, 1);
+}
+
+typedef struct {
     const pl_resize *p;
     const pl_isa *isa;
     const float *x, *table;

@@ -125,6 +125,55 @@ static PyObject *py_pool2d(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* softmax(x, y, rows, n) / layer_norm(x, gamma_or_None, beta_or_None, y, rows, n, eps): over rows of n values;
+ * y may be x. */
+static PyObject *rows_op(PyObject *args, int norm)
+{
+    PyObject *xo, *go = Py_None, *bo = Py_None, *yo;
+    Py_ssize_t rows, n;
+    double eps = 0.0;
+    if (norm ? !PyArg_ParseTuple(args, "OOOOnnd", &xo, &go, &bo, &yo, &rows, &n, &eps)
+             : !PyArg_ParseTuple(args, "OOnn", &xo, &yo, &rows, &n))
+        return NULL;
+    if (rows < 1 || n < 1 || rows > (Py_ssize_t)1 << 40 || n > (Py_ssize_t)1 << 40 || !(eps >= 0.0))
+        return PyErr_Format(PyExc_ValueError, "%s: bad sizes (%zd rows of %zd) or eps", norm ? "layer norm" : "softmax",
+                            rows, n);
+    Py_buffer x, g = {0}, b = {0}, y;
+    if (get_floats(xo, &x, 0, "the input") != 0) return NULL;
+    int ok = 1;
+    if (go != Py_None && get_floats(go, &g, 0, "the weight") != 0) ok = 0;
+    if (ok && bo != Py_None && get_floats(bo, &b, 0, "the bias") != 0) ok = 0;
+    if (ok && get_floats(yo, &y, 1, "the output") != 0) ok = 0;
+    else if (ok) {
+        const size_t len = (size_t)rows * (size_t)n;
+        const char *problem = NULL;
+        if (floats(&x) != len || floats(&y) != len) problem = "the input and output must hold rows * n values";
+        else if ((g.obj && floats(&g) != (size_t)n) || (b.obj && floats(&b) != (size_t)n))
+            problem = "the weight and bias must hold n values";
+        else if (overlaps(&x, &y) && x.buf != y.buf) problem = "the output partly overlaps the input";
+        else if ((g.obj && overlaps(&g, &y)) || (b.obj && overlaps(&b, &y))) problem = "the output overlaps the weight";
+        if (problem) {
+            PyErr_Format(PyExc_ValueError, "%s: %s", norm ? "layer norm" : "softmax", problem);
+            ok = 0;
+        } else {
+            Py_BEGIN_ALLOW_THREADS
+            if (norm) pl_layer_norm_run(x.buf, g.obj ? g.buf : NULL, b.obj ? b.buf : NULL, y.buf, len / (size_t)n,
+                                        (size_t)n, (float)eps);
+            else pl_softmax_run(x.buf, y.buf, (size_t)rows, (size_t)n);
+            Py_END_ALLOW_THREADS
+        }
+        PyBuffer_Release(&y);
+    }
+    if (b.obj) PyBuffer_Release(&b);
+    if (g.obj) PyBuffer_Release(&g);
+    PyBuffer_Release(&x);
+    if (!ok) return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_softmax(PyObject *self, PyObject *args) { (void)self; return rows_op(args, 0); }
+static PyObject *py_layer_norm(PyObject *self, PyObject *args) { (void)self; return rows_op(args, 1); }
+
 /* resize(x, table, y, (n, h, w, c, ho, wo)): bilinear, NHWC, by a table of source rows, columns and weights */
 static PyObject *py_resize(PyObject *self, PyObject *args)
 {
@@ -344,7 +393,7 @@ static void decode_step(const int64_t *v, const double *f, pl_step *s)
     switch (s->kind) {
     case PL_STEP_CONV: {
         pl_conv c = {q[0], q[1], q[2], q[3], q[4], q[5], q[6], q[7], q[8], q[9], q[10], q[11], q[12], q[13], q[14],
-                     q[15], q[16], q[17], q[18], ep};
+                     q[15], q[16], q[17], q[18], ep, 0};
         c.ep.act = (int)q[19];
         c.planar = q[20];
         s->u.conv = c;
@@ -539,6 +588,8 @@ static PyObject *py_select_isa(PyObject *self, PyObject *arg)
 static PyMethodDef methods[] = {
     {"conv2d", py_conv2d, METH_VARARGS, "NHWC 2-D convolution (dense or depthwise) with a fused epilogue."},
     {"pool2d", py_pool2d, METH_VARARGS, "NHWC max / average pooling."},
+    {"softmax", py_softmax, METH_VARARGS, "Softmax over each row."},
+    {"layer_norm", py_layer_norm, METH_VARARGS, "Layer norm over each row, with an optional weight and bias."},
     {"resize", py_resize, METH_VARARGS, "NHWC bilinear resizing by a table of source rows, columns and weights."},
     {"binary", py_binary, METH_VARARGS, "Elementwise add/sub/mul/div with a broadcast row and a fused epilogue."},
     {"unary", py_unary, METH_VARARGS, "An activation, or exp, elementwise."},

@@ -104,6 +104,11 @@ typedef struct {
     void (*mean_rows)(const float *x, size_t rows, size_t c, float *y);
     /* y = exp(x) elementwise */
     void (*exp)(const float *x, float *y, size_t len);
+    /* Over each of `rows` rows of n values: softmax (max subtracted first); layer norm, y = (x - mean) / sqrt(var +
+     * eps) * gamma + beta (two passes for the variance; gamma, beta: n values or NULL). y may be x. */
+    void (*softmax_rows)(const float *x, float *y, size_t rows, size_t n);
+    void (*layer_norm_rows)(const float *x, const float *gamma, const float *beta, float *y, size_t rows, size_t n,
+                            float eps);
     /* A recurrent layer's direction (pl_rnn); h0 and c0 (LSTM only, else NULL) are read before h_n and c_n are
      * written; scratch holds 2 * g * hidden + 2 * b * hidden floats. */
     void (*rnn)(const pl_rnn *p, const float *x, const float *w_ih, const float *w_hh, const float *b_ih,
@@ -156,6 +161,10 @@ size_t pl_rnn_gates(int64_t mode);
 int pl_conv_run(const pl_conv *p, const float *x, const float *w, const float *bias, float *y);
 int pl_winograd_run(const pl_conv *p, const pl_isa *isa, const float *x, const float *u, const float *bias, float *y);
 void pl_pool_run(const pl_pool *p, const float *x, float *y);
+/* softmax / layer norm over rows, threaded by rows */
+void pl_softmax_run(const float *x, float *y, size_t rows, size_t n);
+void pl_layer_norm_run(const float *x, const float *gamma, const float *beta, float *y, size_t rows, size_t n,
+                       float eps);
 void pl_resize_run(const pl_resize *p, const float *x, const float *table, float *y);
 
 #endif

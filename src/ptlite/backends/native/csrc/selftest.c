@@ -344,6 +344,27 @@ static void test_elementwise(const pl_isa *isa)
     }
     snprintf(what, sizeof what, "%s mean_rows", isa->name);
     expect_close(what, y, want, 17, 1e-5);
+    /* softmax and layer norm over 59 rows of 17 (off the vector width) */
+    isa->softmax_rows(a, y, 59, 17);
+    for (size_t r = 0; r < 59; r++) {
+        double m = -INFINITY, s = 0;
+        for (size_t c = 0; c < 17; c++) m = fmax(m, a[r * 17 + c]);
+        for (size_t c = 0; c < 17; c++) s += exp(a[r * 17 + c] - m);
+        for (size_t c = 0; c < 17; c++) want[r * 17 + c] = exp(a[r * 17 + c] - m) / s;
+    }
+    snprintf(what, sizeof what, "%s softmax", isa->name);
+    expect_close(what, y, want, 59 * 17, 1e-5);
+    isa->layer_norm_rows(a, b, b + 17, y, 59, 17, 1e-5f);
+    for (size_t r = 0; r < 59; r++) {
+        double m = 0, q = 0;
+        for (size_t c = 0; c < 17; c++) m += a[r * 17 + c];
+        m /= 17;
+        for (size_t c = 0; c < 17; c++) q += (a[r * 17 + c] - m) * (a[r * 17 + c] - m);
+        const double rstd = 1 / sqrt(q / 17 + 1e-5);
+        for (size_t c = 0; c < 17; c++) want[r * 17 + c] = (a[r * 17 + c] - m) * rstd * b[c] + b[17 + c];
+    }
+    snprintf(what, sizeof what, "%s layer norm", isa->name);
+    expect_close(what, y, want, 59 * 17, 1e-5);
     free(a); free(b); free(y); free(want);
 }
 
