@@ -306,26 +306,23 @@ def _rows(x: Any, dim: Any) -> tuple[np.ndarray, int] | None:
     return np.ascontiguousarray(x), x.shape[-1]
 
 
-@_kernel("aten::softmax.int")
-def softmax(self, dim, dtype=None):
-    rows = _rows(self, dim) if dtype is None else None
-    if rows is None:
-        return _reference("aten::softmax.int")(self, dim, dtype)
+def _softmax_rows(rows: tuple[np.ndarray, int]) -> np.ndarray:
     x, n = rows
     y = np.empty_like(x)
     lib.softmax(x, y, x.size // n, n)
     return y
+
+
+@_kernel("aten::softmax.int")
+def softmax(self, dim, dtype=None):
+    rows = _rows(self, dim) if dtype is None else None
+    return _reference("aten::softmax.int")(self, dim, dtype) if rows is None else _softmax_rows(rows)
 
 
 @_kernel("aten::_softmax")
 def _softmax(self, dim, half_to_float):
     rows = _rows(self, dim) if not half_to_float else None
-    if rows is None:
-        return _reference("aten::_softmax")(self, dim, half_to_float)
-    x, n = rows
-    y = np.empty_like(x)
-    lib.softmax(x, y, x.size // n, n)
-    return y
+    return _reference("aten::_softmax")(self, dim, half_to_float) if rows is None else _softmax_rows(rows)
 
 
 @_kernel("aten::layer_norm")
