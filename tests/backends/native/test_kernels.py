@@ -34,6 +34,8 @@ CONVOLUTIONS = [
     (2, 37, 11, 7, 37, 5, 2, 4, 2, True),       # depthwise: 37 channels, stride 2, dilation 2, padding 4
     (1, 72, 14, 14, 72, 3, 3, 1, 1, True),      # stride 3, 72 = 2 x 32 + 8 channels
     (1, 19, 1, 1, 19, 3, 1, 1, 1, True),        # a 1x1 map
+    (1, 40, 14, 14, 40, 5, 1, 2, 1, True),      # depthwise 5x5 (EfficientNet's): the 5x5 interior path
+    (2, 19, 9, 12, 19, 5, 2, 2, 1, True),       # 5x5 stride 2, channels off the vector width
 ]
 
 

@@ -80,6 +80,8 @@ static const conv_case CONVS[] = {
     {1, 20, 13, 11, 20, 3, 3, 1, 2, 2, 2, 2, 2, 2, 2, 1},   /* dilated 3x3: the interior path */
     {2, 40, 9, 16, 40, 3, 3, 2, 1, 0, 1, 1, 0, 1, 1, 1},    /* asymmetric padding */
     {1, 96, 28, 28, 96, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1},   /* MobileNet's stride 2 */
+    {1, 40, 14, 14, 40, 5, 5, 1, 1, 2, 2, 2, 2, 1, 1, 1},   /* 5x5: the interior path */
+    {2, 19, 9, 12, 19, 5, 5, 2, 2, 2, 2, 2, 2, 1, 1, 1},    /* 5x5 stride 2, channels off the vector width */
 };
 
 static void conv_reference(const pl_conv *p, const float *x, const float *w, const float *b, double *y)
