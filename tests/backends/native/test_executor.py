@@ -64,6 +64,8 @@ def test_regions_match_the_kernels_and_pytorch(lib, files):
     module = ptlite.load(paths["export"])
     regions = {p.delegate for p in module.placements() if p.delegate}
     assert regions, [p.node.op for p in module.placements()]
+    outside = [p.node.op for p in module.placements() if not p.delegate]
+    assert not outside, f"every node (the SE multiply and hardsigmoid too) runs in a region: {outside}"
     one_by_one = ptlite.load(paths["export"], backends=[_native(executor=False)])
     assert not any(p.delegate for p in one_by_one.placements())
     with torch.inference_mode():

@@ -21,6 +21,15 @@ ACTIVATIONS = {
     "silu": ([], F.silu),
 }
 
+def _native_only(monkeypatch) -> None:
+    """From here on, a kernel that hands its call to the reference fails the test: the library must take it."""
+    from ptlite.backends.native import kernels
+
+    def refused(key):
+        raise AssertionError(f"{key} went to the reference instead of the library")
+    monkeypatch.setattr(kernels, "_reference", refused)
+
+
 # (batch, in channels, height, width, out channels, kernel, stride, padding, dilation, depthwise)
 CONVOLUTIONS = [
     (1, 3, 17, 19, 13, 3, 2, 1, 1, False),      # an RGB stem, odd sizes, O not a multiple of the tile
@@ -77,9 +86,10 @@ WINOGRAD = [
 
 @pytest.mark.parametrize("case", WINOGRAD, ids=lambda c: "n{}c{}_{}x{}_o{}_p{}{}{}{}".format(*c))
 @pytest.mark.parametrize("activation", ["none", "relu", "hardswish"])
-def test_winograd_conv2d_matches_torch(isa, case, activation):
+def test_winograd_conv2d_matches_torch(isa, case, activation, monkeypatch):
     """Winograd F(4x4, 3x3): its rounding error is larger than the direct convolution's (transforms that scale
     by up to ~10, docs/decisions.md): 1e-4 of the largest output still holds with room."""
+    _native_only(monkeypatch)
     from ptlite.backends.native.kernels import conv2d_winograd_v2
     from ptlite.backends.numpy.winograd import pack_winograd_weight
 
@@ -201,7 +211,7 @@ def test_other_dtypes_and_grouped_convolutions_go_to_the_reference(lib):
 
 @pytest.mark.parametrize("size,scale,align", [((224, 224), None, False), (None, [2.5, 1.75], False),
                                               ((13, 57), None, True), ((1, 1), None, False), (None, [0.5, 0.5], True)])
-def test_upsample_bilinear_matches_torch(isa, size, scale, align):
+def test_upsample_bilinear_matches_torch(isa, size, scale, align, monkeypatch):
     from ptlite.backends.native.kernels import KERNELS
 
     x = np.random.default_rng(3).standard_normal((2, 21, 28, 19)).astype(np.float32)
@@ -214,11 +224,16 @@ def test_upsample_bilinear_matches_torch(isa, size, scale, align):
                      rtol=2e-6)
         if got.shape[2] * got.shape[3] > 1:
             assert got.transpose(0, 2, 3, 1).flags.c_contiguous == (given is x_cl), "the input's layout is kept"
+    _native_only(monkeypatch)  # a channels-last image: the library's
+    KERNELS["aten::upsample_bilinear2d.vec"](x_cl, size, align, scale)
+    if size is not None:
+        assert_close(KERNELS["aten::upsample_bilinear2d"](x_cl, list(size), align), want,
+                     what=f"native {isa} upsample_bilinear2d (not .vec) {size}", rtol=2e-6)
 
 
 @pytest.mark.parametrize("scale_first", [True, False])
 @pytest.mark.parametrize("n,c", [(1, 40), (2, 19)])
-def test_mul_by_channel_factors_matches_torch(isa, n, c, scale_first):
+def test_mul_by_channel_factors_matches_torch(isa, n, c, scale_first, monkeypatch):
     """Squeeze-and-excitation's scale * input: (N, C, 1, 1) factors times a channels-last image, either order."""
     from ptlite.backends.native.kernels import KERNELS
 
@@ -230,6 +245,8 @@ def test_mul_by_channel_factors_matches_torch(isa, n, c, scale_first):
     for image in (x_cl, x):  # NCHW goes to the reference
         got = KERNELS["aten::mul.Tensor"](*((s, image) if scale_first else (image, s)))
         assert_close(got, want.numpy(), what=f"native {isa} mul by factors, n={n} c={c} {image.strides}")
+    _native_only(monkeypatch)  # channels-last: the library's
+    KERNELS["aten::mul.Tensor"](*((s, x_cl) if scale_first else (x_cl, s)))
     out = np.empty_like(x_cl)
     assert KERNELS["aten::mul.Tensor"](x_cl, s, out=out) is out
     np.testing.assert_allclose(out, want.numpy(), rtol=1e-6)
@@ -254,7 +271,7 @@ def test_in_place_add_writes_its_first_argument(isa, key, relu):
 
 
 @pytest.mark.parametrize("shape", [(3, 7), (2, 4, 12, 12), (1, 1000), (5, 1)])
-def test_softmax_matches_torch(isa, shape):
+def test_softmax_matches_torch(isa, shape, monkeypatch):
     from ptlite.backends.native.kernels import KERNELS
 
     x = (np.random.default_rng(len(shape)).standard_normal(shape) * 8).astype(np.float32)
@@ -264,6 +281,9 @@ def test_softmax_matches_torch(isa, shape):
     if x.ndim > 1:  # another axis: the reference
         assert_close(KERNELS["aten::softmax.int"](x, 0, None), torch.softmax(torch.from_numpy(x), 0).numpy(),
                      what=f"native {isa} softmax over axis 0", rtol=1e-6)
+    _native_only(monkeypatch)
+    for key, args in (("aten::softmax.int", (-1, None)), ("aten::_softmax", (x.ndim - 1, False))):
+        KERNELS[key](x, *args)
     edge = np.array([[-np.inf, -np.inf], [np.nan, 1.0], [np.inf, 1.0], [0.0, -np.inf]], np.float32)
     np.testing.assert_array_equal(np.isnan(KERNELS["aten::softmax.int"](edge, -1, None)),
                                   np.isnan(torch.softmax(torch.from_numpy(edge), -1).numpy()))
@@ -271,9 +291,10 @@ def test_softmax_matches_torch(isa, shape):
 
 @pytest.mark.parametrize("shape,normalized,affine", [((2, 12, 64), (64,), True), ((3, 37), (37,), False),
                                                      ((2, 5, 6, 7), (6, 7), True), ((4, 1), (1,), True)])
-def test_layer_norm_matches_torch(isa, shape, normalized, affine):
+def test_layer_norm_matches_torch(isa, shape, normalized, affine, monkeypatch):
     from ptlite.backends.native.kernels import KERNELS
 
+    _native_only(monkeypatch)
     rng = np.random.default_rng(len(shape))
     x = (rng.standard_normal(shape) * 3 + 5).astype(np.float32)  # an offset: the variance's two passes matter
     w = rng.standard_normal(normalized).astype(np.float32) if affine else None

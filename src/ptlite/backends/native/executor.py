@@ -30,7 +30,7 @@ from ptlite.ir.liveness import last_reads, region_values
 from ptlite.ir.memory_plan import OUT_ATTR, method_plan
 
 from . import _native as lib
-from .kernels import _ACTIVATIONS, _epilogue, _out_size, _pair, _pool_out, resize_table, upsample_size
+from .kernels import BILINEAR, UNARY, _epilogue, _out_size, _pair, _pool_out, bilinear_size, resize_table
 
 MIN_NODES = 2  # a region of one node gains nothing over its kernel
 F32 = np.dtype(np.float32)
@@ -40,12 +40,6 @@ _CONVS = {ops.CONV2D_PACKED: True, ops.CONV2D_PREPACKED: False}  # op -> weight 
 _LINEARS = {ops.LINEAR_PACKED: True, ops.LINEAR_PREPACKED: False}
 _ADDS = {"aten::add.Tensor": (False, False), "aten::_add_relu.Tensor": (True, False),
          "aten::add_.Tensor": (False, True), "aten::_add_relu_.Tensor": (True, True)}  # op -> (relu, in place)
-_UNARY = {"aten::relu": lambda: ("relu", 0.0, math.inf), "aten::relu6": lambda: ("clamp", 0.0, 6.0),
-          "aten::hardtanh": lambda lo=-1.0, hi=1.0: ("clamp", float(lo), float(hi)),
-          "aten::hardswish": lambda: ("hardswish", 0.0, 0.0), "aten::silu": lambda: ("silu", 0.0, 0.0),
-          "aten::sigmoid": lambda: ("sigmoid", 0.0, 0.0), "aten::tanh": lambda: ("tanh", 0.0, 0.0),
-          "aten::hardsigmoid": lambda: ("hardsigmoid", 0.0, 0.0)}
-_ACT_CODES = {**_ACTIVATIONS, "sigmoid": lib.ACT_SIGMOID, "tanh": lib.ACT_TANH, "hardsigmoid": lib.ACT_HARDSIGMOID}
 
 
 def _constant(v: Value, program: Program) -> Any:
@@ -98,11 +92,11 @@ def _step(node: Node, program: Program, shapes: _Shapes) -> _Step | None:
         step = _add_step(node, args, shapes, *_ADDS[node.op])
     elif node.op == "aten::mul.Tensor":
         step = _mul_step(node, args, shapes)
-    elif node.op in _UNARY:
+    elif node.op in UNARY:
         step = _unary_step(node, args, shapes)
     elif node.op == "aten::max_pool2d":
         step = _pool_step(node, args, shapes)
-    elif node.op in ("aten::upsample_bilinear2d.vec", "aten::upsample_bilinear2d"):
+    elif node.op in BILINEAR:
         step = _resize_step(node, args, shapes)
     elif node.op == "aten::adaptive_avg_pool2d":
         step = _mean_step(node, args, shapes)
@@ -225,16 +219,9 @@ def _resize_step(node: Node, args: list, shapes: _Shapes) -> _Step | None:
     """Bilinear upsampling by the library's table of source rows, columns and weights (a weight of the step)."""
     x = node.inputs[0]
     shape = shapes.of(x)
-    if shape is None or len(shape) != 4 or not isinstance(args[2], bool):
-        return None
-    if node.op == "aten::upsample_bilinear2d.vec":
-        size = upsample_size(shape, args[1], args[3])
-    else:
-        hw = _ints(args[1], 2)
-        scales = tuple(args[3:5]) + (None,) * (5 - len(args))
-        size = None if hw is None or not all(s is None or isinstance(s, float) for s in scales) \
-            else (tuple(hw), scales)
-    if size is None or min(size[0]) < 1:
+    size = bilinear_size(node.op, shape, args[1:]) if shape is not None and len(shape) == 4 \
+        and isinstance(args[2], bool) else None
+    if size is None:
         return None
     n, c, h, w = shape
     (ho, wo), scales = size
@@ -247,12 +234,15 @@ def _unary_step(node: Node, args: list, shapes: _Shapes) -> _Step | None:
     x = node.inputs[0]
     if shapes.of(x) is None or any(a is _NOT_CONSTANT or not isinstance(a, (int, float)) for a in args[1:]):
         return None
+    code, bounds = UNARY[node.op]
+    if bounds is None and args[1:]:
+        return None
     try:
-        name, lo, hi = _UNARY[node.op](*args[1:])
+        lo, hi = bounds(*args[1:]) if bounds else (0.0, math.inf)
     except TypeError:
         return None
     shapes.shape[node.outputs[0].id] = shapes.of(x)
-    return _Step(lib.STEP_UNARY, [_ACT_CODES[name]], (lo, hi, 0.0), [x], node.outputs[0])
+    return _Step(lib.STEP_UNARY, [code], (lo, hi, 0.0), [x], node.outputs[0])
 
 
 def _pool_step(node: Node, args: list, shapes: _Shapes) -> _Step | None:

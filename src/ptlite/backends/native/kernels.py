@@ -353,45 +353,54 @@ def resize_table(h: int, w: int, ho: int, wo: int, align_corners: bool, scales: 
     return np.ascontiguousarray(np.concatenate([rows, cols]), F32)
 
 
-def upsample_size(shape: Sequence[int], output_size: Any, scale_factors: Any) -> tuple[tuple[int, int], tuple] | None:
-    """(output H, W) and scales of aten::upsample_*2d.vec's arguments, or None where they are not plain values."""
+BILINEAR = ("aten::upsample_bilinear2d.vec", "aten::upsample_bilinear2d")
+
+
+def bilinear_size(op: str, shape: Sequence[int], args: Sequence[Any]) -> tuple[tuple[int, int], tuple] | None:
+    """(output H, W) and scales of a BILINEAR operator's arguments after its input (.vec: output_size,
+    align_corners, scale_factors; the other: output_size, align_corners, scales_h, scales_w), or None where they
+    are not plain values or give an empty output."""
     from ptlite.backends.numpy.upsample import _output_size
 
-    try:
-        return _output_size(tuple(shape[-2:]), output_size, scale_factors)
-    except (TypeError, ValueError):
+    if op == BILINEAR[0]:
+        try:
+            size = _output_size(tuple(shape[-2:]), args[0], args[2])
+        except (TypeError, ValueError, IndexError):
+            return None
+    else:
+        hw, scales = args[0], tuple(args[2:4]) + (None,) * (4 - len(args))
+        if not isinstance(hw, (list, tuple)) or len(hw) != 2 or not all(type(i) is int for i in hw) \
+                or not all(s is None or isinstance(s, float) for s in scales):
+            return None
+        size = (tuple(hw), scales)
+    return size if min(size[0]) >= 1 else None
+
+
+def _bilinear(x: Any, op: str, args: Sequence[Any]) -> np.ndarray | None:
+    """A BILINEAR operator on a channels-last float32 image, or None (an NCHW image stays NCHW: the reference's)."""
+    if not isinstance(x, np.ndarray) or x.dtype != F32 or x.ndim != 4 or x.size == 0 or not _channels_last(x) \
+            or not isinstance(args[1], bool):
         return None
-
-
-def _bilinear(x: Any, out_hw: tuple[int, int], align_corners: Any, scales: Sequence[float | None],
-              out: Any = None) -> np.ndarray | None:
-    if not isinstance(x, np.ndarray) or x.dtype != F32 or x.ndim != 4 or x.size == 0 \
-            or not isinstance(align_corners, bool) or min(out_hw) < 1 or not _channels_last(x):
-        return None  # (an NCHW image stays NCHW: the reference's)
+    size = bilinear_size(op, x.shape, args)
+    if size is None:
+        return None
     n, c, h, w = x.shape
-    ho, wo = out_hw
+    (ho, wo), scales = size
     y = np.empty((n, ho, wo, c), F32)
-    lib.resize(_nhwc(x), resize_table(h, w, ho, wo, align_corners, scales), y, (n, h, w, c, ho, wo))
+    lib.resize(_nhwc(x), resize_table(h, w, ho, wo, args[1], scales), y, (n, h, w, c, ho, wo))
     return y.transpose(0, 3, 1, 2)
 
 
-@_kernel("aten::upsample_bilinear2d.vec")
+@_kernel(BILINEAR[0])
 def upsample_bilinear2d_vec(input, output_size, align_corners, scale_factors):  # noqa: A002
-    size = upsample_size(getattr(input, "shape", ()), output_size, scale_factors)
-    y = None if size is None else _bilinear(input, size[0], align_corners, size[1])
-    if y is not None:
-        return y
-    return _reference("aten::upsample_bilinear2d.vec")(input, output_size, align_corners, scale_factors)
+    y = _bilinear(input, BILINEAR[0], (output_size, align_corners, scale_factors))
+    return y if y is not None else _reference(BILINEAR[0])(input, output_size, align_corners, scale_factors)
 
 
-@_kernel("aten::upsample_bilinear2d")
+@_kernel(BILINEAR[1])
 def upsample_bilinear2d(self, output_size, align_corners, scales_h=None, scales_w=None):
-    y = None
-    if isinstance(output_size, (list, tuple)) and len(output_size) == 2:
-        y = _bilinear(self, (int(output_size[0]), int(output_size[1])), align_corners, (scales_h, scales_w))
-    if y is not None:
-        return y
-    return _reference("aten::upsample_bilinear2d")(self, output_size, align_corners, scales_h, scales_w)
+    y = _bilinear(self, BILINEAR[1], (output_size, align_corners, scales_h, scales_w))
+    return y if y is not None else _reference(BILINEAR[1])(self, output_size, align_corners, scales_h, scales_w)
 
 
 # ------------------------------------------------------------------------------------------------ elementwise
@@ -456,15 +465,12 @@ def mul(self, other, *, out=None):
         image, factors = (other, self) if self.ndim == 4 and self.shape[2:] == (1, 1) else (self, other)
         if image.ndim == 4 and factors.shape == (image.shape[0], image.shape[1], 1, 1) and _channels_last(image) \
                 and factors.flags.c_contiguous:
-            n, c, h, w = image.shape
-            x = image.transpose(0, 2, 3, 1).reshape(n, h * w * c)
+            x = _flat(image)
             y = _like(image, out)
             flat = _flat(y)
             if flat is not None and y.strides == image.strides and not np.shares_memory(flat, x) \
                     and not np.shares_memory(flat, factors):
-                rows, scale = flat.reshape(n, h * w * c), factors.reshape(n, c)
-                for i in range(n):
-                    lib.binary(lib.MUL, x[i], scale[i], rows[i], lib.ACT_NONE, 0.0, 0.0)
+                lib.binary(lib.MUL, x, factors.reshape(-1), flat, lib.ACT_NONE, 0.0, 0.0, image.shape[0])
                 return _into(out, y)
     return _reference("aten::mul.Tensor")(self, other, out=out)
 
@@ -505,15 +511,20 @@ def _activation(key: str, code: int, bounds: Callable[..., tuple[float, float]] 
     return fn
 
 
-KERNELS["aten::relu"] = _activation("aten::relu", lib.ACT_RELU)
-KERNELS["aten::relu6"] = _activation("aten::relu6", lib.ACT_CLAMP, lambda: (0.0, 6.0))
-KERNELS["aten::hardtanh"] = _activation("aten::hardtanh", lib.ACT_CLAMP,
-                                        lambda lo=-1.0, hi=1.0: (float(lo), float(hi)))
-KERNELS["aten::hardswish"] = _activation("aten::hardswish", lib.ACT_HARDSWISH)
-KERNELS["aten::silu"] = _activation("aten::silu", lib.ACT_SILU)
-KERNELS["aten::sigmoid"] = _activation("aten::sigmoid", lib.ACT_SIGMOID)
-KERNELS["aten::tanh"] = _activation("aten::tanh", lib.ACT_TANH)
-KERNELS["aten::hardsigmoid"] = _activation("aten::hardsigmoid", lib.ACT_HARDSIGMOID)
+# The elementwise activations: operator -> (the library's code, its bounds from the operator's arguments; None:
+# no arguments, bounds (0, inf)). The per-node kernels and the executor's steps both read it.
+UNARY: dict[str, tuple[int, Callable[..., tuple[float, float]] | None]] = {
+    "aten::relu": (lib.ACT_RELU, None),
+    "aten::relu6": (lib.ACT_CLAMP, lambda: (0.0, 6.0)),
+    "aten::hardtanh": (lib.ACT_CLAMP, lambda lo=-1.0, hi=1.0: (float(lo), float(hi))),
+    "aten::hardswish": (lib.ACT_HARDSWISH, None),
+    "aten::silu": (lib.ACT_SILU, None),
+    "aten::sigmoid": (lib.ACT_SIGMOID, None),
+    "aten::tanh": (lib.ACT_TANH, None),
+    "aten::hardsigmoid": (lib.ACT_HARDSIGMOID, None),
+}
+for _key, (_code, _bounds) in UNARY.items():
+    KERNELS[_key] = _activation(_key, _code, _bounds)
 
 
 def _view(key: str) -> Callable[..., Any]:

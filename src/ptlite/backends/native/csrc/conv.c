@@ -1,5 +1,5 @@
-/* Convolution, pooling and resizing over whole NHWC tensors: the tiling, the indirection buffer and the threads around the
- * current instruction set's micro-kernels.
+/* Convolution, pooling and resizing over whole NHWC tensors: the tiling, the indirection buffer and the threads
+ * around the current instruction set's micro-kernels.
  *
  * A dense convolution is a GEMM: output pixels are rows, output channels columns, and the reduction runs over
  * taps x input channels. No im2col copy is made: for each tile of mr output pixels an indirection buffer holds,
@@ -26,13 +26,22 @@ typedef struct {
     _Atomic int failed;  /* a task could not allocate its indirection buffer */
 } dense_job;
 
+/* Output pixel `pix` (flat over images, rows, columns): its image and the input position of its tap (0, 0). */
+static void pixel_origin(const pl_conv *p, size_t pix, int64_t *n, int64_t *iy0, int64_t *ix0)
+{
+    const int64_t ox = (int64_t)(pix % (size_t)p->wo), rest = (int64_t)(pix / (size_t)p->wo);
+    *n = rest / p->ho;
+    *iy0 = rest % p->ho * p->sh - p->pt;
+    *ix0 = ox * p->sw - p->pl;
+}
+
 /* Output pixel `pix`'s K values (taps in order, c channels each; zeros in the padding) into row: where a kernel row
  * lies inside the image and is undilated, its kw * c values are one copy (NHWC). */
 static void pack_row(const pl_conv *p, const float *x, size_t pix, float *row)
 {
-    const int64_t ox = (int64_t)(pix % (size_t)p->wo), rest = (int64_t)(pix / (size_t)p->wo);
-    const int64_t oy = rest % p->ho, n = rest / p->ho, c = p->c;
-    const int64_t iy0 = oy * p->sh - p->pt, ix0 = ox * p->sw - p->pl;
+    const int64_t c = p->c;
+    int64_t n, iy0, ix0;
+    pixel_origin(p, pix, &n, &iy0, &ix0);
     if (p->planar) {  /* NCHW: channel ci of pixel (iy, ix) at ((n * c + ci) * h + iy) * w + ix */
         const int64_t plane = p->h * p->w;
         const float *img = x + n * c * plane;
@@ -96,10 +105,8 @@ static void dense_task(void *vjob, size_t task)
             depth = j->k;
         } else {
             for (size_t r = 0; r < mr; r++) {  /* the indirection buffer: per tap, the pixel each row reads */
-                const size_t pix = r0 + (r < valid ? r : valid - 1);
-                const int64_t ox = (int64_t)(pix % (size_t)p->wo), rest = (int64_t)(pix / (size_t)p->wo);
-                const int64_t oy = rest % p->ho, n = rest / p->ho;
-                const int64_t iy0 = oy * p->sh - p->pt, ix0 = ox * p->sw - p->pl;
+                int64_t n, iy0, ix0;
+                pixel_origin(p, r0 + (r < valid ? r : valid - 1), &n, &iy0, &ix0);
                 for (int64_t ky = 0; ky < p->kh; ky++) {
                     const int64_t iy = iy0 + ky * p->dh;
                     for (int64_t kx = 0; kx < p->kw; kx++) {
@@ -205,39 +212,6 @@ int pl_conv_run(const pl_conv *p, const float *x, const float *w, const float *b
     }
     if (p->layout == PL_WINOGRAD) return pl_winograd_run(p, isa, x, w, bias, y);
     return dense_run(p, isa, x, w, bias, y);
-}
-
-typedef struct {
-    const pl_isa *isa;
-    const float *x, *gamma, *beta;
-    float *y;
-    size_t rows, n, per_task;
-    float eps;
-    int norm;  /* 1: layer norm, 0: softmax */
-} rows_job;
-
-static void rows_task(void *vjob, size_t task)
-{
-    const rows_job *j = vjob;
-    const size_t r0 = task * j->per_task, r1 = r0 + j->per_task < j->rows ? r0 + j->per_task : j->rows;
-    if (j->norm) j->isa->layer_norm_rows(j->x + r0 * j->n, j->gamma, j->beta, j->y + r0 * j->n, r1 - r0, j->n, j->eps);
-    else j->isa->softmax_rows(j->x + r0 * j->n, j->y + r0 * j->n, r1 - r0, j->n);
-}
-
-static void rows_run(const float *x, const float *gamma, const float *beta, float *y, size_t rows, size_t n,
-                     float eps, int norm)
-{
-    const size_t tasks = (size_t)pl_get_threads() * 4, per_task = (rows + tasks - 1) / (tasks ? tasks : 1);
-    rows_job job = {pl_isa_current(), x, gamma, beta, y, rows, n, per_task ? per_task : 1, eps, norm};
-    pl_parallel_work((rows + job.per_task - 1) / job.per_task, rows_task, &job, 8.0 * (double)rows * (double)n);
-}
-
-void pl_softmax_run(const float *x, float *y, size_t rows, size_t n) { rows_run(x, NULL, NULL, y, rows, n, 0, 0); }
-
-void pl_layer_norm_run(const float *x, const float *gamma, const float *beta, float *y, size_t rows, size_t n,
-                       float eps)
-{
-    rows_run(x, gamma, beta, y, rows, n, eps, 1);
 }
 
 typedef struct {

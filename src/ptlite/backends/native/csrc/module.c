@@ -136,8 +136,8 @@ static PyObject *rows_op(PyObject *args, int norm)
              : !PyArg_ParseTuple(args, "OOnn", &xo, &yo, &rows, &n))
         return NULL;
     if (rows < 1 || n < 1 || rows > (Py_ssize_t)1 << 40 || n > (Py_ssize_t)1 << 40 || !(eps >= 0.0))
-        return PyErr_Format(PyExc_ValueError, "%s: bad sizes (%zd rows of %zd) or eps", norm ? "layer norm" : "softmax",
-                            rows, n);
+        return PyErr_Format(PyExc_ValueError, "%s: bad sizes (%zd rows of %zd) or eps",
+                            norm ? "layer norm" : "softmax", rows, n);
     Py_buffer x, g = {0}, b = {0}, y;
     if (get_floats(xo, &x, 0, "the input") != 0) return NULL;
     int ok = 1;
@@ -145,9 +145,10 @@ static PyObject *rows_op(PyObject *args, int norm)
     if (ok && bo != Py_None && get_floats(bo, &b, 0, "the bias") != 0) ok = 0;
     if (ok && get_floats(yo, &y, 1, "the output") != 0) ok = 0;
     else if (ok) {
-        const size_t len = (size_t)rows * (size_t)n;
+        size_t len;
         const char *problem = NULL;
-        if (floats(&x) != len || floats(&y) != len) problem = "the input and output must hold rows * n values";
+        if (__builtin_mul_overflow((size_t)rows, (size_t)n, &len) || floats(&x) != len || floats(&y) != len)
+            problem = "the input and output must hold rows * n values";
         else if ((g.obj && floats(&g) != (size_t)n) || (b.obj && floats(&b) != (size_t)n))
             problem = "the weight and bias must hold n values";
         else if (overlaps(&x, &y) && x.buf != y.buf) problem = "the output partly overlaps the input";
@@ -204,17 +205,18 @@ static PyObject *py_resize(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
-/* binary(op, a, b, y, act, lo, hi): y = act(a op b); b has len(y) values, one, or a divisor of len(y) (a row
- * repeated); a has len(y) values. y may be a itself (in place) but not overlap b unless it is b. */
+/* binary(op, a, b, y, act, lo, hi[, images]): y = act(a op b); b has len(y) values, one, or a divisor of len(y) (a
+ * row repeated), within each of `images` images; a has len(y) values. y may be a itself (in place) but not overlap
+ * b unless it is b. */
 static PyObject *py_binary(PyObject *self, PyObject *args)
 {
     (void)self;
     int op, act;
     PyObject *ao, *bo, *yo;
     double lo, hi;
+    long long images = 1;
     pl_epilogue ep;
-    if (!PyArg_ParseTuple(args, "iOOOidd", &op, &ao, &bo, &yo, &act, &lo, &hi)) return NULL;
-    if (op < 0 || op >= PL_BINOP_COUNT) return PyErr_Format(PyExc_ValueError, "unknown binary operation %d", op);
+    if (!PyArg_ParseTuple(args, "iOOOidd|L", &op, &ao, &bo, &yo, &act, &lo, &hi, &images)) return NULL;
     if (epilogue(act, lo, hi, &ep) != 0) return NULL;
     Py_buffer a, b, y;
     if (get_floats(ao, &a, 0, "the first operand") != 0) return NULL;
@@ -222,15 +224,14 @@ static PyObject *py_binary(PyObject *self, PyObject *args)
     if (get_floats(yo, &y, 1, "the output") != 0) { PyBuffer_Release(&b); PyBuffer_Release(&a); return NULL; }
     size_t len = floats(&y), bl = floats(&b);
     const char *problem = NULL;
-    if (floats(&a) != len) problem = "binary: the first operand and the output differ in length";
-    else if (bl == 0 || len % bl != 0) problem = "binary: the second operand's length does not divide the output's";
+    char err[ERR_CAP];
+    if (pl_binary_check(op, floats(&a), bl, len, images, err, sizeof err) != 0) problem = err;
     else if ((overlaps(&y, &a) && a.buf != y.buf) || (overlaps(&y, &b) && !(b.buf == y.buf && bl == len)))
         problem = "binary: the output partly overlaps an operand";
     if (problem) PyErr_SetString(PyExc_ValueError, problem);
     else {
-        const pl_isa *isa = pl_isa_current();
         Py_BEGIN_ALLOW_THREADS
-        isa->binary(op, a.buf, b.buf, bl, y.buf, len, &ep);
+        pl_binary_run(op, a.buf, b.buf, bl, y.buf, len, (size_t)images, &ep);
         Py_END_ALLOW_THREADS
     }
     PyBuffer_Release(&y);
@@ -321,7 +322,11 @@ static PyObject *py_rnn(PyObject *self, PyObject *args)
     for (; got < 10; got++) {
         int optional = got == 6 || got == 9;
         if (optional && !lstm) {
-            if (obj[got] != Py_None) { PyErr_Format(PyExc_ValueError, "%s is for LSTM only", names[got]); ok = 0; break; }
+            if (obj[got] != Py_None) {
+                PyErr_Format(PyExc_ValueError, "%s is for LSTM only", names[got]);
+                ok = 0;
+                break;
+            }
             memset(&v[got], 0, sizeof v[got]);
             continue;
         }

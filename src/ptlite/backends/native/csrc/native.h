@@ -150,6 +150,7 @@ int pl_get_threads(void);
  * else -1 with a message in err. */
 int pl_conv_check(const pl_conv *p, size_t x_len, size_t w_len, size_t b_len, size_t y_len, char *err, size_t cap);
 int pl_pool_check(const pl_pool *p, size_t x_len, size_t y_len, char *err, size_t cap);
+int pl_binary_check(int op, size_t a_len, size_t b_len, size_t len, int64_t images, char *err, size_t cap);
 int pl_resize_check(const pl_resize *p, size_t x_len, size_t table_len, size_t y_len, char *err, size_t cap);
 int pl_epilogue_check(const pl_epilogue *ep, char *err, size_t cap);
 /* the recurrent layer's lengths (in floats): x, each weight, each bias, each state, out; c0 and c_n only for LSTM */
@@ -161,7 +162,11 @@ size_t pl_rnn_gates(int64_t mode);
 int pl_conv_run(const pl_conv *p, const float *x, const float *w, const float *bias, float *y);
 int pl_winograd_run(const pl_conv *p, const pl_isa *isa, const float *x, const float *u, const float *bias, float *y);
 void pl_pool_run(const pl_pool *p, const float *x, float *y);
-/* softmax / layer norm over rows, threaded by rows */
+/* Row-wise operations (rows.c): y = a op b with b's rows repeated within each of `images` images (len and b_len
+ * divisible by images, len / images by b_len / images: pl_binary_check); softmax / layer norm over rows, threaded by
+ * rows. */
+void pl_binary_run(int op, const float *a, const float *b, size_t b_len, float *y, size_t len, size_t images,
+                   const pl_epilogue *ep);
 void pl_softmax_run(const float *x, float *y, size_t rows, size_t n);
 void pl_layer_norm_run(const float *x, const float *gamma, const float *beta, float *y, size_t rows, size_t n,
                        float eps);

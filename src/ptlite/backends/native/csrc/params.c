@@ -111,7 +111,8 @@ size_t pl_rnn_gates(int64_t mode) { return mode == PL_LSTM ? 4 : mode == PL_GRU 
 int pl_rnn_check(const pl_rnn *p, size_t x_len, size_t w_ih_len, size_t w_hh_len, size_t b_ih_len, size_t b_hh_len,
                  size_t h_len, size_t c_len, size_t out_len, char *err, size_t cap)
 {
-    if (p->mode < 0 || p->mode >= PL_RNN_MODE_COUNT) return fail(err, cap, "unknown recurrent mode %lld%.0lld", p->mode, 0);
+    if (p->mode < 0 || p->mode >= PL_RNN_MODE_COUNT)
+        return fail(err, cap, "unknown recurrent mode %lld%.0lld", p->mode, 0);
     if (!in_range(p->t, 0) || !in_range(p->b, 1) || !in_range(p->in, 1) || !in_range(p->hidden, 1)
         || !in_range(p->out_stride, 1) || !in_range(p->out_offset, 0) || (p->reverse != 0 && p->reverse != 1))
         return fail(err, cap, "recurrent layer: bad sizes (steps %lld, batch %lld, ...)", p->t, p->b);
@@ -123,7 +124,8 @@ int pl_rnn_check(const pl_rnn *p, size_t x_len, size_t w_ih_len, size_t w_hh_len
     const int64_t st = product(p->b, p->hidden, 1, 1), out = product(p->t, p->b, p->out_stride, 1);
     if (x < 0 || wi < 0 || wh < 0 || st < 0 || out < 0)
         return fail(err, cap, "recurrent layer: sizes overflow (steps %lld, batch %lld)", p->t, p->b);
-    if ((size_t)x > x_len) return fail(err, cap, "recurrent layer: the input has %lld values, needs %lld", (long long)x_len, x);
+    if ((size_t)x > x_len)
+        return fail(err, cap, "recurrent layer: the input has %lld values, needs %lld", (long long)x_len, x);
     if ((size_t)wi != w_ih_len || (size_t)wh != w_hh_len)
         return fail(err, cap, "recurrent layer: weights of %lld and %lld values do not fit", (long long)w_ih_len,
                     (long long)w_hh_len);
@@ -150,5 +152,18 @@ int pl_resize_check(const pl_resize *p, size_t x_len, size_t table_len, size_t y
     if (table_len != (size_t)(4 * (p->ho + p->wo)))
         return fail(err, cap, "resize: a table of %lld values for %lld output rows and columns", (long long)table_len,
                     p->ho + p->wo);
+    return 0;
+}
+
+int pl_binary_check(int op, size_t a_len, size_t b_len, size_t len, int64_t images, char *err, size_t cap)
+{
+    if (op < 0 || op >= PL_BINOP_COUNT) return fail(err, cap, "unknown binary operation %lld%.0lld", op, 0);
+    if (a_len != len)
+        return fail(err, cap, "binary: operand lengths do not match: the first operand and the output differ (%lld, "
+                    "%lld)", (long long)a_len, (long long)len);
+    if (images < 1 || b_len == 0 || len % (size_t)images != 0 || b_len % (size_t)images != 0
+        || (len / (size_t)images) % (b_len / (size_t)images) != 0)
+        return fail(err, cap, "binary: operand lengths do not match: the second operand's (%lld) does not divide "
+                    "the output's in each of %lld image(s)", (long long)b_len, images);
     return 0;
 }

@@ -54,11 +54,9 @@ static int check_step(const pl_step *s, const pl_plan *plan, int64_t i, char *er
         if (overlap(&s->out, &s->in0)) return fail(err, cap, i, "pooling's output overlaps its input");
         return 0;
     case PL_STEP_BINARY: {
-        const int64_t n = s->out.len, bl = s->in1.len, images = s->u.bin.images;
-        if (s->u.bin.op < 0 || s->u.bin.op >= PL_BINOP_COUNT) return fail(err, cap, i, "unknown binary operation");
-        if (s->in1.buf < 0 || s->in0.len != n || bl < 1 || images < 1 || n % images != 0 || bl % images != 0
-            || (n / images) % (bl / images) != 0)
-            return fail(err, cap, i, "elementwise operand lengths do not match");
+        if (s->in1.buf < 0 || pl_binary_check(s->u.bin.op, (size_t)s->in0.len, (size_t)s->in1.len, (size_t)s->out.len,
+                                               s->u.bin.images, why, sizeof why) != 0)
+            return fail(err, cap, i, s->in1.buf < 0 ? "an elementwise step without its second operand" : why);
         if ((overlap(&s->out, &s->in0) && !same(&s->out, &s->in0))
             || (overlap(&s->out, &s->in1) && !same(&s->out, &s->in1)))
             return fail(err, cap, i, "an elementwise output partly overlaps an operand");
@@ -124,13 +122,10 @@ int pl_plan_run(const pl_plan *plan, float *const *bufs, double *times)
         case PL_STEP_RESIZE:
             pl_resize_run(&s->u.resize, a, b, out);
             break;
-        case PL_STEP_BINARY: {
-            const size_t images = (size_t)s->u.bin.images, len = (size_t)s->out.len / images;
-            const size_t bl = (size_t)s->in1.len / images;
-            for (size_t m = 0; m < images; m++)
-                isa->binary(s->u.bin.op, a + m * len, b + m * bl, bl, out + m * len, len, &s->u.bin.ep);
+        case PL_STEP_BINARY:
+            pl_binary_run(s->u.bin.op, a, b, (size_t)s->in1.len, out, (size_t)s->out.len, (size_t)s->u.bin.images,
+                          &s->u.bin.ep);
             break;
-        }
         case PL_STEP_UNARY:
             isa->activate(a, out, (size_t)s->out.len, &s->u.un.ep);
             break;

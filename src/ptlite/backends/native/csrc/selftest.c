@@ -242,7 +242,8 @@ static void test_resize(const pl_isa *isa)
                         const double top = q[2] * PX(y0, x0) + q[3] * PX(y0, x1);
                         const double bottom = q[2] * PX(y1, x0) + q[3] * PX(y1, x1);
 #undef PX
-                        want[(((size_t)n * 9 + (size_t)oy) * 4 + (size_t)ox) * 19 + (size_t)c] = r[2] * top + r[3] * bottom;
+                        const size_t at = (((size_t)n * 9 + (size_t)oy) * 4 + (size_t)ox) * 19 + (size_t)c;
+                        want[at] = r[2] * top + r[3] * bottom;
                     }
         snprintf(what, sizeof what, "%s resize", isa->name);
         expect_close(what, y, want, ys, 1e-6);
