@@ -197,3 +197,78 @@ def test_upsampling_runs_inside_a_region(lib, tmp_path):
     with torch.inference_mode():
         want = model(x).numpy()
     assert_close(module(x.numpy()), want, what="upsampling in a region", rtol=1e-5)
+
+
+class Encoder(nn.Module):
+    """nn.TransformerEncoder (batch first, a padding mask) over float features, mean-pooled: attention, layer norm,
+    linear layers and the reshapes and transposes between them."""
+
+    def __init__(self, causal: bool = False) -> None:
+        super().__init__()
+        layer = nn.TransformerEncoderLayer(32, 4, dim_feedforward=48, dropout=0.0, batch_first=True)
+        self.encoder = nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
+        self.causal = causal
+
+    def forward(self, x: torch.Tensor, padding: torch.Tensor) -> torch.Tensor:
+        if self.causal:
+            mask = nn.Transformer.generate_square_subsequent_mask(x.shape[1])
+            return self.encoder(x, mask=mask, is_causal=True).mean(1)
+        return self.encoder(x, src_key_padding_mask=padding).mean(1)
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["padding-mask", "causal"])
+def test_a_transformer_encoder_runs_in_one_region(lib, tmp_path, causal):
+    torch.manual_seed(0)
+    model = Encoder(causal).eval()
+    x = torch.randn(2, 9, 32)
+    padding = torch.zeros(2, 9, dtype=torch.bool)
+    padding[1, -3:] = True
+    path = tmp_path / "encoder.ptlite"
+    ptlite.save(ptlite.optimize_for_mobile(ptlite.capture(model, (x, padding)), backend="native"), path)
+    module = ptlite.load(path)
+    placements = module.placements()
+    inside = {p.node.op for p in placements if p.delegate}
+    for op in ("aten::scaled_dot_product_attention", "aten::layer_norm", "aten::transpose.int", "aten::view"):
+        assert op in inside, f"{op} runs outside a region: {sorted(inside)}"
+    assert len({id(p.delegate) for p in placements if p.delegate}) == 1, "one region"
+    with torch.inference_mode():
+        want = model(x, padding).numpy()
+    for call in range(2):
+        assert_close(module(x.numpy(), padding.numpy()), want, what=f"transformer encoder ({causal=}), call {call}",
+                     rtol=1e-4)
+
+
+class Views(nn.Module):
+    """Views inside a region: select, slice, transpose, permute, expand and reshapes of row-major tensors between
+    linear layers (one applied to a 4-D tensor, which must stay row-major), a softmax and a layer norm."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = nn.Linear(8, 24)
+        self.b = nn.Linear(6, 5)
+        self.norm = nn.LayerNorm(5)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.a(x)                                    # (2, 7, 24)
+        y = y.unflatten(-1, (4, 6)).permute(0, 2, 1, 3)  # (2, 4, 7, 6): a copy
+        z = self.b(y)                                    # linear over a 4-D row-major tensor
+        z = torch.softmax(z[:, 1:3], -1) + z[:, :2]      # slices: an offset alias and a strided copy
+        w = z.transpose(1, 2).reshape(2, 7, 10)[:, :, 2:7]
+        w = w + z[:, 0, :1].expand(2, 7, 5)              # a broadcast copy
+        return self.norm(w).select(1, 3)
+
+
+def test_views_run_inside_a_region(lib, tmp_path):
+    torch.manual_seed(0)
+    model = Views().eval()
+    x = torch.randn(2, 7, 8)
+    path = tmp_path / "views.ptlite"
+    ptlite.save(ptlite.optimize_for_mobile(ptlite.capture(model, (x,)), backend="native"), path)
+    module = ptlite.load(path)
+    outside = [p.node.op for p in module.placements() if not p.delegate and p.node.op != "prim::Constant"]
+    assert not outside, f"every node runs in a region: {outside}"
+    with torch.inference_mode():
+        want = model(x).numpy()
+    assert_close(module(x.numpy()), want, what="views in a region", rtol=1e-5)
+    one_by_one = ptlite.load(path, backends=[_native(executor=False)])
+    np.testing.assert_allclose(module(x.numpy()), one_by_one(x.numpy()), rtol=1e-6, atol=1e-6)

@@ -23,11 +23,19 @@ ACTIVATIONS = {
 
 def _native_only(monkeypatch) -> None:
     """From here on, a kernel that hands its call to the reference fails the test: the library must take it."""
-    from ptlite.backends.native import kernels
+    from ptlite.backends.native import attention, elementwise, kernels
 
     def refused(key):
         raise AssertionError(f"{key} went to the reference instead of the library")
-    monkeypatch.setattr(kernels, "_reference", refused)
+    for module in (kernels, elementwise, attention):
+        monkeypatch.setattr(module, "_reference", refused)
+
+
+def _k(key: str):
+    """The native kernel of an operator (importing the module it lives in)."""
+    from ptlite.backends.native.kernels import kernel_for
+
+    return kernel_for(key)
 
 
 # (batch, in channels, height, width, out channels, kernel, stride, padding, dilation, depthwise)
@@ -171,18 +179,16 @@ def test_global_average_pool_matches_torch(isa, shape):
     ("aten::hardsigmoid", F.hardsigmoid, ()),
 ])
 def test_activations_match_torch(isa, key, torch_fn, args):
-    from ptlite.backends.native.kernels import KERNELS
 
     x = (np.random.default_rng(0).standard_normal((2, 35, 3, 5)) * 6).astype(np.float32)
     x[0, 0, 0, :3] = [np.nan, np.inf, -np.inf]
-    got = KERNELS[key](x, *args)
+    got = _k(key)(x, *args)
     want = torch_fn(torch.from_numpy(x)).numpy()
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6, err_msg=f"native {isa} {key}")
 
 
 @pytest.mark.parametrize("key,relu", [("aten::add.Tensor", False), ("aten::_add_relu.Tensor", True)])
 def test_add_matches_torch_in_either_layout(isa, key, relu):
-    from ptlite.backends.native.kernels import KERNELS
 
     rng = np.random.default_rng(0)
     a, b = (rng.standard_normal((2, 21, 5, 3)).astype(np.float32) for _ in range(2))
@@ -190,7 +196,7 @@ def test_add_matches_torch_in_either_layout(isa, key, relu):
     want = (F.relu(want) if relu else want).numpy()
     cl = [np.ascontiguousarray(t.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2) for t in (a, b)]
     for x, y in ((a, b), cl, (a, cl[1])):  # the mixed pair goes to the reference
-        np.testing.assert_allclose(KERNELS[key](x, y), want, rtol=1e-6, atol=1e-6, err_msg=f"native {isa} {key}")
+        np.testing.assert_allclose(_k(key)(x, y), want, rtol=1e-6, atol=1e-6, err_msg=f"native {isa} {key}")
 
 
 def test_other_dtypes_and_grouped_convolutions_go_to_the_reference(lib):
@@ -212,22 +218,21 @@ def test_other_dtypes_and_grouped_convolutions_go_to_the_reference(lib):
 @pytest.mark.parametrize("size,scale,align", [((224, 224), None, False), (None, [2.5, 1.75], False),
                                               ((13, 57), None, True), ((1, 1), None, False), (None, [0.5, 0.5], True)])
 def test_upsample_bilinear_matches_torch(isa, size, scale, align, monkeypatch):
-    from ptlite.backends.native.kernels import KERNELS
 
     x = np.random.default_rng(3).standard_normal((2, 21, 28, 19)).astype(np.float32)
     x_cl = np.ascontiguousarray(x.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
     want = F.interpolate(torch.from_numpy(x), size=size, scale_factor=scale, mode="bilinear",
                          align_corners=align).numpy()
     for given in (x, x_cl):  # NCHW goes to the reference (its result stays NCHW)
-        got = KERNELS["aten::upsample_bilinear2d.vec"](given, size, align, scale)
+        got = _k("aten::upsample_bilinear2d.vec")(given, size, align, scale)
         assert_close(got, want, what=f"native {isa} upsample_bilinear2d {size} {scale} align_corners={align}",
                      rtol=2e-6)
         if got.shape[2] * got.shape[3] > 1:
             assert got.transpose(0, 2, 3, 1).flags.c_contiguous == (given is x_cl), "the input's layout is kept"
     _native_only(monkeypatch)  # a channels-last image: the library's
-    KERNELS["aten::upsample_bilinear2d.vec"](x_cl, size, align, scale)
+    _k("aten::upsample_bilinear2d.vec")(x_cl, size, align, scale)
     if size is not None:
-        assert_close(KERNELS["aten::upsample_bilinear2d"](x_cl, list(size), align), want,
+        assert_close(_k("aten::upsample_bilinear2d")(x_cl, list(size), align), want,
                      what=f"native {isa} upsample_bilinear2d (not .vec) {size}", rtol=2e-6)
 
 
@@ -235,7 +240,6 @@ def test_upsample_bilinear_matches_torch(isa, size, scale, align, monkeypatch):
 @pytest.mark.parametrize("n,c", [(1, 40), (2, 19)])
 def test_mul_by_channel_factors_matches_torch(isa, n, c, scale_first, monkeypatch):
     """Squeeze-and-excitation's scale * input: (N, C, 1, 1) factors times a channels-last image, either order."""
-    from ptlite.backends.native.kernels import KERNELS
 
     rng = np.random.default_rng(n * c)
     x = rng.standard_normal((n, c, 5, 7)).astype(np.float32)
@@ -243,56 +247,53 @@ def test_mul_by_channel_factors_matches_torch(isa, n, c, scale_first, monkeypatc
     s = rng.standard_normal((n, c, 1, 1)).astype(np.float32)
     want = torch.from_numpy(s) * torch.from_numpy(x)
     for image in (x_cl, x):  # NCHW goes to the reference
-        got = KERNELS["aten::mul.Tensor"](*((s, image) if scale_first else (image, s)))
+        got = _k("aten::mul.Tensor")(*((s, image) if scale_first else (image, s)))
         assert_close(got, want.numpy(), what=f"native {isa} mul by factors, n={n} c={c} {image.strides}")
     _native_only(monkeypatch)  # channels-last: the library's
-    KERNELS["aten::mul.Tensor"](*((s, x_cl) if scale_first else (x_cl, s)))
+    _k("aten::mul.Tensor")(*((s, x_cl) if scale_first else (x_cl, s)))
     out = np.empty_like(x_cl)
-    assert KERNELS["aten::mul.Tensor"](x_cl, s, out=out) is out
+    assert _k("aten::mul.Tensor")(x_cl, s, out=out) is out
     np.testing.assert_allclose(out, want.numpy(), rtol=1e-6)
-    same = KERNELS["aten::mul.Tensor"](x_cl, x_cl)
+    same = _k("aten::mul.Tensor")(x_cl, x_cl)
     np.testing.assert_allclose(same, x * x, rtol=1e-6)
 
 
 @pytest.mark.parametrize("key,relu", [("aten::add_.Tensor", False), ("aten::_add_relu_.Tensor", True)])
 def test_in_place_add_writes_its_first_argument(isa, key, relu):
-    from ptlite.backends.native.kernels import KERNELS
 
     rng = np.random.default_rng(1)
     a, b = (np.ascontiguousarray(rng.standard_normal((1, 24, 5, 7)).astype(np.float32).transpose(0, 2, 3, 1))
             .transpose(0, 3, 1, 2) for _ in range(2))
     want = torch.from_numpy(np.array(a)) + torch.from_numpy(np.array(b))
     want = (F.relu(want) if relu else want).numpy()
-    assert KERNELS[key](a, b) is a
+    assert _k(key)(a, b) is a
     np.testing.assert_allclose(a, want, rtol=1e-6, atol=1e-6, err_msg=f"native {isa} {key}")
     same = np.array(b)
-    assert KERNELS[key](same, same) is same  # self + self, in place
+    assert _k(key)(same, same) is same  # self + self, in place
     np.testing.assert_allclose(same, (np.maximum(2 * b, 0) if relu else 2 * b), rtol=1e-6, err_msg=key)
 
 
 @pytest.mark.parametrize("shape", [(3, 7), (2, 4, 12, 12), (1, 1000), (5, 1)])
 def test_softmax_matches_torch(isa, shape, monkeypatch):
-    from ptlite.backends.native.kernels import KERNELS
 
     x = (np.random.default_rng(len(shape)).standard_normal(shape) * 8).astype(np.float32)
     want = torch.softmax(torch.from_numpy(x), -1).numpy()
     for key, args in (("aten::softmax.int", (-1, None)), ("aten::_softmax", (x.ndim - 1, False))):
-        assert_close(KERNELS[key](x, *args), want, what=f"native {isa} {key} {shape}", rtol=1e-6)
+        assert_close(_k(key)(x, *args), want, what=f"native {isa} {key} {shape}", rtol=1e-6)
     if x.ndim > 1:  # another axis: the reference
-        assert_close(KERNELS["aten::softmax.int"](x, 0, None), torch.softmax(torch.from_numpy(x), 0).numpy(),
+        assert_close(_k("aten::softmax.int")(x, 0, None), torch.softmax(torch.from_numpy(x), 0).numpy(),
                      what=f"native {isa} softmax over axis 0", rtol=1e-6)
     _native_only(monkeypatch)
     for key, args in (("aten::softmax.int", (-1, None)), ("aten::_softmax", (x.ndim - 1, False))):
-        KERNELS[key](x, *args)
+        _k(key)(x, *args)
     edge = np.array([[-np.inf, -np.inf], [np.nan, 1.0], [np.inf, 1.0], [0.0, -np.inf]], np.float32)
-    np.testing.assert_array_equal(np.isnan(KERNELS["aten::softmax.int"](edge, -1, None)),
+    np.testing.assert_array_equal(np.isnan(_k("aten::softmax.int")(edge, -1, None)),
                                   np.isnan(torch.softmax(torch.from_numpy(edge), -1).numpy()))
 
 
 @pytest.mark.parametrize("shape,normalized,affine", [((2, 12, 64), (64,), True), ((3, 37), (37,), False),
                                                      ((2, 5, 6, 7), (6, 7), True), ((4, 1), (1,), True)])
 def test_layer_norm_matches_torch(isa, shape, normalized, affine, monkeypatch):
-    from ptlite.backends.native.kernels import KERNELS
 
     _native_only(monkeypatch)
     rng = np.random.default_rng(len(shape))
@@ -301,5 +302,77 @@ def test_layer_norm_matches_torch(isa, shape, normalized, affine, monkeypatch):
     b = rng.standard_normal(normalized).astype(np.float32) if affine else None
     want = F.layer_norm(torch.from_numpy(x), normalized, None if w is None else torch.from_numpy(w),
                         None if b is None else torch.from_numpy(b), 1e-5).numpy()
-    got = KERNELS["aten::layer_norm"](x, list(normalized), w, b, 1e-5, True)
+    got = _k("aten::layer_norm")(x, list(normalized), w, b, 1e-5, True)
     assert_close(got, want, what=f"native {isa} layer_norm {shape} over {normalized}", rtol=1e-5)
+
+
+# (batch dims, query length, key length, head size, value size, mask shape or "bool:shape" or "causal", scale)
+ATTENTION = [
+    ((1, 4), 12, 12, 16, 16, (1, 1, 1, 12), None),      # a padding mask broadcast over heads and queries
+    ((2, 3), 7, 19, 16, 24, (3, 7, 19), 0.3),           # keys off the vector width, a mask per head, a scale
+    ((), 40, 37, 5, 3, None, None),                     # no batch dimension, sizes off the vector width
+    ((5,), 9, 9, 33, 70, "causal", None),               # causal
+    ((2, 2), 6, 11, 8, 8, "bool:2,1,6,11", None),       # a bool mask (True: attend), per batch entry
+    ((1,), 1, 1, 1, 1, None, None),
+]
+
+
+@pytest.mark.parametrize("case", ATTENTION, ids=lambda c: f"b{c[0]}_l{c[1]}_s{c[2]}_e{c[3]}_ev{c[4]}_{c[5]}")
+def test_attention_matches_torch(isa, case, monkeypatch):
+
+    batch, length, keys, e, ev, mask, scale = case
+    rng = np.random.default_rng(length * keys)
+    q, k = (rng.standard_normal(batch + (n, e)).astype(np.float32) for n in (length, keys))
+    v = rng.standard_normal(batch + (keys, ev)).astype(np.float32)
+    causal = mask == "causal"
+    m = None
+    if isinstance(mask, str) and mask.startswith("bool:"):
+        m = rng.random(tuple(int(d) for d in mask[5:].split(","))) > 0.3
+        m[..., 0, :] = False  # a query that attends to nothing: zeros, as PyTorch's safe softmax gives
+    elif isinstance(mask, tuple):
+        m = rng.standard_normal(mask).astype(np.float32)
+        m[..., -1] = -np.inf
+    t = [torch.from_numpy(a) for a in (q, k, v)]
+    want = F.scaled_dot_product_attention(*t, attn_mask=None if m is None else torch.from_numpy(m),
+                                          is_causal=causal, scale=scale).numpy()
+    if m is not None and m.dtype == np.bool_:
+        want = np.nan_to_num(want)
+    _native_only(monkeypatch)
+    got = _k("aten::scaled_dot_product_attention")(q, k, v, m, 0.0, causal, scale, False)
+    assert_close(got, want, what=f"native {isa} attention {case}", rtol=1e-5)
+
+
+BROADCASTS = [((1, 12, 64), (1, 12, 1)), ((2, 3, 4, 5), (5,)), ((3, 1, 7), (1, 4, 1)), ((1, 64), (1, 1)),
+              ((4, 1, 9, 1), (1, 3, 1, 17)), ((2, 1, 3, 1, 2, 1, 2), (1, 2, 1, 3, 1, 2, 1))]
+
+
+@pytest.mark.parametrize("shapes", BROADCASTS, ids=lambda s: f"{s[0]}x{s[1]}")
+@pytest.mark.parametrize("key,fn", [("aten::add.Tensor", torch.add), ("aten::sub.Tensor", torch.sub),
+                                    ("aten::mul.Tensor", torch.mul), ("aten::div.Tensor", torch.div)],
+                         ids=["add", "sub", "mul", "div"])
+def test_broadcasting_arithmetic_matches_torch(isa, shapes, key, fn, monkeypatch):
+
+    rng = np.random.default_rng(len(shapes[0]))
+    a = rng.standard_normal(shapes[0]).astype(np.float32)
+    b = (rng.standard_normal(shapes[1]) + 3).astype(np.float32)  # away from 0: the quotient stays O(1)
+    want = fn(torch.from_numpy(a), torch.from_numpy(b)).numpy()
+    if len(np.broadcast_shapes(*shapes)) <= 6:
+        _native_only(monkeypatch)  # (7 dimensions that do not merge to 6: the reference's)
+    for x, y, w in ((a, b, want), (b, a, fn(torch.from_numpy(b), torch.from_numpy(a)).numpy())):
+        assert_close(_k(key)(x, y), w, what=f"native {isa} {key} {x.shape} by {y.shape}", rtol=1e-6)
+
+
+@pytest.mark.parametrize("dims,keepdim", [([1], False), ([2, 3], True), ([0, 1], False), (None, False), ([-1], True),
+                                          ([], False)])
+@pytest.mark.parametrize("key", ["aten::sum.dim_IntList", "aten::mean.dim"])
+def test_reductions_match_torch(isa, dims, keepdim, key, monkeypatch):
+
+    x = np.random.default_rng(3).standard_normal((2, 5, 6, 7)).astype(np.float32)
+    t = torch.from_numpy(x)
+    fn = torch.sum if key.startswith("aten::sum") else torch.mean
+    want = (fn(t) if not dims else fn(t, dims, keepdim=keepdim)).numpy()
+    _native_only(monkeypatch)
+    assert_close(_k(key)(x, dims, keepdim), want, what=f"native {isa} {key} over {dims}", rtol=1e-5)
+    image = np.ascontiguousarray(x.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)  # channels-last memory
+    assert_close(_k(key)(image, [2, 3], keepdim), fn(t, [2, 3], keepdim=keepdim).numpy(),
+                 what=f"native {isa} {key} over a channels-last image's H, W", rtol=1e-5)

@@ -2,6 +2,7 @@
 loops, and the parameter checks on hostile values) built three ways, plus the Python binding under the sanitizers:
 - with AddressSanitizer and UndefinedBehaviorSanitizer, the AVX-512 table included (built for AVX2 at its own
   width when the CPU has no AVX-512: the same code, another instruction selection);
+- with ThreadSanitizer (the thread pool's runs, back to back and after its workers have gone to sleep);
 - for aarch64 (Debian's gcc-aarch64-linux-gnu) and run under qemu-aarch64 (qemu-user): the NEON build;
 - the extension itself with the sanitizers, running the native kernel, validation, executor and packed-operator
   tests and the fuzz test on a native-lowered CNN (hostile plans reaching C).
@@ -21,8 +22,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[3]
 CSRC = ROOT / "src" / "ptlite" / "backends" / "native" / "csrc"
-KERNELS = ["conv.c", "winograd.c", "rows.c", "params.c", "threads.c", "isa.c", "isa_generic.c", "isa_avx2.c",
-           "isa_avx512.c"]
+KERNELS = ["conv.c", "winograd.c", "rows.c", "attention.c", "copy.c", "broadcast.c", "params.c", "threads.c", "isa.c",
+           "isa_generic.c", "isa_avx2.c", "isa_avx512.c"]
 FLAGS = ["-std=c11", "-ffp-contract=fast", "-fno-math-errno", "-pthread", "-Wall", "-Wno-psabi", f"-I{CSRC}"]
 SANITIZE = ["-O1", "-g", "-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-fno-sanitize-recover=all"]
 X86 = platform.machine() in ("x86_64", "AMD64")
@@ -54,6 +55,15 @@ def test_selftest_under_address_and_undefined_behaviour_sanitizers(tmp_path):
     _build("gcc", exe, [*SANITIZE, *FLAGS, *(["-DPL_AVX512_AS_AVX2"] if X86 else [])], ["selftest.c", *KERNELS])
     out = _run([str(exe)], ASAN_OPTIONS="detect_leaks=1")
     assert out.strip().splitlines()[-1].startswith("ok: 3 instruction set(s)" if X86 else "ok:"), out
+
+
+def test_selftest_under_thread_sanitizer(tmp_path):
+    _need("gcc")
+    exe = tmp_path / "selftest-tsan"
+    _build("gcc", exe, ["-O1", "-g", "-fsanitize=thread", *FLAGS, *(["-DPL_AVX512_AS_AVX2"] if X86 else [])],
+           ["selftest.c", *KERNELS])
+    out = _run([str(exe)], TSAN_OPTIONS="halt_on_error=1")
+    assert out.strip().splitlines()[-1].startswith("ok:"), out
 
 
 def test_selftest_of_the_neon_build_under_qemu(tmp_path):

@@ -7,7 +7,6 @@ is never less general than the reference's.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -296,51 +295,6 @@ def adaptive_avg_pool2d(self, output_size, *, out=None):
     return _reference("aten::adaptive_avg_pool2d")(self, output_size, out=out)
 
 
-# ------------------------------------------------------------------------------------------------ normalization
-
-def _rows(x: Any, dim: Any) -> tuple[np.ndarray, int] | None:
-    """x as a C-contiguous float32 array and the length of its last axis, when `dim` names that axis."""
-    if not isinstance(x, np.ndarray) or x.dtype != F32 or x.ndim < 1 or x.size == 0 or type(dim) is not int \
-            or dim not in (-1, x.ndim - 1):
-        return None
-    return np.ascontiguousarray(x), x.shape[-1]
-
-
-def _softmax_rows(rows: tuple[np.ndarray, int]) -> np.ndarray:
-    x, n = rows
-    y = np.empty_like(x)
-    lib.softmax(x, y, x.size // n, n)
-    return y
-
-
-@_kernel("aten::softmax.int")
-def softmax(self, dim, dtype=None):
-    rows = _rows(self, dim) if dtype is None else None
-    return _reference("aten::softmax.int")(self, dim, dtype) if rows is None else _softmax_rows(rows)
-
-
-@_kernel("aten::_softmax")
-def _softmax(self, dim, half_to_float):
-    rows = _rows(self, dim) if not half_to_float else None
-    return _reference("aten::_softmax")(self, dim, half_to_float) if rows is None else _softmax_rows(rows)
-
-
-@_kernel("aten::layer_norm")
-def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5, cudnn_enable=True):  # noqa: A002
-    shape = tuple(normalized_shape) if isinstance(normalized_shape, (list, tuple)) else None
-    if isinstance(input, np.ndarray) and input.dtype == F32 and shape and input.size > 0 \
-            and input.shape[input.ndim - len(shape):] == shape and isinstance(eps, float) and eps >= 0 \
-            and all(p is None or isinstance(p, np.ndarray) and p.dtype == F32 and p.shape == shape
-                    for p in (weight, bias)):
-        x = np.ascontiguousarray(input)
-        n = math.prod(shape)
-        y = np.empty_like(x)
-        lib.layer_norm(x, None if weight is None else np.ascontiguousarray(weight),
-                       None if bias is None else np.ascontiguousarray(bias), y, x.size // n, n, eps)
-        return y
-    return _reference("aten::layer_norm")(input, normalized_shape, weight, bias, eps, cudnn_enable)
-
-
 # ------------------------------------------------------------------------------------------------ resizing
 
 def resize_table(h: int, w: int, ho: int, wo: int, align_corners: bool, scales: Sequence[float | None]) -> np.ndarray:
@@ -403,145 +357,11 @@ def upsample_bilinear2d(self, output_size, align_corners, scales_h=None, scales_
     return y if y is not None else _reference(BILINEAR[1])(self, output_size, align_corners, scales_h, scales_w)
 
 
-# ------------------------------------------------------------------------------------------------ elementwise
-
-def _flat(x: np.ndarray) -> np.ndarray | None:
-    """A flat view of x's memory when it is dense (C order or channels-last), else None."""
-    if x.flags.c_contiguous:
-        return x.reshape(-1)
-    if x.ndim == 4:
-        view = x.transpose(0, 2, 3, 1)
-        if view.flags.c_contiguous:
-            return view.reshape(-1)
-    return None
-
-
-def _like(x: np.ndarray, out: Any) -> np.ndarray:
-    """Where a result of x's shape and layout goes: `out` if it has exactly x's shape, dtype and strides (a
-    result for an `out` in another layout is copied there: _into)."""
-    if isinstance(out, np.ndarray) and out.shape == x.shape and out.dtype == F32 and out.strides == x.strides \
-            and out.flags.writeable:
-        return out
-    return np.empty_like(x)
-
-
-def _same_shape(op: int, self: Any, other: Any, out: Any, relu: bool = False) -> np.ndarray | None:
-    """self op other (then relu) for float32 operands of one shape and layout; None where the library does not
-    take them."""
-    if isinstance(self, np.ndarray) and isinstance(other, np.ndarray) and self.dtype == F32 \
-            and other.dtype == F32 and self.shape == other.shape and self.strides == other.strides and self.size > 0:
-        a, b = _flat(self), _flat(other)
-        if a is not None and b is not None:
-            y = _like(self, out)
-            flat = _flat(y)
-            if flat is not None and not np.shares_memory(flat, a) and not np.shares_memory(flat, b):
-                lib.binary(op, a, b, flat, lib.ACT_RELU if relu else lib.ACT_NONE, 0.0, INF)
-                return _into(out, y)
-    return None
-
-
-def _binary(op: int, key: str, relu: bool = False) -> Callable[..., Any]:
-    def fn(self, other, alpha=1, *, out=None):
-        y = _same_shape(op, self, other, out, relu) if alpha == 1 else None
-        return y if y is not None else _reference(key)(self, other, alpha, out=out)
-    fn.__name__ = key.split("::")[1].replace(".", "_")
-    return fn
-
-
-KERNELS["aten::add.Tensor"] = _binary(lib.ADD, "aten::add.Tensor")
-KERNELS["aten::_add_relu.Tensor"] = _binary(lib.ADD, "aten::_add_relu.Tensor", relu=True)
-
-
-@_kernel("aten::mul.Tensor")
-def mul(self, other, *, out=None):
-    """self * other: of one shape and layout, or an image by per-image channel factors (N, C, 1, 1), in either order
-    (squeeze-and-excitation's scale * input), when the image is channels-last."""
-    if isinstance(self, np.ndarray) and isinstance(other, np.ndarray) and self.dtype == F32 \
-            and other.dtype == F32 and self.size > 0:
-        if self.shape == other.shape:
-            y = _same_shape(lib.MUL, self, other, out)
-            if y is not None:
-                return y
-        image, factors = (other, self) if self.ndim == 4 and self.shape[2:] == (1, 1) else (self, other)
-        if image.ndim == 4 and factors.shape == (image.shape[0], image.shape[1], 1, 1) and _channels_last(image) \
-                and factors.flags.c_contiguous:
-            x = _flat(image)
-            y = _like(image, out)
-            flat = _flat(y)
-            if flat is not None and y.strides == image.strides and not np.shares_memory(flat, x) \
-                    and not np.shares_memory(flat, factors):
-                lib.binary(lib.MUL, x, factors.reshape(-1), flat, lib.ACT_NONE, 0.0, 0.0, image.shape[0])
-                return _into(out, y)
-    return _reference("aten::mul.Tensor")(self, other, out=out)
-
-
-def _binary_in_place(op: int, key: str, relu: bool = False) -> Callable[..., Any]:
-    """self = self op other (then relu), written into self and returned: the in-place forms torch.export writes
-    for residual blocks (aten::add_, aten::_add_relu_)."""
-    def fn(self, other, alpha=1):
-        if isinstance(self, np.ndarray) and isinstance(other, np.ndarray) and self.dtype == F32 \
-                and other.dtype == F32 and self.shape == other.shape and self.strides == other.strides \
-                and alpha == 1 and self.size > 0 and self.flags.writeable:
-            a, b = _flat(self), _flat(other)
-            if a is not None and b is not None and (not np.shares_memory(a, b) or a.ctypes.data == b.ctypes.data):
-                lib.binary(op, a, b, a, lib.ACT_RELU if relu else lib.ACT_NONE, 0.0, INF)
-                return self
-        return _reference(key)(self, other, alpha)
-    fn.__name__ = key.split("::")[1].replace(".", "_")
-    return fn
-
-
-KERNELS["aten::add_.Tensor"] = _binary_in_place(lib.ADD, "aten::add_.Tensor")
-KERNELS["aten::_add_relu_.Tensor"] = _binary_in_place(lib.ADD, "aten::_add_relu_.Tensor", relu=True)
-
-
-def _activation(key: str, code: int, bounds: Callable[..., tuple[float, float]] | None = None) -> Callable[..., Any]:
-    def fn(self, *args, out=None):
-        if isinstance(self, np.ndarray) and self.dtype == F32 and self.size > 0:
-            x = _flat(self)
-            if x is not None:
-                lo, hi = bounds(*args) if bounds else (0.0, INF)
-                y = _like(self, out)
-                flat = _flat(y)
-                if flat is not None and not np.shares_memory(flat, x):
-                    lib.unary(0, x, flat, code, lo, hi)
-                    return _into(out, y)
-        return _reference(key)(self, *args, out=out)
-    fn.__name__ = key.split("::")[1]
-    return fn
-
-
-# The elementwise activations: operator -> (the library's code, its bounds from the operator's arguments; None:
-# no arguments, bounds (0, inf)). The per-node kernels and the executor's steps both read it.
-UNARY: dict[str, tuple[int, Callable[..., tuple[float, float]] | None]] = {
-    "aten::relu": (lib.ACT_RELU, None),
-    "aten::relu6": (lib.ACT_CLAMP, lambda: (0.0, 6.0)),
-    "aten::hardtanh": (lib.ACT_CLAMP, lambda lo=-1.0, hi=1.0: (float(lo), float(hi))),
-    "aten::hardswish": (lib.ACT_HARDSWISH, None),
-    "aten::silu": (lib.ACT_SILU, None),
-    "aten::sigmoid": (lib.ACT_SIGMOID, None),
-    "aten::tanh": (lib.ACT_TANH, None),
-    "aten::hardsigmoid": (lib.ACT_HARDSIGMOID, None),
-}
-for _key, (_code, _bounds) in UNARY.items():
-    KERNELS[_key] = _activation(_key, _code, _bounds)
-
-
-def _view(key: str) -> Callable[..., Any]:
-    """A view operator (it computes nothing) run by the reference's code: taken here so that the executor's regions
-    and the memory plan do not stop at it."""
-    def fn(*args, **kwargs):
-        return _reference(key)(*args, **kwargs)
-    fn.__name__ = key.split("::")[1].replace(".", "_")
-    return fn
-
-
-KERNELS["aten::flatten.using_ints"] = _view("aten::flatten.using_ints")
-
-
 # Operators whose kernels live in another module, imported when a program first asks for one (a load imports only
 # what its program runs).
-ELSEWHERE = {"aten::lstm.input": "recurrent", "aten::gru.input": "recurrent", "aten::rnn_tanh.input": "recurrent",
+ELSEWHERE = {"aten::softmax.int": "attention", "aten::_softmax": "attention", "aten::layer_norm": "attention",
+             "aten::scaled_dot_product_attention": "attention",
+             "aten::lstm.input": "recurrent", "aten::gru.input": "recurrent", "aten::rnn_tanh.input": "recurrent",
              "aten::rnn_relu.input": "recurrent"}
 
 
@@ -552,3 +372,6 @@ def kernel_for(key: str) -> Callable[..., Any] | None:
 
         importlib.import_module(f"{__package__}.{ELSEWHERE[key]}")
     return KERNELS.get(key)
+
+
+from . import elementwise as _elementwise  # noqa: E402,F401  (its kernels join KERNELS; it imports this module)

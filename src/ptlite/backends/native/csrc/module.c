@@ -368,6 +368,124 @@ static PyObject *py_rnn(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* broadcast(op, a, b, y, (ndim, shape x 6, a strides x 6, b strides x 6), act, lo, hi): y = act(a op b) with
+ * broadcasting (pl_broadcast) */
+static PyObject *py_broadcast(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *ao, *bo, *yo;
+    pl_broadcast p;
+    int op, act;
+    double lo, hi;
+    int64_t *q[3] = {p.shape, p.sa, p.sb};
+    if (!PyArg_ParseTuple(args, "iOOO(L(LLLLLL)(LLLLLL)(LLLLLL))idd", &op, &ao, &bo, &yo, &p.ndim, q[0], q[0] + 1,
+                          q[0] + 2, q[0] + 3, q[0] + 4, q[0] + 5, q[1], q[1] + 1, q[1] + 2, q[1] + 3, q[1] + 4, q[1] + 5,
+                          q[2], q[2] + 1, q[2] + 2, q[2] + 3, q[2] + 4, q[2] + 5, &act, &lo, &hi))
+        return NULL;
+    p.op = op;
+    if (epilogue(act, lo, hi, &p.ep) != 0) return NULL;
+    Py_buffer a, b, y;
+    if (get_floats(ao, &a, 0, "the first operand") != 0) return NULL;
+    if (get_floats(bo, &b, 0, "the second operand") != 0) { PyBuffer_Release(&a); return NULL; }
+    if (get_floats(yo, &y, 1, "the output") != 0) { PyBuffer_Release(&b); PyBuffer_Release(&a); return NULL; }
+    char err[ERR_CAP];
+    int ok = 1;
+    if (pl_broadcast_check(&p, floats(&a), floats(&b), floats(&y), err, sizeof err) != 0) {
+        PyErr_SetString(PyExc_ValueError, err);
+        ok = 0;
+    } else if (overlaps(&y, &a) || overlaps(&y, &b)) {
+        PyErr_SetString(PyExc_ValueError, "broadcast: the output overlaps an operand");
+        ok = 0;
+    } else {
+        Py_BEGIN_ALLOW_THREADS
+        pl_broadcast_run(&p, a.buf, b.buf, y.buf);
+        Py_END_ALLOW_THREADS
+    }
+    PyBuffer_Release(&y);
+    PyBuffer_Release(&b);
+    PyBuffer_Release(&a);
+    if (!ok) return NULL;
+    Py_RETURN_NONE;
+}
+
+/* reduce(x, y, outer, r, inner, scale): y (outer, inner) = scale * the sum of x (outer, r, inner) over r */
+static PyObject *py_reduce(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *xo, *yo;
+    pl_reduce p;
+    double scale;
+    if (!PyArg_ParseTuple(args, "OOLLLd", &xo, &yo, &p.outer, &p.r, &p.inner, &scale)) return NULL;
+    p.scale = (float)scale;
+    Py_buffer x, y;
+    if (get_floats(xo, &x, 0, "the input") != 0) return NULL;
+    if (get_floats(yo, &y, 1, "the output") != 0) { PyBuffer_Release(&x); return NULL; }
+    char err[ERR_CAP];
+    int ok = 1;
+    if (pl_reduce_check(&p, floats(&x), floats(&y), err, sizeof err) != 0) {
+        PyErr_SetString(PyExc_ValueError, err);
+        ok = 0;
+    } else if (overlaps(&x, &y)) {
+        PyErr_SetString(PyExc_ValueError, "reduce: the output overlaps the input");
+        ok = 0;
+    } else {
+        Py_BEGIN_ALLOW_THREADS
+        pl_reduce_run(&p, x.buf, y.buf);
+        Py_END_ALLOW_THREADS
+    }
+    PyBuffer_Release(&y);
+    PyBuffer_Release(&x);
+    if (!ok) return NULL;
+    Py_RETURN_NONE;
+}
+
+/* attention(q, k, v, mask_or_None, y, (b1, b2, l, s, e, ev, causal, ms0, ms1, ms2, ms3), scale): scaled dot-product
+ * attention (pl_attention) */
+static PyObject *py_attention(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *obj[5];
+    pl_attention p;
+    double scale;
+    if (!PyArg_ParseTuple(args, "OOOOO(LLLLLLLLLLL)d", &obj[0], &obj[1], &obj[2], &obj[3], &obj[4], &p.b1, &p.b2, &p.l,
+                          &p.s, &p.e, &p.ev, &p.causal, &p.ms[0], &p.ms[1], &p.ms[2], &p.ms[3], &scale))
+        return NULL;
+    p.scale = (float)scale;
+    static const char *const names[5] = {"the query", "the key", "the value", "the mask", "the output"};
+    Py_buffer v[5];
+    int got = 0, ok = 1;
+    for (; got < 5; got++) {
+        if (got == 3 && obj[3] == Py_None) { memset(&v[3], 0, sizeof v[3]); continue; }
+        if (get_floats(obj[got], &v[got], got == 4, names[got]) != 0) { ok = 0; break; }
+    }
+    char err[ERR_CAP];
+    if (ok && v[3].obj && floats(&v[3]) == 0) {
+        PyErr_SetString(PyExc_ValueError, "attention: an empty mask");
+        ok = 0;
+    }
+    if (ok && pl_attention_check(&p, floats(&v[0]), floats(&v[1]), floats(&v[2]), v[3].obj ? floats(&v[3]) : 0,
+                                 floats(&v[4]), err, sizeof err) != 0) {
+        PyErr_SetString(PyExc_ValueError, err);
+        ok = 0;
+    }
+    for (int i = 0; ok && i < 4; i++)
+        if (v[i].obj && overlaps(&v[4], &v[i])) {
+            PyErr_Format(PyExc_ValueError, "attention: the output overlaps %s", names[i]);
+            ok = 0;
+        }
+    if (ok) {
+        int status;
+        Py_BEGIN_ALLOW_THREADS
+        status = pl_attention_run(&p, v[0].buf, v[1].buf, v[2].buf, v[3].obj ? v[3].buf : NULL, v[4].buf);
+        Py_END_ALLOW_THREADS
+        if (status != 0) { PyErr_NoMemory(); ok = 0; }
+    }
+    for (int i = 0; i < got; i++)
+        if (v[i].obj) PyBuffer_Release(&v[i]);
+    if (!ok) return NULL;
+    Py_RETURN_NONE;
+}
+
 /* ------------------------------------------------------------------------------------------------ plans */
 
 #define STEP_INTS 40  /* int64 values per step in make_plan's encoding (kernels.py's PlanBuilder writes it) */
@@ -428,6 +546,42 @@ static void decode_step(const int64_t *v, const double *f, pl_step *s)
     case PL_STEP_RESIZE: {
         pl_resize r = {q[0], q[1], q[2], q[3], q[4], q[5]};
         s->u.resize = r;
+        break;
+    }
+    case PL_STEP_ROWS:
+        s->u.rows.norm = q[0];
+        s->u.rows.rows = q[1];
+        s->u.rows.n = q[2];
+        s->u.rows.eps = (float)f[0];
+        break;
+    case PL_STEP_COPY:
+        s->u.copy.ndim = q[0];
+        for (int d = 0; d < PL_COPY_MAX_DIMS; d++) {
+            s->u.copy.shape[d] = q[1 + d];
+            s->u.copy.stride[d] = q[1 + PL_COPY_MAX_DIMS + d];
+        }
+        break;
+    case PL_STEP_BROADCAST:
+        s->u.broadcast.op = q[0];
+        s->u.broadcast.ep = ep;
+        s->u.broadcast.ep.act = (int)q[1];
+        s->u.broadcast.ndim = q[2];
+        for (int d = 0; d < PL_COPY_MAX_DIMS; d++) {
+            s->u.broadcast.shape[d] = q[3 + d];
+            s->u.broadcast.sa[d] = q[3 + PL_COPY_MAX_DIMS + d];
+            s->u.broadcast.sb[d] = q[3 + 2 * PL_COPY_MAX_DIMS + d];
+        }
+        break;
+    case PL_STEP_REDUCE:
+        s->u.reduce.outer = q[0];
+        s->u.reduce.r = q[1];
+        s->u.reduce.inner = q[2];
+        s->u.reduce.scale = (float)f[0];
+        break;
+    case PL_STEP_ATTENTION: {
+        pl_attention a = {q[0], q[1], q[2], q[3], q[4], q[5], q[6], {q[7], q[8], q[9], q[10]}, (float)f[0]};
+        s->u.attn.a = a;
+        s->u.attn.mask = ref_at(q + 11);
         break;
     }
     }
@@ -600,6 +754,9 @@ static PyMethodDef methods[] = {
     {"unary", py_unary, METH_VARARGS, "An activation, or exp, elementwise."},
     {"mean_rows", py_mean_rows, METH_VARARGS, "Per image, the mean over rows of a (rows, c) matrix."},
     {"rnn", py_rnn, METH_VARARGS, "One direction of an LSTM, GRU or Elman RNN layer."},
+    {"broadcast", py_broadcast, METH_VARARGS, "Elementwise arithmetic with broadcasting, by strides."},
+    {"reduce", py_reduce, METH_VARARGS, "A scaled sum over the middle dimension of (outer, r, inner)."},
+    {"attention", py_attention, METH_VARARGS, "Scaled dot-product attention with an optional additive mask."},
     {"make_plan", py_make_plan, METH_VARARGS, "Validate a planned region's steps; returns the plan."},
     {"run_plan", py_run_plan, METH_VARARGS, "Run a plan's steps over its buffers (the GIL released)."},
     {"set_num_threads", py_set_num_threads, METH_O, "Threads the kernels use (the caller's included)."},
@@ -640,7 +797,12 @@ PyMODINIT_FUNC PyInit__native(void)
         || PyModule_AddIntConstant(m, "STEP_BINARY", PL_STEP_BINARY)
         || PyModule_AddIntConstant(m, "STEP_UNARY", PL_STEP_UNARY)
         || PyModule_AddIntConstant(m, "STEP_MEAN", PL_STEP_MEAN)
-        || PyModule_AddIntConstant(m, "STEP_RESIZE", PL_STEP_RESIZE)) {
+        || PyModule_AddIntConstant(m, "STEP_RESIZE", PL_STEP_RESIZE)
+        || PyModule_AddIntConstant(m, "STEP_ROWS", PL_STEP_ROWS) || PyModule_AddIntConstant(m, "STEP_COPY", PL_STEP_COPY)
+        || PyModule_AddIntConstant(m, "STEP_ATTENTION", PL_STEP_ATTENTION)
+        || PyModule_AddIntConstant(m, "STEP_BROADCAST", PL_STEP_BROADCAST)
+        || PyModule_AddIntConstant(m, "STEP_REDUCE", PL_STEP_REDUCE)
+        || PyModule_AddIntConstant(m, "COPY_MAX_DIMS", PL_COPY_MAX_DIMS)) {
         Py_DECREF(m);
         return NULL;
     }

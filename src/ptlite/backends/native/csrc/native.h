@@ -76,6 +76,38 @@ typedef struct {
     int64_t mode, t, b, in, hidden, out_stride, out_offset, reverse;
 } pl_rnn;
 
+/* Scaled dot-product attention: per batch entry (b1, b2), y (l, ev) = softmax(q k^T * scale + mask) v over q (l, e),
+ * k (s, e), v (s, ev), every operand C-contiguous (b1, b2, rows, columns). The additive mask is read at b1 * ms[0] +
+ * b2 * ms[1] + i * ms[2] + j * ms[3] (a stride 0 broadcasts); causal: key j > query i is masked. A query whose every
+ * key is masked gets zeros (PyTorch's safe softmax). */
+typedef struct {
+    int64_t b1, b2, l, s, e, ev, causal;
+    int64_t ms[4];
+    float scale;
+} pl_attention;
+
+/* A strided gather into a C-contiguous output: y[i0..i5] = x[sum i_k * stride[k]] over `shape` (a transpose, a
+ * permutation, a broadcast with stride 0). */
+#define PL_COPY_MAX_DIMS 6
+typedef struct {
+    int64_t ndim;
+    int64_t shape[PL_COPY_MAX_DIMS], stride[PL_COPY_MAX_DIMS];
+} pl_copy;
+
+/* Elementwise arithmetic with broadcasting: y (C-contiguous, `shape`) = epilogue(a op b), a and b read at their own
+ * strides (0 where broadcast). */
+typedef struct {
+    int64_t op, ndim;  /* enum pl_binop */
+    int64_t shape[PL_COPY_MAX_DIMS], sa[PL_COPY_MAX_DIMS], sb[PL_COPY_MAX_DIMS];
+    pl_epilogue ep;
+} pl_broadcast;
+
+/* A sum over the middle dimension of x (outer, r, inner) times scale (1 / r: a mean) into y (outer, inner). */
+typedef struct {
+    int64_t outer, r, inner;
+    float scale;
+} pl_reduce;
+
 /* The kernels one instruction set provides (isa_*.c fill one table each from kernels.inc). */
 #define PL_GEMM_MAX_MR 16
 typedef struct {
@@ -109,6 +141,10 @@ typedef struct {
     void (*softmax_rows)(const float *x, float *y, size_t rows, size_t n);
     void (*layer_norm_rows)(const float *x, const float *gamma, const float *beta, float *y, size_t rows, size_t n,
                             float eps);
+    /* Attention for query rows [i0, i1) of one batch entry (pl_attention): q, v and y that entry's, kt its keys
+     * transposed (e, s), mask its mask (ms[2], ms[3] apply) or NULL; scores: s floats of scratch. */
+    void (*attention_rows)(const pl_attention *p, const float *q, const float *kt, const float *v, const float *mask,
+                           float *y, int64_t i0, int64_t i1, float *scores);
     /* A recurrent layer's direction (pl_rnn); h0 and c0 (LSTM only, else NULL) are read before h_n and c_n are
      * written; scratch holds 2 * g * hidden + 2 * b * hidden floats. */
     void (*rnn)(const pl_rnn *p, const float *x, const float *w_ih, const float *w_hh, const float *b_ih,
@@ -137,10 +173,12 @@ const pl_isa *const *pl_isa_all(size_t *count);
 
 /* Threads: run fn(ctx, i) for i in [0, tasks) on the pool (the caller's thread takes part). pl_parallel_work
  * runs them all on the caller where the job's work (multiply-adds, or values read) is under PL_SERIAL_WORK: handing
- * a few microseconds of work to another thread costs more than it saves, and far more when that thread is asleep
- * or the machine busy. */
+ * a few microseconds of work to another thread costs more than it saves; and under PL_WAKE_WORK when the workers
+ * are asleep, since waking one (a futex call, an interrupt to another core: tens of microseconds in a virtual
+ * machine) costs the caller more than the work it would take. */
 typedef void (*pl_task_fn)(void *ctx, size_t i);
 #define PL_SERIAL_WORK ((double)(1 << 17))
+#define PL_WAKE_WORK ((double)(1 << 21))
 void pl_parallel(size_t tasks, pl_task_fn fn, void *ctx);
 void pl_parallel_work(size_t tasks, pl_task_fn fn, void *ctx, double work);
 void pl_set_threads(int n);
@@ -157,6 +195,15 @@ int pl_epilogue_check(const pl_epilogue *ep, char *err, size_t cap);
 int pl_rnn_check(const pl_rnn *p, size_t x_len, size_t w_ih_len, size_t w_hh_len, size_t b_ih_len, size_t b_hh_len,
                  size_t h_len, size_t c_len, size_t out_len, char *err, size_t cap);
 size_t pl_rnn_gates(int64_t mode);
+/* mask_len 0: no mask */
+int pl_attention_check(const pl_attention *p, size_t q_len, size_t k_len, size_t v_len, size_t mask_len,
+                       size_t y_len, char *err, size_t cap);
+int pl_copy_check(const pl_copy *p, size_t x_len, size_t y_len, char *err, size_t cap);
+/* softmax (norm 0) or layer norm (norm 1) over rows x n; gamma and beta lengths (0: none), layer norm only */
+int pl_broadcast_check(const pl_broadcast *p, size_t a_len, size_t b_len, size_t y_len, char *err, size_t cap);
+int pl_reduce_check(const pl_reduce *p, size_t x_len, size_t y_len, char *err, size_t cap);
+int pl_rows_check(int norm, int64_t rows, int64_t n, size_t x_len, size_t gamma_len, size_t beta_len, size_t y_len,
+                  char *err, size_t cap);
 
 /* Kernels over whole tensors (threaded), after their check passed. */
 int pl_conv_run(const pl_conv *p, const float *x, const float *w, const float *bias, float *y);
@@ -171,5 +218,14 @@ void pl_softmax_run(const float *x, float *y, size_t rows, size_t n);
 void pl_layer_norm_run(const float *x, const float *gamma, const float *beta, float *y, size_t rows, size_t n,
                        float eps);
 void pl_resize_run(const pl_resize *p, const float *x, const float *table, float *y);
+/* attention.c: -1 when its scratch cannot be allocated */
+int pl_attention_run(const pl_attention *p, const float *q, const float *k, const float *v, const float *mask,
+                     float *y);
+/* copy.c */
+void pl_copy_run(const pl_copy *p, const float *x, float *y);
+/* broadcast.c (threaded by rows of the output) */
+void pl_broadcast_run(const pl_broadcast *p, const float *a, const float *b, float *y);
+/* rows.c */
+void pl_reduce_run(const pl_reduce *p, const float *x, float *y);
 
 #endif

@@ -167,3 +167,90 @@ int pl_binary_check(int op, size_t a_len, size_t b_len, size_t len, int64_t imag
                     "the output's in each of %lld image(s)", (long long)b_len, images);
     return 0;
 }
+
+int pl_attention_check(const pl_attention *p, size_t q_len, size_t k_len, size_t v_len, size_t mask_len,
+                       size_t y_len, char *err, size_t cap)
+{
+    if (!in_range(p->b1, 1) || !in_range(p->b2, 1) || !in_range(p->l, 1) || !in_range(p->s, 1) || !in_range(p->e, 1)
+        || !in_range(p->ev, 1) || (p->causal != 0 && p->causal != 1))
+        return fail(err, cap, "attention: invalid sizes (l %lld, s %lld, ...)", p->l, p->s);
+    const int64_t q = product(p->b1, p->b2, p->l, p->e), k = product(p->b1, p->b2, p->s, p->e);
+    const int64_t v = product(p->b1, p->b2, p->s, p->ev), y = product(p->b1, p->b2, p->l, p->ev);
+    if (q < 0 || k < 0 || v < 0 || y < 0 || product(p->e + 1, p->s, 1, 1) < 0)
+        return fail(err, cap, "attention: sizes too large (l %lld, s %lld)", p->l, p->s);
+    if ((size_t)q > q_len || (size_t)k > k_len || (size_t)v > v_len || (size_t)y > y_len)
+        return fail(err, cap, "attention: an operand is shorter than its sizes need (q %lld floats, needs %lld)",
+                    (long long)q_len, q);
+    if (mask_len) {
+        const int64_t last[4] = {p->b1 - 1, p->b2 - 1, p->l - 1, p->s - 1};
+        int64_t end = 0;
+        for (int d = 0; d < 4; d++) {
+            int64_t t;
+            if (!in_range(p->ms[d], 0) || __builtin_mul_overflow(last[d], p->ms[d], &t)
+                || __builtin_add_overflow(end, t, &end))
+                return fail(err, cap, "attention: invalid mask stride %lld (dimension %lld)", p->ms[d], d);
+        }
+        if ((size_t)end >= mask_len)
+            return fail(err, cap, "attention: the mask reaches float %lld of %lld", end, (long long)mask_len);
+    }
+    return 0;
+}
+
+int pl_copy_check(const pl_copy *p, size_t x_len, size_t y_len, char *err, size_t cap)
+{
+    if (p->ndim < 1 || p->ndim > PL_COPY_MAX_DIMS)
+        return fail(err, cap, "copy: %lld dimensions (1 to %lld are taken)", p->ndim, PL_COPY_MAX_DIMS);
+    int64_t count = 1, end = 0;
+    for (int64_t d = 0; d < p->ndim; d++) {
+        int64_t t;
+        if (!in_range(p->shape[d], 1) || !in_range(p->stride[d], 0) || __builtin_mul_overflow(count, p->shape[d], &count)
+            || count > ((int64_t)1 << 62) || __builtin_mul_overflow(p->shape[d] - 1, p->stride[d], &t)
+            || __builtin_add_overflow(end, t, &end))
+            return fail(err, cap, "copy: invalid size %lld or stride %lld", p->shape[d], p->stride[d]);
+    }
+    if ((size_t)count > y_len || (size_t)end >= x_len)
+        return fail(err, cap, "copy: reads float %lld of %lld, or writes past its output", end, (long long)x_len);
+    return 0;
+}
+
+int pl_rows_check(int norm, int64_t rows, int64_t n, size_t x_len, size_t gamma_len, size_t beta_len, size_t y_len,
+                  char *err, size_t cap)
+{
+    const int64_t count = product(rows, n, 1, 1);
+    if ((norm != 0 && norm != 1) || !in_range(rows, 1) || !in_range(n, 1) || count < 0)
+        return fail(err, cap, "rows: invalid sizes %lld x %lld", rows, n);
+    if ((size_t)count > x_len || (size_t)count > y_len)
+        return fail(err, cap, "rows: %lld x %lld values do not fit the buffers", rows, n);
+    if ((gamma_len && (!norm || gamma_len != (size_t)n)) || (beta_len && (!norm || beta_len != (size_t)n)))
+        return fail(err, cap, "rows: the scale and shift must have %lld values (%lld given)", n, (long long)gamma_len);
+    return 0;
+}
+
+int pl_broadcast_check(const pl_broadcast *p, size_t a_len, size_t b_len, size_t y_len, char *err, size_t cap)
+{
+    if (p->op < 0 || p->op >= PL_BINOP_COUNT || p->ndim < 1 || p->ndim > PL_COPY_MAX_DIMS)
+        return fail(err, cap, "broadcast: unknown operation %lld or %lld dimensions", p->op, p->ndim);
+    int64_t count = 1, end_a = 0, end_b = 0;
+    for (int64_t d = 0; d < p->ndim; d++) {
+        int64_t ta, tb;
+        if (!in_range(p->shape[d], 1) || !in_range(p->sa[d], 0) || !in_range(p->sb[d], 0)
+            || __builtin_mul_overflow(count, p->shape[d], &count) || count > ((int64_t)1 << 62)
+            || __builtin_mul_overflow(p->shape[d] - 1, p->sa[d], &ta) || __builtin_add_overflow(end_a, ta, &end_a)
+            || __builtin_mul_overflow(p->shape[d] - 1, p->sb[d], &tb) || __builtin_add_overflow(end_b, tb, &end_b))
+            return fail(err, cap, "broadcast: invalid size %lld or strides (dimension %lld)", p->shape[d], d);
+    }
+    if ((size_t)count > y_len || (size_t)end_a >= a_len || (size_t)end_b >= b_len)
+        return fail(err, cap, "broadcast: reads past an operand or writes past its %lld-float output (%lld)",
+                    (long long)y_len, count);
+    return pl_epilogue_check(&p->ep, err, cap);
+}
+
+int pl_reduce_check(const pl_reduce *p, size_t x_len, size_t y_len, char *err, size_t cap)
+{
+    const int64_t in = product(p->outer, p->r, p->inner, 1), out = product(p->outer, p->inner, 1, 1);
+    if (!in_range(p->outer, 1) || !in_range(p->r, 1) || !in_range(p->inner, 1) || in < 0 || out < 0)
+        return fail(err, cap, "reduce: invalid sizes (%lld over %lld)", p->r, p->inner);
+    if ((size_t)in > x_len || (size_t)out > y_len)
+        return fail(err, cap, "reduce: %lld values in, %lld out do not fit the buffers", in, out);
+    return 0;
+}

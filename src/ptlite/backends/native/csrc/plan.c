@@ -81,6 +81,43 @@ static int check_step(const pl_step *s, const pl_plan *plan, int64_t i, char *er
         if (overlap(&s->out, &s->in0) || overlap(&s->out, &s->in1))
             return fail(err, cap, i, "a resize's output overlaps its input");
         return 0;
+    case PL_STEP_ROWS:
+        if (pl_rows_check((int)s->u.rows.norm, s->u.rows.rows, s->u.rows.n, (size_t)s->in0.len, (size_t)s->in1.len,
+                          (size_t)s->in2.len, (size_t)s->out.len, why, sizeof why) != 0)
+            return fail(err, cap, i, why);
+        if ((overlap(&s->out, &s->in0) && !same(&s->out, &s->in0)) || overlap(&s->out, &s->in1)
+            || overlap(&s->out, &s->in2))
+            return fail(err, cap, i, "a row operation's output partly overlaps its input");
+        return 0;
+    case PL_STEP_COPY:
+        if (pl_copy_check(&s->u.copy, (size_t)s->in0.len, (size_t)s->out.len, why, sizeof why) != 0)
+            return fail(err, cap, i, why);
+        if (overlap(&s->out, &s->in0)) return fail(err, cap, i, "a copy's output overlaps its input");
+        return 0;
+    case PL_STEP_ATTENTION: {
+        const pl_ref *m = &s->u.attn.mask;
+        if (s->in1.buf < 0 || s->in2.buf < 0 || !ref_ok(m, plan, 1))
+            return fail(err, cap, i, "attention without its keys or values, or a mask outside its buffer");
+        if (m->buf >= 0 && m->len == 0) return fail(err, cap, i, "attention: an empty mask");
+        if (pl_attention_check(&s->u.attn.a, (size_t)s->in0.len, (size_t)s->in1.len, (size_t)s->in2.len,
+                               m->buf >= 0 ? (size_t)m->len : 0, (size_t)s->out.len, why, sizeof why) != 0)
+            return fail(err, cap, i, why);
+        if (overlap(&s->out, &s->in0) || overlap(&s->out, &s->in1) || overlap(&s->out, &s->in2) || overlap(&s->out, m))
+            return fail(err, cap, i, "attention's output overlaps an operand");
+        return 0;
+    }
+    case PL_STEP_BROADCAST:
+        if (s->in1.buf < 0 || pl_broadcast_check(&s->u.broadcast, (size_t)s->in0.len, (size_t)s->in1.len,
+                                                 (size_t)s->out.len, why, sizeof why) != 0)
+            return fail(err, cap, i, s->in1.buf < 0 ? "a broadcast without its second operand" : why);
+        if (overlap(&s->out, &s->in0) || overlap(&s->out, &s->in1))
+            return fail(err, cap, i, "a broadcast's output overlaps an operand");
+        return 0;
+    case PL_STEP_REDUCE:
+        if (pl_reduce_check(&s->u.reduce, (size_t)s->in0.len, (size_t)s->out.len, why, sizeof why) != 0)
+            return fail(err, cap, i, why);
+        if (overlap(&s->out, &s->in0)) return fail(err, cap, i, "a reduction's output overlaps its input");
+        return 0;
     default:
         return fail(err, cap, i, "unknown step kind");
     }
@@ -128,6 +165,26 @@ int pl_plan_run(const pl_plan *plan, float *const *bufs, double *times)
             break;
         case PL_STEP_UNARY:
             isa->activate(a, out, (size_t)s->out.len, &s->u.un.ep);
+            break;
+        case PL_STEP_ROWS:
+            if (s->u.rows.norm) pl_layer_norm_run(a, b, c, out, (size_t)s->u.rows.rows, (size_t)s->u.rows.n,
+                                                  s->u.rows.eps);
+            else pl_softmax_run(a, out, (size_t)s->u.rows.rows, (size_t)s->u.rows.n);
+            break;
+        case PL_STEP_COPY:
+            pl_copy_run(&s->u.copy, a, out);
+            break;
+        case PL_STEP_ATTENTION: {
+            const pl_ref *m = &s->u.attn.mask;
+            if (pl_attention_run(&s->u.attn.a, a, b, c, m->buf >= 0 ? bufs[m->buf] + m->off : NULL, out) != 0)
+                return -1;
+            break;
+        }
+        case PL_STEP_BROADCAST:
+            pl_broadcast_run(&s->u.broadcast, a, b, out);
+            break;
+        case PL_STEP_REDUCE:
+            pl_reduce_run(&s->u.reduce, a, out);
             break;
         case PL_STEP_MEAN:
             for (int64_t n = 0; n < s->u.mean.n; n++)

@@ -5,14 +5,17 @@
 #include "native.h"
 
 enum pl_step_kind { PL_STEP_CONV = 1, PL_STEP_POOL = 2, PL_STEP_BINARY = 3, PL_STEP_UNARY = 4, PL_STEP_MEAN = 5,
-                    PL_STEP_RESIZE = 6 };
+                    PL_STEP_RESIZE = 6, PL_STEP_ROWS = 7, PL_STEP_COPY = 8, PL_STEP_ATTENTION = 9,
+                    PL_STEP_BROADCAST = 10, PL_STEP_REDUCE = 11 };
 
 /* floats [off, off + len) of buffer `buf` (-1: none, for an optional operand such as a bias) */
 typedef struct { int64_t buf, off, len; } pl_ref;
 
 typedef struct {
     int kind;                  /* enum pl_step_kind */
-    pl_ref in0, in1, in2, out; /* conv: x, weight, bias; pool, unary, mean: x; binary: a, b; resize: x, table */
+    pl_ref in0, in1, in2, out; /* conv: x, weight, bias; pool, unary, mean, copy: x; binary: a, b; resize: x, table;
+                                  rows: x, gamma, beta (layer norm); attention: q, k, v (its mask in u.attn);
+                                  broadcast: a, b; reduce: x */
     union {
         pl_conv conv;
         pl_pool pool;
@@ -20,6 +23,11 @@ typedef struct {
         struct { int op; int64_t images; pl_epilogue ep; } bin;  /* b's rows repeat within each image */
         struct { pl_epilogue ep; } un;
         struct { int64_t n, rows, c; } mean;
+        struct { int64_t norm, rows, n; float eps; } rows;  /* norm 0: softmax, 1: layer norm */
+        pl_copy copy;
+        struct { pl_attention a; pl_ref mask; } attn;        /* mask.buf -1: none */
+        pl_broadcast broadcast;
+        pl_reduce reduce;
     } u;
 } pl_step;
 

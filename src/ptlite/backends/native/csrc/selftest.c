@@ -3,10 +3,13 @@
  * strides 2 and 3, dilation, batches, partial panels), plus the parameter checks on hostile values. It is what
  * runs the NEON build under qemu-aarch64 and the sanitizer build (tests/backends/native/test_selftest.py).
  * Prints one line per failure and a summary; exits 0 when everything passed. */
+#define _POSIX_C_SOURCE 199309L
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "native.h"
 
@@ -470,6 +473,218 @@ static void test_hostile_parameters(void)
         printf("FAIL a short buffer was accepted\n");
         failures++;
     }
+    /* attention: a mask stride reaching past the mask, sizes past the buffers, a huge stride, a bad causal flag */
+    const pl_attention att = {1, 2, 3, 4, 5, 6, 0, {0, 12, 4, 1}, 1.0f};
+    pl_attention abad[5];
+    for (int i = 0; i < 5; i++) abad[i] = att;
+    abad[0].ms[1] = 13; abad[1].s = 5; abad[2].ms[3] = (int64_t)1 << 40; abad[3].causal = 2; abad[4].e = 0;
+    checks++;
+    if (pl_attention_check(&att, 30, 40, 48, 24, 36, err, sizeof err) != 0) {
+        printf("FAIL a valid attention was refused: %s\n", err);
+        failures++;
+    }
+    for (int i = 0; i < 5; i++) {
+        checks++;
+        if (pl_attention_check(&abad[i], 30, 40, 48, 24, 36, err, sizeof err) == 0) {
+            printf("FAIL hostile attention %d was accepted\n", i);
+            failures++;
+        }
+    }
+    /* copy: a stride reaching past the input, too many dimensions, a negative stride; rows past their buffers */
+    const pl_copy cbad[3] = {{2, {3, 4}, {5, 1}}, {7, {1, 1, 1, 1, 1, 1}, {0}}, {1, {4}, {-1}}};
+    for (int i = 0; i < 3; i++) {
+        checks++;
+        if (pl_copy_check(&cbad[i], 12, 12, err, sizeof err) == 0) {
+            printf("FAIL hostile copy %d was accepted\n", i);
+            failures++;
+        }
+    }
+    /* broadcast: a stride reaching past an operand, an unknown operation; reduce: sizes past the input */
+    const pl_broadcast bbad[2] = {{PL_ADD, 2, {3, 4}, {4, 1}, {0, 2}, {0, 0, 0}}, {9, 1, {4}, {1}, {1}, {0, 0, 0}}};
+    for (int i = 0; i < 2; i++) {
+        checks++;
+        if (pl_broadcast_check(&bbad[i], 12, 4, 12, err, sizeof err) == 0) {
+            printf("FAIL hostile broadcast %d was accepted\n", i);
+            failures++;
+        }
+    }
+    const pl_reduce rbad = {2, 3, 4, 1.0f};
+    checks++;
+    if (pl_reduce_check(&rbad, 23, 8, err, sizeof err) == 0 || pl_reduce_check(&rbad, 24, 7, err, sizeof err) == 0) {
+        printf("FAIL a hostile reduction was accepted\n");
+        failures++;
+    }
+    checks++;
+    if (pl_rows_check(1, 3, 4, 12, 4, 4, 12, err, sizeof err) != 0 || pl_rows_check(1, 3, 4, 11, 4, 4, 12, err, sizeof err)
+        == 0 || pl_rows_check(0, 3, 4, 12, 4, 0, 12, err, sizeof err) == 0 || pl_rows_check(1, 3, 4, 12, 3, 4, 12, err,
+        sizeof err) == 0) {
+        printf("FAIL the rows check\n");
+        failures++;
+    }
+}
+
+/* Attention (pl_attention_run, the selected instruction set's rows kernel) against float64 loops: key counts off the
+ * vector width and past 4 vectors, a mask broadcast over b1 with a fully masked row, and causal masking. */
+static void test_attention(const char *isa)
+{
+    static const int cases[][7] = {  /* b1, b2, l, s, e, ev, causal */
+        {2, 3, 7, 19, 16, 24, 0}, {1, 2, 40, 37, 5, 3, 0}, {1, 1, 9, 9, 33, 70, 1}, {3, 1, 1, 1, 1, 1, 0},
+        {1, 2, 12, 12, 16, 16, 1},
+    };
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        const int *k = cases[ci];
+        const int64_t b1 = k[0], b2 = k[1], l = k[2], s = k[3], e = k[4], ev = k[5];
+        const int causal = k[6];
+        pl_attention p = {b1, b2, l, s, e, ev, causal, {0, causal ? 0 : l * s, s, 1}, 0.25f};
+        const size_t nq = (size_t)(b1 * b2 * l * e), nk = (size_t)(b1 * b2 * s * e), nv = (size_t)(b1 * b2 * s * ev);
+        const size_t ny = (size_t)(b1 * b2 * l * ev), nm = (size_t)(b2 * l * s);
+        float *q = randoms(nq, 1), *kk = randoms(nk, 1), *v = randoms(nv, 1), *mask = randoms(nm, 1);
+        float *y = malloc(ny * sizeof(float));
+        double *want = malloc(ny * sizeof(double)), *sc = malloc((size_t)s * sizeof(double));
+        if (!causal && l > 2)
+            for (int64_t j = 0; j < s; j++) mask[2 * s + j] = -INFINITY;  /* query 2 of b2 = 0: every key masked */
+        for (int64_t b = 0; b < b1 * b2; b++)
+            for (int64_t i = 0; i < l; i++) {
+                double m = -INFINITY;
+                for (int64_t j = 0; j < s; j++) {
+                    double a = 0;
+                    for (int64_t d = 0; d < e; d++) a += (double)q[(b * l + i) * e + d] * kk[(b * s + j) * e + d];
+                    a *= 0.25;
+                    if (causal && j > i) a = -INFINITY;
+                    else if (!causal) a += mask[(b % b2) * l * s + i * s + j];
+                    sc[j] = a;
+                    m = fmax(m, a);
+                }
+                double sum = 0;
+                for (int64_t j = 0; j < s; j++) { sc[j] = m == -INFINITY ? 0 : exp(sc[j] - m); sum += sc[j]; }
+                for (int64_t c = 0; c < ev; c++) {
+                    double o = 0;
+                    for (int64_t j = 0; j < s; j++) o += sc[j] * v[(b * s + j) * ev + c];
+                    want[(b * l + i) * ev + c] = sum > 0 ? o / sum : 0;
+                }
+            }
+        char err[256], what[96];
+        checks++;
+        if (pl_attention_check(&p, nq, nk, nv, causal ? 0 : nm, ny, err, sizeof err) != 0) {
+            printf("FAIL %s attention case %zu refused: %s\n", isa, ci, err);
+            failures++;
+        } else if (pl_attention_run(&p, q, kk, v, causal ? NULL : mask, y) != 0) {
+            printf("FAIL %s attention case %zu: out of memory\n", isa, ci);
+            failures++;
+        } else {
+            snprintf(what, sizeof what, "%s attention case %zu", isa, ci);
+            expect_close(what, y, want, ny, 1e-5);
+        }
+        free(q); free(kk); free(v); free(mask); free(y); free(want); free(sc);
+    }
+}
+
+/* The strided copy: a permutation with a broadcast dimension, against index arithmetic. */
+static void test_copy(void)
+{
+    const pl_copy p = {4, {3, 2, 5, 4}, {4, 0, 12, 1}};  /* x (5, 3, 4) read as (3, [2], 5, 4) */
+    float x[60], y[120];
+    for (int i = 0; i < 60; i++) x[i] = (float)i;
+    char err[128];
+    checks++;
+    if (pl_copy_check(&p, 60, 120, err, sizeof err) != 0) {
+        printf("FAIL a valid copy was refused: %s\n", err);
+        failures++;
+        return;
+    }
+    pl_copy_run(&p, x, y);
+    int wrong = 0;
+    for (int a = 0; a < 3; a++)
+        for (int b = 0; b < 2; b++)
+            for (int c = 0; c < 5; c++)
+                for (int d = 0; d < 4; d++) wrong += y[((a * 2 + b) * 5 + c) * 4 + d] != x[c * 12 + a * 4 + d];
+    if (wrong) {
+        printf("FAIL copy: %d values wrong\n", wrong);
+        failures++;
+    }
+}
+
+/* Broadcasting arithmetic (contiguous rows, a scalar second operand, and gathered rows) and the float64 sums,
+ * against index arithmetic. */
+static void test_broadcast_and_reduce(const char *isa)
+{
+    /* y (3, 4, 5) = a (3, 1, 5) - b (4, 5) read transposed (b stored (5, 4)), then relu */
+    const pl_broadcast p = {PL_SUB, 3, {3, 4, 5}, {5, 0, 1}, {0, 1, 4}, {PL_ACT_RELU, 0.0f, INFINITY}};
+    const pl_broadcast q = {PL_DIV, 2, {6, 7}, {7, 1}, {1, 0}, {PL_ACT_NONE, 0.0f, INFINITY}};  /* b per row */
+    float *a = randoms(42, 1), *b = randoms(20, 1), y[60], z[42];
+    double want[60], want_z[42];
+    for (int i = 0; i < 6; i++) b[i] += 3.0f;
+    char err[128], what[96];
+    checks++;
+    if (pl_broadcast_check(&p, 15, 20, 60, err, sizeof err) != 0 || pl_broadcast_check(&q, 42, 6, 42, err, sizeof err)) {
+        printf("FAIL %s a valid broadcast was refused: %s\n", isa, err);
+        failures++;
+    } else {
+        pl_broadcast_run(&p, a, b, y);
+        pl_broadcast_run(&q, a, b, z);
+        for (int i = 0; i < 3; i++)
+            for (int j = 0; j < 4; j++)
+                for (int k = 0; k < 5; k++) want[(i * 4 + j) * 5 + k] = fmax(0.0, (double)a[i * 5 + k] - b[k * 4 + j]);
+        for (int i = 0; i < 6; i++)
+            for (int j = 0; j < 7; j++) want_z[i * 7 + j] = (double)a[i * 7 + j] / b[i];
+        snprintf(what, sizeof what, "%s broadcast (gathered rows)", isa);
+        expect_close(what, y, want, 60, 1e-6);
+        snprintf(what, sizeof what, "%s broadcast (a scalar per row)", isa);
+        expect_close(what, z, want_z, 42, 1e-6);
+    }
+    const pl_reduce r = {2, 3, 7, 0.5f};  /* (2, 3, 7) summed over the 3, halved */
+    float out[14];
+    double want_r[14];
+    for (int o = 0; o < 2; o++)
+        for (int i = 0; i < 7; i++) {
+            double t = 0;
+            for (int k = 0; k < 3; k++) t += a[(o * 3 + k) * 7 + i];
+            want_r[o * 7 + i] = 0.5 * t;
+        }
+    checks++;
+    if (pl_reduce_check(&r, 42, 14, err, sizeof err) != 0) {
+        printf("FAIL %s a valid reduction was refused: %s\n", isa, err);
+        failures++;
+    } else {
+        pl_reduce_run(&r, a, out);
+        snprintf(what, sizeof what, "%s reduce", isa);
+        expect_close(what, out, want_r, 14, 1e-6);
+    }
+    free(a);
+    free(b);
+}
+
+/* The pool: every task of every run runs once, whether the workers are spinning, asleep or waking late (runs back
+ * to back, and runs after pauses longer than the workers' spin). */
+typedef struct { _Atomic int *hits; size_t tasks; } pool_job;
+
+static void count_task(void *ctx, size_t i)
+{
+    pool_job *job = ctx;
+    atomic_fetch_add(&job->hits[i], 1);
+}
+
+static void test_pool(void)
+{
+    enum { RUNS = 400, MAX_TASKS = 37 };
+    _Atomic int hits[MAX_TASKS];
+    int wrong = 0;
+    pl_set_threads(3);
+    for (int run = 0; run < RUNS; run++) {
+        pool_job job = {hits, (size_t)(1 + run % MAX_TASKS)};
+        for (size_t i = 0; i < job.tasks; i++) atomic_store(&hits[i], 0);
+        if (run % 50 == 49) {
+            struct timespec pause = {0, 1000000};  /* 1 ms: past the spin, so the workers sleep */
+            nanosleep(&pause, NULL);
+        }
+        pl_parallel(job.tasks, count_task, &job);
+        for (size_t i = 0; i < job.tasks; i++) wrong += atomic_load(&hits[i]) != 1;
+    }
+    checks++;
+    if (wrong) {
+        printf("FAIL thread pool: %d task(s) ran other than once\n", wrong);
+        failures++;
+    }
 }
 
 int main(void)
@@ -489,9 +704,13 @@ int main(void)
         test_elementwise(all[i]);
         test_recurrent(all[i]);
         test_resize(all[i]);
+        test_attention(all[i]->name);
+        test_broadcast_and_reduce(all[i]->name);
         tested++;
     }
     test_hostile_parameters();
+    test_copy();
+    test_pool();
     printf("%s: %d instruction set(s), %d checks, %d failed\n", failures ? "FAILED" : "ok", tested, checks,
            failures);
     return failures ? 1 : 0;

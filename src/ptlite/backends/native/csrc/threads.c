@@ -2,7 +2,13 @@
  * pool's workers, which claim tasks from a shared counter. One parallel run at a time: a caller that finds the
  * pool busy (another Python thread's call, with the GIL released) runs its tasks on its own thread instead of
  * waiting, so concurrent calls overlap. Workers spin briefly after a run (the next kernel usually follows within
- * microseconds), then sleep. A forked child starts with no workers and makes new ones on its first run. */
+ * microseconds), then sleep. A forked child starts with no workers and makes new ones on its first run.
+ *
+ * The caller waits for its tasks to be done, not for every worker to wake: a sleeping worker takes tens of
+ * microseconds to wake, and by then the caller may have run every task itself. A run is open from its start until
+ * its tasks are done; a worker joins only an open run, counted in `busy` while it looks (busy is raised before open
+ * is read, open lowered before busy is read: one of the two sees the other), and the caller returns, free to set up
+ * the next run, once no worker is looking. A worker that wakes late finds the run closed and sleeps again. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <sched.h>
@@ -35,9 +41,12 @@ static struct {
     void *ctx;
     size_t tasks;
     _Atomic size_t next;              /* the next task to claim */
-    _Atomic int finished;             /* workers done with the current run */
+    _Atomic size_t completed;         /* tasks of the current run done */
+    _Atomic int open;                 /* the current run takes workers */
+    _Atomic int busy;                 /* workers looking at the current run */
+    _Atomic int sleeping;             /* workers asleep (or about to be) on `wake` */
 } pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER,
-          {0}, 0, 0, 0, 0, NULL, NULL, 0, 0, 0};
+          {0}, 0, 0, 0, 0, NULL, NULL, 0, 0, 0, 0, 0, 0};
 
 static long long now_ns(void)
 {
@@ -70,15 +79,23 @@ static int spin_until(int (*done)(void))
     }
 }
 
-static void drain(void)
+/* Claim and run tasks until none is left; whoever completes the last one wakes a caller that sleeps on it. */
+static void drain(int caller)
 {
-    size_t i;
-    while ((i = atomic_fetch_add(&pool.next, 1)) < pool.tasks) pool.fn(pool.ctx, i);
+    size_t i, tasks = pool.tasks;
+    while ((i = atomic_fetch_add(&pool.next, 1)) < tasks) {
+        pool.fn(pool.ctx, i);
+        if (atomic_fetch_add(&pool.completed, 1) + 1 == tasks && !caller) {
+            pthread_mutex_lock(&pool.lock);
+            pthread_cond_signal(&pool.done);
+            pthread_mutex_unlock(&pool.lock);
+        }
+    }
 }
 
 static _Thread_local unsigned long worker_seen;  /* the generation a worker last ran */
 static int new_run(void) { return atomic_load(&pool.generation) != worker_seen || atomic_load(&pool.stop); }
-static int workers_done(void) { return atomic_load(&pool.finished) >= pool.started; }
+static int tasks_done(void) { return atomic_load(&pool.completed) >= pool.tasks; }
 
 static void *worker(void *arg)
 {
@@ -87,18 +104,17 @@ static void *worker(void *arg)
         worker_seen = seen;
         if (!spin_until(new_run)) {
             pthread_mutex_lock(&pool.lock);
+            atomic_fetch_add(&pool.sleeping, 1);  /* before the generation is read: a caller bumping it sees one */
             while (atomic_load(&pool.generation) == seen && !atomic_load(&pool.stop))
                 pthread_cond_wait(&pool.wake, &pool.lock);
+            atomic_fetch_sub(&pool.sleeping, 1);
             pthread_mutex_unlock(&pool.lock);
         }
         if (atomic_load(&pool.stop)) return NULL;
         seen = atomic_load(&pool.generation);
-        drain();
-        if (atomic_fetch_add(&pool.finished, 1) + 1 == pool.started) {
-            pthread_mutex_lock(&pool.lock);
-            pthread_cond_signal(&pool.done);
-            pthread_mutex_unlock(&pool.lock);
-        }
+        atomic_fetch_add(&pool.busy, 1);
+        if (atomic_load(&pool.open)) drain(0);
+        atomic_fetch_sub(&pool.busy, 1);
     }
 }
 
@@ -152,16 +168,9 @@ int pl_get_threads(void)
     return n;
 }
 
-void pl_parallel_work(size_t tasks, pl_task_fn fn, void *ctx, double work)
-{
-    if (work < PL_SERIAL_WORK) {
-        for (size_t i = 0; i < tasks; i++) fn(ctx, i);
-        return;
-    }
-    pl_parallel(tasks, fn, ctx);
-}
-
-void pl_parallel(size_t tasks, pl_task_fn fn, void *ctx)
+/* Run the tasks on the pool, or all on the caller where the pool is busy, has no workers, or its workers sleep
+ * and the job is too small to wake them for. */
+static void run(size_t tasks, pl_task_fn fn, void *ctx, double work)
 {
     if (tasks == 0) return;
     if (tasks == 1 || pthread_mutex_trylock(&pool.submit) != 0) {
@@ -170,7 +179,7 @@ void pl_parallel(size_t tasks, pl_task_fn fn, void *ctx)
     }
     default_threads();
     start_workers();
-    if (pool.started == 0) {
+    if (pool.started == 0 || (work < PL_WAKE_WORK && atomic_load(&pool.sleeping) == pool.started)) {
         pthread_mutex_unlock(&pool.submit);
         for (size_t i = 0; i < tasks; i++) fn(ctx, i);
         return;
@@ -179,18 +188,40 @@ void pl_parallel(size_t tasks, pl_task_fn fn, void *ctx)
     pool.ctx = ctx;
     pool.tasks = tasks;
     atomic_store(&pool.next, 0);
-    atomic_store(&pool.finished, 0);
-    pthread_mutex_lock(&pool.lock);
+    atomic_store(&pool.completed, 0);
+    atomic_store(&pool.open, 1);
     atomic_fetch_add(&pool.generation, 1);
-    pthread_cond_broadcast(&pool.wake);
-    pthread_mutex_unlock(&pool.lock);
-    drain();
-    if (!spin_until(workers_done)) {
+    if (atomic_load(&pool.sleeping)) {  /* spinning workers see the generation; only sleepers need the call */
         pthread_mutex_lock(&pool.lock);
-        while (atomic_load(&pool.finished) < pool.started) pthread_cond_wait(&pool.done, &pool.lock);
+        pthread_cond_broadcast(&pool.wake);
         pthread_mutex_unlock(&pool.lock);
     }
+    drain(1);
+    if (!spin_until(tasks_done)) {
+        pthread_mutex_lock(&pool.lock);
+        while (atomic_load(&pool.completed) < tasks) pthread_cond_wait(&pool.done, &pool.lock);
+        pthread_mutex_unlock(&pool.lock);
+    }
+    atomic_store(&pool.open, 0);
+    for (unsigned i = 1; atomic_load(&pool.busy); i++) {  /* a worker still looking finds no task: brief */
+        if (i % 1024 == 0) sched_yield();
+        else relax();
+    }
     pthread_mutex_unlock(&pool.submit);
+}
+
+void pl_parallel_work(size_t tasks, pl_task_fn fn, void *ctx, double work)
+{
+    if (work < PL_SERIAL_WORK) {
+        for (size_t i = 0; i < tasks; i++) fn(ctx, i);
+        return;
+    }
+    run(tasks, fn, ctx, work);
+}
+
+void pl_parallel(size_t tasks, pl_task_fn fn, void *ctx)
+{
+    run(tasks, fn, ctx, PL_WAKE_WORK);
 }
 
 static void after_fork_child(void)
@@ -204,6 +235,9 @@ static void after_fork_child(void)
     pool.done = cond;
     pool.started = 0;
     atomic_store(&pool.stop, 0);
+    atomic_store(&pool.open, 0);
+    atomic_store(&pool.busy, 0);
+    atomic_store(&pool.sleeping, 0);
 }
 
 __attribute__((constructor)) static void pl_threads_init(void)

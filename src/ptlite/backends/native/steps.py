@@ -1,0 +1,456 @@
+"""Nodes as the steps of a native plan (executor.py runs runs of them): for each operator the executor takes, the
+library's step kind and parameters, read from the node's constant arguments and the static shapes of its operands,
+and the shape and layout of its result.
+
+Images are channels-last, other tensors row-major: each 4-D value gets one layout, from the step that makes it
+(or, for a region's input, the first step that reads it), and a step that needs the other layout is refused (the
+region ends there). View operators (views.py) are aliases of their input's memory where the view is contiguous
+(kind 0: no step to run), and a strided copy where it is not.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ptlite import ops
+from ptlite.errors import FormatError
+from ptlite.ir.graph import Graph, Node, Program, Value
+from ptlite.ir.memory_plan import OUT_ATTR
+
+from . import _native as lib
+from .elementwise import UNARY
+from .kernels import BILINEAR, _epilogue, _out_size, _pair, _pool_out, bilinear_size, resize_table
+from .views import OPS as VIEWS
+from .views import broadcast_shape, broadcast_strides, is_contiguous, merge_dims, reduced, row_major, strided_view
+
+F32 = np.dtype(np.float32)
+NOT_CONSTANT = object()
+
+_CONVS = {ops.CONV2D_PACKED: True, ops.CONV2D_PREPACKED: False}  # op -> weight in panels
+_LINEARS = {ops.LINEAR_PACKED: True, ops.LINEAR_PREPACKED: False}
+_ARITHMETIC = {"aten::sub.Tensor": lib.SUB, "aten::div.Tensor": lib.DIV}  # (sub's alpha must be 1)
+_REDUCTIONS = {"aten::sum.dim_IntList": False, "aten::mean.dim": True}  # op -> a mean
+_ADDS = {"aten::add.Tensor": (False, False), "aten::_add_relu.Tensor": (True, False),
+         "aten::add_.Tensor": (False, True), "aten::_add_relu_.Tensor": (True, True)}  # op -> (relu, in place)
+
+
+def constant(v: Value, program: Program) -> Any:
+    """A constant argument's value (a weight's array), or NOT_CONSTANT."""
+    node = v.node
+    if node is None or node.op != "prim::Constant":
+        return NOT_CONSTANT
+    if "weight" in node.attrs:
+        return program.weights.get(node.attrs["weight"], NOT_CONSTANT)
+    return node.attrs.get("value")
+
+
+class Step:
+    """One node as a step: its kind and parameters (ints, floats) with operands named by value (or weight). Kind 0
+    runs nothing: its output is operands[0]'s memory from `offset` floats on (a contiguous view)."""
+
+    __slots__ = ("kind", "ints", "floats", "operands", "out", "in_place", "offset", "extra")
+
+    def __init__(self, kind: int, ints: list[int], floats: Sequence[float], operands: list[Any], out: Value,
+                 in_place: bool = False, offset: int = 0, extra: Value | None = None) -> None:
+        self.kind, self.ints, self.floats = kind, ints, list(floats)
+        self.operands = operands  # Value (an image or tensor), np.ndarray (a weight) or None (no bias)
+        self.out = out
+        self.in_place = in_place  # the output is operands[0]'s memory
+        self.offset = offset      # floats into operands[0] where the step reads it (a view's start)
+        self.extra = extra        # a fourth operand, its reference appended to the ints (attention's mask)
+
+
+class Shapes:
+    """Static shapes and layouts of a method's values: the plan's input shapes, its buffer entries, the graph's
+    recorded shapes (when the plan is for the shapes the graph was captured with), and what the steps derive."""
+
+    def __init__(self, graph: Graph, plan: dict) -> None:
+        self.shape: dict[int, tuple[int, ...]] = {}
+        self.nhwc: dict[int, bool] = {}  # 4-D value id -> stored channels-last (an image) or row-major
+        shapes, dtypes = plan.get("input_shapes", []), plan.get("input_dtypes", [])
+        for v, shape, dtype in zip(graph.inputs, shapes, dtypes):
+            if dtype == "float32" and isinstance(shape, list):
+                self.shape[v.id] = tuple(shape)
+        self.typed = len(shapes) == len(graph.inputs) and all(
+            isinstance(shape, list) and v.shape == tuple(shape) for v, shape in zip(graph.inputs, shapes))
+
+    def of(self, v: Any) -> tuple[int, ...] | None:
+        if not isinstance(v, Value):
+            return None
+        shape = self.shape.get(v.id)
+        if shape is None and self.typed and v.dtype == "float32" and v.shape is not None and v.node is not None \
+                and v.node.op != "prim::Constant" and all(type(d) is int and d >= 0 for d in v.shape):
+            shape = self.shape[v.id] = tuple(v.shape)  # a value the plan does not place, as captured
+        return shape
+
+    def layout(self, v: Any, nhwc: bool) -> bool:
+        """Whether v can be read in this layout (channels-last or row-major); a 4-D value without one yet (a
+        region's input) takes it. A 4-D value whose two layouts are the same memory (C or H * W is 1) reads as
+        either."""
+        shape = self.of(v)
+        if shape is None:
+            return False
+        if len(shape) != 4:
+            return not nhwc
+        return self.nhwc.setdefault(v.id, nhwc) == nhwc or shape[1] == 1 or shape[2] * shape[3] == 1
+
+    def set(self, v: Value, shape: tuple[int, ...], nhwc: bool = False) -> None:
+        self.shape[v.id] = shape
+        if len(shape) == 4:
+            self.nhwc[v.id] = nhwc
+
+
+def step_for(node: Node, program: Program, shapes: Shapes) -> Step | None:
+    """The step for a node the executor can run with these shapes, or None; records its output's shape."""
+    args = [constant(v, program) for v in node.inputs]
+    if node.op in _CONVS:
+        step = _conv_step(node, args, shapes, _CONVS[node.op])
+    elif node.op == ops.CONV2D_WINOGRAD_V2:
+        step = _winograd_step(node, args, shapes)
+    elif node.op in _LINEARS:
+        step = _linear_step(node, args, shapes, _LINEARS[node.op])
+    elif node.op in _ADDS:
+        step = _add_step(node, args, shapes, *_ADDS[node.op])
+    elif node.op == "aten::mul.Tensor":
+        step = _mul_step(node, args, shapes)
+    elif node.op in _ARITHMETIC and (len(args) < 3 or args[2] == 1):
+        step = _arithmetic_step(node, shapes, _ARITHMETIC[node.op])
+    elif node.op in _REDUCTIONS:
+        step = _reduce_step(node, args, shapes, _REDUCTIONS[node.op])
+    elif node.op in UNARY:
+        step = _unary_step(node, args, shapes)
+    elif node.op == "aten::max_pool2d":
+        step = _pool_step(node, args, shapes)
+    elif node.op in BILINEAR:
+        step = _resize_step(node, args, shapes)
+    elif node.op == "aten::adaptive_avg_pool2d":
+        step = _mean_step(node, args, shapes)
+    elif node.op == "aten::layer_norm":
+        step = _layer_norm_step(node, args, shapes)
+    elif node.op in ("aten::softmax.int", "aten::_softmax"):
+        step = _softmax_step(node, args, shapes)
+    elif node.op == "aten::scaled_dot_product_attention":
+        step = _attention_step(node, args, shapes)
+    elif node.op in VIEWS:
+        return _view_step(node, args, shapes)
+    else:
+        return None
+    if step is not None:
+        planned = node.attrs.get(OUT_ATTR)
+        if isinstance(planned, dict) and tuple(planned.get("shape", ())) != shapes.shape[node.outputs[0].id]:
+            raise FormatError(f"{node.op} ({node.source}): its planned buffer has shape {planned.get('shape')}, the "
+                              f"operator makes {list(shapes.shape[node.outputs[0].id])}")
+    return step
+
+
+def _ints(value: Any, n: int) -> list[int] | None:
+    if not isinstance(value, list) or len(value) != n or not all(type(i) is int for i in value):
+        return None
+    return value
+
+
+def _conv_step(node: Node, args: list, shapes: Shapes, panels: bool) -> Step | None:
+    x, (weight, bias) = node.inputs[0], args[1:3]
+    shape = shapes.of(x)
+    kernel, stride, pads, dilation = (_ints(args[i], n) for i, n in ((3, 2), (4, 2), (5, 4), (6, 2)))
+    epilogue = _epilogue(args[-2], args[-1])
+    if shape is None or len(shape) != 4 or not isinstance(weight, np.ndarray) or weight.dtype != F32 \
+            or not (bias is None or isinstance(bias, np.ndarray) and bias.dtype == F32 and bias.ndim == 1) \
+            or None in (kernel, stride, pads, dilation) or epilogue is None or not shapes.layout(x, True):
+        return None
+    n, c, h, w = shape
+    if panels:
+        o, groups, layout = args[7], 1, lib.PANELS
+        if type(o) is not int or weight.ndim != 3:
+            return None
+    else:
+        groups, layout = args[7], lib.ROWS
+        if type(groups) is not int or weight.ndim != 2 or groups not in (1, c):
+            return None
+        o = weight.shape[1] if groups == 1 else c
+    ho = _out_size(h, kernel[0], stride[0], pads[0], pads[1], dilation[0])
+    wo = _out_size(w, kernel[1], stride[1], pads[2], pads[3], dilation[1])
+    shapes.set(node.outputs[0], (n, o, ho, wo), nhwc=True)
+    ints = [n, h, w, c, o, *kernel, *stride, *pads, *dilation, ho, wo, groups, layout, epilogue[0]]
+    return Step(lib.STEP_CONV, ints, (epilogue[1], epilogue[2], 0.0), [x, weight, bias], node.outputs[0])
+
+
+def _winograd_step(node: Node, args: list, shapes: Shapes) -> Step | None:
+    """A Winograd convolution (ops.CONV2D_WINOGRAD_V2): 3x3, stride 1, by the transformed weight (36, C, O)."""
+    x, (weight, bias) = node.inputs[0], args[1:3]
+    shape = shapes.of(x)
+    pads = _ints(args[3], 4)
+    epilogue = _epilogue(args[4], args[5])
+    if shape is None or len(shape) != 4 or not isinstance(weight, np.ndarray) or weight.dtype != F32 \
+            or weight.ndim != 3 or weight.shape[:2] != (36, shape[1]) \
+            or not (bias is None or isinstance(bias, np.ndarray) and bias.dtype == F32 and bias.ndim == 1) \
+            or pads is None or epilogue is None or not shapes.layout(x, True):
+        return None
+    n, c, h, w = shape
+    o = weight.shape[2]
+    ho, wo = _out_size(h, 3, 1, pads[0], pads[1], 1), _out_size(w, 3, 1, pads[2], pads[3], 1)
+    shapes.set(node.outputs[0], (n, o, ho, wo), nhwc=True)
+    ints = [n, h, w, c, o, 3, 3, 1, 1, *pads, 1, 1, ho, wo, 1, lib.WINOGRAD, epilogue[0]]
+    return Step(lib.STEP_CONV, ints, (epilogue[1], epilogue[2], 0.0), [x, weight, bias], node.outputs[0])
+
+
+def _linear_step(node: Node, args: list, shapes: Shapes, panels: bool) -> Step | None:
+    x, (weight, bias) = node.inputs[0], args[1:3]
+    shape = shapes.of(x)
+    epilogue = _epilogue(args[-2], args[-1])
+    if shape is None or len(shape) < 1 or not isinstance(weight, np.ndarray) or weight.dtype != F32 \
+            or not (bias is None or isinstance(bias, np.ndarray) and bias.dtype == F32) or epilogue is None \
+            or not shapes.layout(x, False):
+        return None
+    k = shape[-1]
+    rows = math.prod(shape[:-1])
+    if panels:
+        o = args[3]
+        if type(o) is not int or weight.ndim != 3:
+            return None
+        layout = lib.PANELS
+    else:
+        if weight.ndim != 2:
+            return None
+        o, layout = weight.shape[1], lib.ROWS
+    shapes.set(node.outputs[0], (*shape[:-1], o))
+    ints = [rows, 1, 1, k, o, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1, 1, layout, epilogue[0]]
+    return Step(lib.STEP_CONV, ints, (epilogue[1], epilogue[2], 0.0), [x, weight, bias], node.outputs[0])
+
+
+def _add_step(node: Node, args: list, shapes: Shapes, relu: bool, in_place: bool) -> Step | None:
+    alpha = args[2] if len(args) > 2 else 1
+    if alpha != 1:
+        return None
+    return _arithmetic_step(node, shapes, lib.ADD, relu, in_place)
+
+
+def _arithmetic_step(node: Node, shapes: Shapes, op: int, relu: bool = False, in_place: bool = False) \
+        -> Step | None:
+    """a op b (then relu): of one shape, elementwise in their shared layout (in place where the operator writes
+    a); of shapes that broadcast, row-major, by strides."""
+    a, b = node.inputs[0], node.inputs[1]
+    sa, sb = shapes.of(a), shapes.of(b)
+    if sa is None or sb is None:
+        return None
+    act = lib.ACT_RELU if relu else lib.ACT_NONE
+    if sa == sb:
+        nhwc = _common_layout(shapes, a, b)
+        if nhwc is None:
+            return None
+        shapes.set(node.outputs[0], sa, nhwc)
+        return Step(lib.STEP_BINARY, [op, act, 1], (0.0, math.inf, 0.0), [a, b], node.outputs[0], in_place)
+    shape = broadcast_shape(sa, sb)
+    if in_place or shape is None or not shape or math.prod(shape) == 0 or not shapes.layout(a, False) \
+            or not shapes.layout(b, False):
+        return None
+    merged = merge_dims(shape, [broadcast_strides(sa, shape), broadcast_strides(sb, shape)], lib.COPY_MAX_DIMS)
+    if merged is None:
+        return None
+    dims, (strides_a, strides_b) = merged
+    pad = lib.COPY_MAX_DIMS - len(dims)
+    shapes.set(node.outputs[0], shape)
+    ints = [op, act, len(dims), *dims, *[1] * pad, *strides_a, *[0] * pad, *strides_b, *[0] * pad]
+    return Step(lib.STEP_BROADCAST, ints, (0.0, math.inf, 0.0), [a, b], node.outputs[0])
+
+
+def _mul_step(node: Node, args: list, shapes: Shapes) -> Step | None:
+    """aten::mul.Tensor: an image by per-image channel factors (N, C, 1, 1) in either order (squeeze-and-excitation:
+    images are channels-last, so the factors are a row repeated over each image); else as _arithmetic_step."""
+    a, b = node.inputs[0], node.inputs[1]
+    sa, sb = shapes.of(a), shapes.of(b)
+    if sa is None or sb is None:
+        return None
+    if sa != sb and len(sa) == 4 and sa[2:] == (1, 1) and sb[2:] != (1, 1):
+        a, b, sa, sb = b, a, sb, sa
+    if sa != sb and len(sa) == 4 and sb == (sa[0], sa[1], 1, 1) and shapes.nhwc.get(a.id, True):
+        if not shapes.layout(a, True) or not shapes.layout(b, True):
+            return None
+        shapes.set(node.outputs[0], sa, True)
+        return Step(lib.STEP_BINARY, [lib.MUL, lib.ACT_NONE, sa[0]], (0.0, 0.0, 0.0), [a, b], node.outputs[0])
+    return _arithmetic_step(node, shapes, lib.MUL)
+
+
+def _reduce_step(node: Node, args: list, shapes: Shapes, mean: bool) -> Step | None:
+    """aten::sum.dim_IntList / aten::mean.dim over one run of neighbouring dimensions of a row-major tensor, or over
+    the spatial dimensions of an image (its channels-last memory is (N, H * W, C)); no dtype."""
+    x, shape = node.inputs[0], shapes.of(node.inputs[0])
+    dims, keepdim, dtype = (args + [None, False, None][max(0, len(args) - 1):])[1:4]
+    if shape is None or not shape or math.prod(shape) == 0 or dtype is not None or type(keepdim) is not bool:
+        return None
+    if len(shape) == 4 and shapes.nhwc.get(x.id, True) and isinstance(dims, list) and len(dims) == 2 \
+            and all(type(d) is int for d in dims) and sorted(d % 4 for d in dims) == [2, 3]:
+        if not shapes.layout(x, True):
+            return None
+        n, c, h, w = shape
+        form = (n, h * w, c)
+        shapes.set(node.outputs[0], (n, c, 1, 1) if keepdim else (n, c), True)
+    else:
+        found = reduced(shape, dims, keepdim)
+        if found is None or not shapes.layout(x, False):
+            return None
+        form, out = found
+        shapes.set(node.outputs[0], out)
+    return Step(lib.STEP_REDUCE, list(form), (1.0 / form[1] if mean else 1.0, 0.0, 0.0), [x], node.outputs[0])
+
+
+def _resize_step(node: Node, args: list, shapes: Shapes) -> Step | None:
+    """Bilinear upsampling by the library's table of source rows, columns and weights (a weight of the step)."""
+    x = node.inputs[0]
+    shape = shapes.of(x)
+    size = bilinear_size(node.op, shape, args[1:]) if shape is not None and len(shape) == 4 \
+        and isinstance(args[2], bool) else None
+    if size is None or not shapes.layout(x, True):
+        return None
+    n, c, h, w = shape
+    (ho, wo), scales = size
+    shapes.set(node.outputs[0], (n, c, ho, wo), nhwc=True)
+    table = resize_table(h, w, ho, wo, args[2], scales)
+    return Step(lib.STEP_RESIZE, [n, h, w, c, ho, wo], (0.0, 0.0, 0.0), [x, table], node.outputs[0])
+
+
+def _unary_step(node: Node, args: list, shapes: Shapes) -> Step | None:
+    x = node.inputs[0]
+    if shapes.of(x) is None or any(a is NOT_CONSTANT or not isinstance(a, (int, float)) for a in args[1:]):
+        return None
+    code, bounds = UNARY[node.op]
+    if bounds is None and args[1:]:
+        return None
+    try:
+        lo, hi = bounds(*args[1:]) if bounds else (0.0, math.inf)
+    except TypeError:
+        return None
+    nhwc = _common_layout(shapes, x)
+    if nhwc is None:
+        return None
+    shapes.set(node.outputs[0], shapes.of(x), nhwc)
+    return Step(lib.STEP_UNARY, [code], (lo, hi, 0.0), [x], node.outputs[0])
+
+
+def _pool_step(node: Node, args: list, shapes: Shapes) -> Step | None:
+    x, shape = node.inputs[0], shapes.of(node.inputs[0])
+    k = _pair(args[1]) if len(args) > 1 else None
+    s = _pair(args[2], k) if len(args) > 2 and k else k
+    p = _pair(args[3]) if len(args) > 3 else (0, 0)
+    d = _pair(args[4]) if len(args) > 4 else (1, 1)
+    ceil = args[5] if len(args) > 5 else False
+    if shape is None or len(shape) != 4 or not (k and s and p and d) or type(ceil) is not bool \
+            or min(k + s + d) < 1 or min(p) < 0 or 2 * p[0] > k[0] or 2 * p[1] > k[1] or not shapes.layout(x, True):
+        return None
+    n, c, h, w = shape
+    ho, wo = _pool_out(h, k[0], s[0], p[0], d[0], ceil), _pool_out(w, k[1], s[1], p[1], d[1], ceil)
+    shapes.set(node.outputs[0], (n, c, ho, wo), nhwc=True)
+    ints = [n, h, w, c, k[0], k[1], s[0], s[1], p[0], p[1], d[0], d[1], ho, wo, lib.POOL_MAX]
+    return Step(lib.STEP_POOL, ints, (0.0, 0.0, 0.0), [x], node.outputs[0])
+
+
+def _mean_step(node: Node, args: list, shapes: Shapes) -> Step | None:
+    x, shape = node.inputs[0], shapes.of(node.inputs[0])
+    if shape is None or len(shape) != 4 or _pair(args[1]) != (1, 1) or not shapes.layout(x, True):
+        return None
+    n, c, h, w = shape
+    shapes.set(node.outputs[0], (n, c, 1, 1), nhwc=True)
+    return Step(lib.STEP_MEAN, [n, h * w, c], (0.0, 0.0, 0.0), [x], node.outputs[0])
+
+
+def _common_layout(shapes: Shapes, *values: Value) -> bool | None:
+    """The layout an elementwise step's operands share and its output takes (True: channels-last), or None where
+    they cannot share one. Operands without one yet take the others' (images, channels-last, if none has one)."""
+    known = [shapes.nhwc[v.id] for v in values if v.id in shapes.nhwc]
+    nhwc = known[0] if known else True
+    if len(shapes.of(values[0])) != 4:
+        return False
+    return nhwc if all(shapes.layout(v, nhwc) for v in values) else None
+
+
+def _layer_norm_step(node: Node, args: list, shapes: Shapes) -> Step | None:
+    """aten::layer_norm over the trailing dimensions of a row-major tensor, with an optional weight and bias."""
+    x, shape = node.inputs[0], shapes.of(node.inputs[0])
+    normalized, weight, bias, eps = (args + [None] * 5)[1:5]
+    if shape is None or not isinstance(normalized, list) or not normalized or tuple(normalized) != \
+            shape[len(shape) - len(normalized):] or not isinstance(eps, (int, float)) or not shapes.layout(x, False):
+        return None
+    n = math.prod(normalized)
+    for t in (weight, bias):
+        if t is not None and not (isinstance(t, np.ndarray) and t.dtype == F32 and t.size == n):
+            return None
+    if n == 0 or math.prod(shape) == 0:
+        return None
+    shapes.set(node.outputs[0], shape)
+    return Step(lib.STEP_ROWS, [1, math.prod(shape) // n, n], (float(eps), 0.0, 0.0), [x, weight, bias],
+                 node.outputs[0])
+
+
+def _softmax_step(node: Node, args: list, shapes: Shapes) -> Step | None:
+    """Softmax over the last dimension of a row-major float32 tensor (aten::softmax.int without a dtype,
+    aten::_softmax without half_to_float)."""
+    x, shape = node.inputs[0], shapes.of(node.inputs[0])
+    if shape is None or not shape or math.prod(shape) == 0 or len(args) < 2 or type(args[1]) is not int \
+            or args[1] not in (-1, len(shape) - 1) or (len(args) > 2 and args[2] not in (None, False)) \
+            or not shapes.layout(x, False):
+        return None
+    shapes.set(node.outputs[0], shape)
+    return Step(lib.STEP_ROWS, [0, math.prod(shape) // shape[-1], shape[-1]], (0.0, 0.0, 0.0), [x],
+                 node.outputs[0])
+
+
+def _attention_step(node: Node, args: list, shapes: Shapes) -> Step | None:
+    """aten::scaled_dot_product_attention of row-major (..., L, E) tensors with up to two batch dimensions, shared by
+    query, key and value; an optional float mask broadcast to (..., L, S), or causal masking; no dropout."""
+    q, k, v = node.inputs[:3]
+    mask = node.inputs[3] if len(node.inputs) > 3 and args[3] is NOT_CONSTANT else None
+    dropout, causal, scale, gqa = (args + [None, 0.0, False, None, False][len(args) - 3:])[4:8]
+    sq, sk, sv = shapes.of(q), shapes.of(k), shapes.of(v)
+    if None in (sq, sk, sv) or not 2 <= len(sq) <= 4 or not sq[:-2] == sk[:-2] == sv[:-2] or sk[-1] != sq[-1] \
+            or sv[-2] != sk[-2] or 0 in sq + sk + sv or dropout not in (0, 0.0) or type(causal) is not bool \
+            or (causal and mask is not None) or gqa not in (False, None) \
+            or not (scale is None or isinstance(scale, (int, float))) \
+            or (len(args) > 3 and mask is None and args[3] is not None) \
+            or not all(shapes.layout(t, False) for t in (q, k, v)):
+        return None
+    batch = (1,) * (4 - len(sq)) + sq[:-2]
+    length, keys = sq[-2], sk[-2]
+    strides = [0, 0, 0, 0]
+    if mask is not None:
+        sm = shapes.of(mask)
+        target = batch[4 - len(sq):] + (length, keys)
+        if sm is None or len(sm) > len(target) or 0 in sm or not shapes.layout(mask, False):
+            return None
+        own = row_major(sm)
+        for i in range(1, len(sm) + 1):
+            if sm[-i] not in (1, target[-i]):
+                return None
+            strides[-i] = own[-i] if sm[-i] != 1 else 0
+    out = sq[:-1] + (sv[-1],)
+    shapes.set(node.outputs[0], out)
+    factor = 1.0 / math.sqrt(sq[-1]) if scale is None else float(scale)
+    ints = [batch[0], batch[1], length, keys, sq[-1], sv[-1], int(causal), *strides]
+    if mask is None:
+        ints += [-1, 0, 0]  # no mask (else the region appends the mask's reference)
+    return Step(lib.STEP_ATTENTION, ints, (factor, 0.0, 0.0), [q, k, v], node.outputs[0], extra=mask)
+
+
+def _view_step(node: Node, args: list, shapes: Shapes) -> Step | None:
+    """A view operator on a row-major tensor: an alias of its memory where the view is contiguous (kind 0), else a
+    strided copy into a new buffer."""
+    x, shape = node.inputs[0], shapes.of(node.inputs[0])
+    if shape is None or math.prod(shape) == 0 or not shapes.layout(x, False):
+        return None
+    view = strided_view(node.op, shape, args[1:])
+    if view is None or math.prod(view[0]) == 0:
+        return None
+    out_shape, strides, offset = view
+    shapes.set(node.outputs[0], out_shape)
+    if is_contiguous(out_shape, strides):
+        return Step(0, [], (), [x], node.outputs[0], offset=offset)
+    plan = merge_dims(out_shape, [strides], lib.COPY_MAX_DIMS)
+    if plan is None:
+        return None
+    dims, (steps,) = plan
+    pad = lib.COPY_MAX_DIMS - len(dims)
+    ints = [len(dims), *dims, *[1] * pad, *steps, *[0] * pad]
+    return Step(lib.STEP_COPY, ints, (0.0, 0.0, 0.0), [x], node.outputs[0], offset=offset)
