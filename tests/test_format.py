@@ -404,23 +404,46 @@ def make_cnn_program(backend: str) -> Program:
     return ptlite.optimize_for_mobile(program, backend=backend)
 
 
-@pytest.mark.parametrize("which", ["branch", "loop", "cnn"])
+def make_sequence_program(backend: str) -> Program:
+    """A transformer encoder layer, a GRU and a mean over time, lowered for `backend` with its memory plan: on the
+    native backend attention, layer norm, views, broadcasting and the recurrent layer are steps of a plan."""
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    nn = torch.nn
+
+    class Sequence(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.encoder = nn.TransformerEncoderLayer(8, 2, dim_feedforward=16, dropout=0.0, batch_first=True)
+            self.rnn = nn.GRU(8, 8, batch_first=True)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return (self.rnn(self.encoder(x))[0] * x).mean(1)
+
+    program = ptlite.capture(Sequence().eval(), (torch.randn(1, 6, 8),), method="export")
+    return ptlite.optimize_for_mobile(program, backend=backend)
+
+
+@pytest.mark.parametrize("which", ["branch", "loop", "cnn", "sequence"])
 def test_mutated_programs_fail_with_ptlite_errors_only(tmp_path, which):
     """600 seeded random edits of a program's JSON (checksum made valid, as a hostile file's would be): each file
     loads and runs, or fails with one of ptlite's errors (FormatError, UnsupportedOperatorError, InputError,
     ExecutionError), never another exception from inside the loader, the interpreter, NumPy or the native library
-    (the CNN is lowered for the native backend where it is built: its kernel parameters and memory plan reach C)."""
+    (the CNN and the sequence model are lowered for the native backend where it is built: their kernel parameters
+    and memory plans reach C)."""
     original = tmp_path / "original.ptlite"
     if which == "cnn":
         program = make_cnn_program("cpu")
         assert "ptlite::conv2d_packed" in program.operator_names() or ptlite.backends.get("cpu").name == "numpy"
+    elif which == "sequence":
+        program = make_sequence_program("cpu")
     else:
         program = make_program() if which == "branch" else make_loop_program(3)
     ptlite.save(program, original)
     raw = original.read_bytes()
     fields = HEADER.unpack_from(raw, 0)
     body = json.loads(raw[HEADER_SIZE:HEADER_SIZE + fields[4]])
-    x = np.ones({"branch": (2, 4), "loop": (3,), "cnn": (1, 3, 12, 12)}[which], np.float32)
+    x = np.ones({"branch": (2, 4), "loop": (3,), "cnn": (1, 3, 12, 12), "sequence": (1, 6, 8)}[which], np.float32)
     rng = np.random.default_rng(0)
     outcomes = {"ran": 0, "refused": 0}
     case = tmp_path / "case.ptlite"

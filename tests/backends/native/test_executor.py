@@ -272,3 +272,37 @@ def test_views_run_inside_a_region(lib, tmp_path):
     assert_close(module(x.numpy()), want, what="views in a region", rtol=1e-5)
     one_by_one = ptlite.load(path, backends=[_native(executor=False)])
     np.testing.assert_allclose(module(x.numpy()), one_by_one(x.numpy()), rtol=1e-6, atol=1e-6)
+
+
+class Recurrent(nn.Module):
+    """A recurrent layer then a head: its layers and directions are one step; the initial state is the module's
+    zeros (constants after capture) or, for `given_state`, an input."""
+
+    def __init__(self, cell: str, bidirectional: bool, batch_first: bool, given_state: bool) -> None:
+        super().__init__()
+        kind = {"lstm": nn.LSTM, "gru": nn.GRU, "rnn": nn.RNN}[cell]
+        self.rnn = kind(6, 10, num_layers=2, batch_first=batch_first, bidirectional=bidirectional)
+        self.head = nn.Linear(20 if bidirectional else 10, 3)
+        self.batch_first, self.given_state = batch_first, given_state
+
+    def forward(self, x: torch.Tensor, h0: torch.Tensor) -> torch.Tensor:
+        y = self.rnn(x, h0)[0] if self.given_state else self.rnn(x)[0]
+        return self.head(y[:, -1] if self.batch_first else y[-1])
+
+
+@pytest.mark.parametrize("cell,bidirectional,batch_first,given_state", [
+    ("lstm", False, True, False), ("gru", True, True, False), ("rnn", True, False, True), ("lstm", True, False, False)])
+def test_recurrent_layers_run_in_the_region(lib, tmp_path, cell, bidirectional, batch_first, given_state):
+    torch.manual_seed(0)
+    model = Recurrent(cell, bidirectional, batch_first, given_state).eval()
+    x = torch.randn(3, 7, 6) if batch_first else torch.randn(7, 3, 6)
+    h0 = torch.randn(4 if bidirectional else 2, 3, 10)
+    path = tmp_path / "rnn.ptlite"
+    ptlite.save(ptlite.optimize_for_mobile(ptlite.capture(model, (x, h0)), backend="native"), path)
+    module = ptlite.load(path)
+    placed = {p.node.op: p.delegate for p in module.placements()}
+    recurrent = next(op for op in placed if op.endswith(".input"))
+    assert placed[recurrent], f"{recurrent} runs outside a region: {placed}"
+    with torch.inference_mode():
+        want = model(x, h0).numpy()
+    assert_close(module(x.numpy(), h0.numpy()), want, what=f"{cell} in a region", rtol=1e-5)

@@ -30,7 +30,7 @@ from ptlite.ir.liveness import last_reads, region_values
 from ptlite.ir.memory_plan import OUT_ATTR, method_plan
 
 from . import _native as lib
-from .steps import F32, Shapes, Step, constant, step_for
+from .steps import F32, NOT_CONSTANT, Shapes, Step, constant, step_for
 
 MIN_NODES = 2  # a region of one node gains nothing over its kernel
 
@@ -56,6 +56,10 @@ def delegates(backend: str, graph: Graph, program: Program, kernels: dict[int, K
 
     for node in graph.nodes:
         if node.op in ("prim::Constant", ops.MODULE_STATE):
+            continue
+        if node.op == "prim::ListConstruct" and constant(node.outputs[0], program) is not NOT_CONSTANT:
+            if current:  # a list of constants (a recurrent layer's weights, which its step holds): nothing to run
+                current.append((node, Step(0, [], (), [], node.outputs[0])))
             continue
         kernel = kernels.get(id(node))
         step = step_for(node, program, shapes) if kernel is not None and kernel.backend == backend else None
@@ -123,7 +127,8 @@ class _Region:
         self.inputs, self.outputs = inputs, outputs
         self.program, self.kernels = program, kernels
         # the region's inputs that are data (not constants, whose values the steps hold): position -> value
-        self.data = [(i, v) for i, v in enumerate(inputs) if v.node is None or v.node.op != "prim::Constant"]
+        self.data = [(i, v) for i, v in enumerate(inputs) if v.node is None or v.node.op != "prim::Constant"
+                     and constant(v, program) is NOT_CONSTANT]
         # buffers: 0 the arena, then the data inputs, the weights, the values the plan does not place
         lengths: list[int] = [arenas.floats]
         writable: list[int] = [1]
@@ -142,6 +147,8 @@ class _Region:
         ints, floats = [], []
         self.planned: list[int] = []  # the member each plan step runs
         for index, (node, step) in enumerate(members):
+            if not step.operands:
+                continue  # a list of constants
             out = step.out
             count = math.prod(shapes.shape[out.id])
             if step.kind == 0 or step.in_place:  # an alias of its first operand's memory
@@ -158,19 +165,18 @@ class _Region:
                     where[out.id] = (len(lengths), 0, count)
                     lengths.append(count)
                     writable.append(1)
-            refs = []
-            for operand in step.operands:
+            def ref(operand: Any) -> tuple[int, int, int]:
                 if operand is None:
-                    refs.append((-1, 0, 0))
-                elif isinstance(operand, np.ndarray):
+                    return -1, 0, 0
+                if isinstance(operand, np.ndarray):
                     if id(operand) not in weight_buffer:
                         weight_buffer[id(operand)] = len(lengths)
                         self.slots.append(np.ascontiguousarray(operand))
                         lengths.append(operand.size)
                         writable.append(0)
-                    refs.append((weight_buffer[id(operand)], 0, operand.size))
-                else:
-                    refs.append(where[operand.id])
+                    return weight_buffer[id(operand)], 0, operand.size
+                return where[operand.id]
+            refs = [ref(operand) for operand in step.operands]
             if step.offset:  # it reads its first operand from a view's start
                 buf, off, length = refs[0]
                 refs[0] = (buf, off + step.offset, length - step.offset)
@@ -180,7 +186,7 @@ class _Region:
                 writable[buf] = 1
             params = step.ints
             if step.extra is not None:
-                params = [*params, *where[step.extra.id]]
+                params = [*params, *ref(step.extra)]
             if step.kind == lib.STEP_CONV and isinstance(step.operands[0], Value) \
                     and step.operands[0].id in self.planar:
                 params = [*params, 1]  # it reads the NCHW input as it is
@@ -221,6 +227,8 @@ class _Region:
     def _value(self, v: Value, buffers: list[np.ndarray]) -> Any:
         """An output of the region as the per-node kernels would give it: images channels-last (N, C, H, W) views,
         other tensors C-contiguous."""
+        if v.id not in self.where:
+            return constant(v, self.program)  # a list of constants
         shape = self.shapes.shape[v.id]
         buf, off, count = self.where[v.id]
         data = buffers[buf].reshape(-1)[off:off + count]
@@ -252,7 +260,10 @@ class _Region:
             args = [env[v.id] if v.id in env else constant(v, self.program) for v in node.inputs]
             kernel = self.kernels[id(node)]
             result = kernel.fn(*args)
-            env[node.outputs[0].id] = result
+            if len(node.outputs) == 1:
+                env[node.outputs[0].id] = result
+            else:
+                env.update((v.id, r) for v, r in zip(node.outputs, result))
         return [env[v.id] for v in self.outputs]
 
 

@@ -14,7 +14,7 @@ from ptlite.backends.numpy._derived import derived
 from . import _native as lib
 from .kernels import F32, _kernel, _reference
 
-_MODES = {"lstm": lib.LSTM, "gru": lib.GRU, "rnn_tanh": lib.RNN_TANH, "rnn_relu": lib.RNN_RELU}
+MODES = {"lstm": lib.LSTM, "gru": lib.GRU, "rnn_tanh": lib.RNN_TANH, "rnn_relu": lib.RNN_RELU}
 _GATES = {"lstm": 4, "gru": 3, "rnn_tanh": 1, "rnn_relu": 1}
 
 
@@ -66,6 +66,20 @@ def _prepare(mode: str, params: Any, per: int, layers: int, dirs: int) -> list[l
              for d in range(dirs)] for layer in range(layers)]
 
 
+def packed(mode: str, params: Any, has_biases: Any, layers: Any, dirs: int, features: int) \
+        -> tuple[np.ndarray, int] | None:
+    """Every layer's and direction's weights in one array as the library's recurrent step reads them (w_ih
+    transposed, w_hh transposed, b_ih, b_hh; layer-major), and the hidden size; None where the library does not take
+    these parameters (or the first layer does not read `features` inputs)."""
+    stack = _directions(mode, params, bool(has_biases), layers, dirs)
+    if stack is None or stack[0][0].inputs != features \
+            or any(d.hidden != stack[0][0].hidden for layer in stack for d in layer):
+        return None
+    return derived(tuple(params), ("native-rnn-packed", mode, bool(has_biases), layers, dirs), lambda: np.concatenate(
+        [a.reshape(-1) for layer in stack for d in layer for a in (d.w_ih, d.w_hh, d.b_ih, d.b_hh)])), \
+        stack[0][0].hidden
+
+
 def _states(value: Any, shape: tuple[int, ...]) -> np.ndarray | None:
     if not isinstance(value, np.ndarray) or value.dtype != F32 or value.shape != shape:
         return None
@@ -99,7 +113,7 @@ def _run(mode: str, x: Any, h0: Any, c0: Any, params: Any, has_biases: Any, laye
             k = i * dirs + d
             lib.rnn(seq, p.w_ih, p.w_hh, p.b_ih, p.b_hh, h0[k], None if c0 is None else c0[k], out, h_n[k],
                     None if c_n is None else c_n[k],
-                    (_MODES[mode], steps, batch, seq.shape[2], hidden, dirs * hidden, d * hidden, d))
+                    (MODES[mode], steps, batch, seq.shape[2], hidden, dirs * hidden, d * hidden, d))
         seq = out
     output = np.ascontiguousarray(seq.swapaxes(0, 1)) if batch_first else seq
     return output, h_n, c_n

@@ -34,13 +34,18 @@ _CONVS = {ops.CONV2D_PACKED: True, ops.CONV2D_PREPACKED: False}  # op -> weight 
 _LINEARS = {ops.LINEAR_PACKED: True, ops.LINEAR_PREPACKED: False}
 _ARITHMETIC = {"aten::sub.Tensor": lib.SUB, "aten::div.Tensor": lib.DIV}  # (sub's alpha must be 1)
 _REDUCTIONS = {"aten::sum.dim_IntList": False, "aten::mean.dim": True}  # op -> a mean
+_RECURRENT = {"aten::lstm.input": "lstm", "aten::gru.input": "gru", "aten::rnn_tanh.input": "rnn_tanh",
+              "aten::rnn_relu.input": "rnn_relu"}
 _ADDS = {"aten::add.Tensor": (False, False), "aten::_add_relu.Tensor": (True, False),
          "aten::add_.Tensor": (False, True), "aten::_add_relu_.Tensor": (True, True)}  # op -> (relu, in place)
 
 
 def constant(v: Value, program: Program) -> Any:
-    """A constant argument's value (a weight's array), or NOT_CONSTANT."""
+    """A constant argument's value (a weight's array; a list built of constants, as a list), or NOT_CONSTANT."""
     node = v.node
+    if node is not None and node.op == "prim::ListConstruct":
+        items = [constant(i, program) for i in node.inputs]
+        return NOT_CONSTANT if any(i is NOT_CONSTANT for i in items) else items
     if node is None or node.op != "prim::Constant":
         return NOT_CONSTANT
     if "weight" in node.attrs:
@@ -55,13 +60,13 @@ class Step:
     __slots__ = ("kind", "ints", "floats", "operands", "out", "in_place", "offset", "extra")
 
     def __init__(self, kind: int, ints: list[int], floats: Sequence[float], operands: list[Any], out: Value,
-                 in_place: bool = False, offset: int = 0, extra: Value | None = None) -> None:
+                 in_place: bool = False, offset: int = 0, extra: Value | np.ndarray | None = None) -> None:
         self.kind, self.ints, self.floats = kind, ints, list(floats)
         self.operands = operands  # Value (an image or tensor), np.ndarray (a weight) or None (no bias)
         self.out = out
         self.in_place = in_place  # the output is operands[0]'s memory
         self.offset = offset      # floats into operands[0] where the step reads it (a view's start)
-        self.extra = extra        # a fourth operand, its reference appended to the ints (attention's mask)
+        self.extra = extra        # a fourth operand, its reference appended to the ints (attention's mask, c0)
 
 
 class Shapes:
@@ -77,6 +82,7 @@ class Shapes:
                 self.shape[v.id] = tuple(shape)
         self.typed = len(shapes) == len(graph.inputs) and all(
             isinstance(shape, list) and v.shape == tuple(shape) for v, shape in zip(graph.inputs, shapes))
+        self.read = {v.id for node in graph.walk() for v in node.inputs} | {v.id for v in graph.outputs}
 
     def of(self, v: Any) -> tuple[int, ...] | None:
         if not isinstance(v, Value):
@@ -135,6 +141,8 @@ def step_for(node: Node, program: Program, shapes: Shapes) -> Step | None:
         step = _softmax_step(node, args, shapes)
     elif node.op == "aten::scaled_dot_product_attention":
         step = _attention_step(node, args, shapes)
+    elif node.op in _RECURRENT:
+        step = _recurrent_step(node, args, shapes, program)
     elif node.op in VIEWS:
         return _view_step(node, args, shapes)
     else:
@@ -454,3 +462,45 @@ def _view_step(node: Node, args: list, shapes: Shapes) -> Step | None:
     pad = lib.COPY_MAX_DIMS - len(dims)
     ints = [len(dims), *dims, *[1] * pad, *steps, *[0] * pad]
     return Step(lib.STEP_COPY, ints, (0.0, 0.0, 0.0), [x], node.outputs[0], offset=offset)
+
+
+def _recurrent_step(node: Node, args: list, shapes: Shapes, program: Program) -> Step | None:
+    """A whole LSTM / GRU / Elman operator (every layer and direction in one library call) over a row-major float32
+    sequence, with constant weights (packed once: recurrent.packed) and initial states that are constants or
+    tensors; only where the final states are not read (the output sequence is the step's one result)."""
+    from .recurrent import MODES, packed
+
+    mode = _RECURRENT[node.op]
+    x, shape = node.inputs[0], shapes.of(node.inputs[0])
+    if shape is None or len(shape) != 3 or 0 in shape or len(args) != 9 \
+            or any(v.id in shapes.read for v in node.outputs[1:]) or not shapes.layout(x, False):
+        return None
+    hx, params, has_biases, layers, _, _, bidirectional, batch_first = args[1:]
+    states = node.inputs[1].node.inputs if mode == "lstm" and node.inputs[1].node is not None \
+        and node.inputs[1].node.op == "prim::ListConstruct" else [node.inputs[1]]
+    if not isinstance(params, list) or type(bidirectional) is not bool or type(batch_first) is not bool \
+            or len(states) != (2 if mode == "lstm" else 1):
+        return None
+    dirs = 2 if bidirectional else 1
+    weights = packed(mode, params, has_biases, layers, dirs, shape[2])
+    if weights is None:
+        return None
+    steps, batch = (shape[1], shape[0]) if batch_first else shape[:2]
+    hidden = weights[1]
+    operands = []
+    for state in states:  # h0 (and c0): a constant or a tensor of (layers * dirs, batch, hidden)
+        value = constant(state, program)
+        want = (layers * dirs, batch, hidden)
+        if isinstance(value, np.ndarray) and value.dtype == F32 and value.shape == want:
+            operands.append(value)
+        elif value is NOT_CONSTANT and shapes.of(state) == want and shapes.layout(state, False):
+            operands.append(state)
+        else:
+            return None
+    out = (batch, steps, dirs * hidden) if batch_first else (steps, batch, dirs * hidden)
+    shapes.set(node.outputs[0], out)
+    ints = [MODES[mode], steps, batch, shape[2], hidden, layers, dirs, int(batch_first)]
+    if mode != "lstm":
+        ints += [-1, 0, 0]  # no c0 (else the region appends its reference)
+    return Step(lib.STEP_RNN, ints, (0.0, 0.0, 0.0), [x, weights[0], operands[0]], node.outputs[0],
+                extra=operands[1] if mode == "lstm" else None)

@@ -578,6 +578,12 @@ static void decode_step(const int64_t *v, const double *f, pl_step *s)
         s->u.reduce.inner = q[2];
         s->u.reduce.scale = (float)f[0];
         break;
+    case PL_STEP_RNN: {
+        pl_rnn_stack r = {q[0], q[1], q[2], q[3], q[4], q[5], q[6], q[7]};
+        s->u.rnn.r = r;
+        s->u.rnn.c0 = ref_at(q + 8);
+        break;
+    }
     case PL_STEP_ATTENTION: {
         pl_attention a = {q[0], q[1], q[2], q[3], q[4], q[5], q[6], {q[7], q[8], q[9], q[10]}, (float)f[0]};
         s->u.attn.a = a;
@@ -802,6 +808,7 @@ PyMODINIT_FUNC PyInit__native(void)
         || PyModule_AddIntConstant(m, "STEP_ATTENTION", PL_STEP_ATTENTION)
         || PyModule_AddIntConstant(m, "STEP_BROADCAST", PL_STEP_BROADCAST)
         || PyModule_AddIntConstant(m, "STEP_REDUCE", PL_STEP_REDUCE)
+        || PyModule_AddIntConstant(m, "STEP_RNN", PL_STEP_RNN)
         || PyModule_AddIntConstant(m, "COPY_MAX_DIMS", PL_COPY_MAX_DIMS)) {
         Py_DECREF(m);
         return NULL;

@@ -108,6 +108,15 @@ typedef struct {
     float scale;
 } pl_reduce;
 
+/* A whole recurrent operator (aten::lstm / gru / rnn_*): `layers` layers of `dirs` directions over x, (t, b, in), or
+ * (b, t, in) when batch_first; the weights of each layer and direction k in turn (layer-major) as w_ih transposed
+ * (in_k, g*hidden), w_hh transposed (hidden, g*hidden), b_ih and b_hh (g*hidden each), in_k = in for the first layer,
+ * dirs * hidden after; h0 (and c0 for LSTM) (layers * dirs, b, hidden); y the last layer's output, (t, b, dirs *
+ * hidden) or (b, t, dirs * hidden). */
+typedef struct {
+    int64_t mode, t, b, in, hidden, layers, dirs, batch_first;
+} pl_rnn_stack;
+
 /* The kernels one instruction set provides (isa_*.c fill one table each from kernels.inc). */
 #define PL_GEMM_MAX_MR 16
 typedef struct {
@@ -195,6 +204,9 @@ int pl_epilogue_check(const pl_epilogue *ep, char *err, size_t cap);
 int pl_rnn_check(const pl_rnn *p, size_t x_len, size_t w_ih_len, size_t w_hh_len, size_t b_ih_len, size_t b_hh_len,
                  size_t h_len, size_t c_len, size_t out_len, char *err, size_t cap);
 size_t pl_rnn_gates(int64_t mode);
+int64_t pl_rnn_stack_weights(const pl_rnn_stack *p);  /* floats of all the weights, or -1 if the sizes overflow */
+int pl_rnn_stack_check(const pl_rnn_stack *p, size_t x_len, size_t w_len, size_t h_len, size_t c_len, size_t y_len,
+                       char *err, size_t cap);
 /* mask_len 0: no mask */
 int pl_attention_check(const pl_attention *p, size_t q_len, size_t k_len, size_t v_len, size_t mask_len,
                        size_t y_len, char *err, size_t cap);
@@ -221,6 +233,8 @@ void pl_resize_run(const pl_resize *p, const float *x, const float *table, float
 /* attention.c: -1 when its scratch cannot be allocated */
 int pl_attention_run(const pl_attention *p, const float *q, const float *k, const float *v, const float *mask,
                      float *y);
+/* recurrent.c: -1 when its scratch cannot be allocated */
+int pl_rnn_stack_run(const pl_rnn_stack *p, const float *x, const float *w, const float *h0, const float *c0, float *y);
 /* copy.c */
 void pl_copy_run(const pl_copy *p, const float *x, float *y);
 /* broadcast.c (threaded by rows of the output) */

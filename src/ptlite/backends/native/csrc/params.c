@@ -254,3 +254,27 @@ int pl_reduce_check(const pl_reduce *p, size_t x_len, size_t y_len, char *err, s
         return fail(err, cap, "reduce: %lld values in, %lld out do not fit the buffers", in, out);
     return 0;
 }
+
+int64_t pl_rnn_stack_weights(const pl_rnn_stack *p)
+{
+    const int64_t g = (int64_t)pl_rnn_gates(p->mode) * p->hidden, first = product(p->in + p->hidden + 2, g, p->dirs, 1);
+    const int64_t rest = product(p->dirs * p->hidden + p->hidden + 2, g, p->dirs, p->layers - 1);
+    return first < 0 || rest < 0 ? -1 : first + rest;
+}
+
+int pl_rnn_stack_check(const pl_rnn_stack *p, size_t x_len, size_t w_len, size_t h_len, size_t c_len, size_t y_len,
+                       char *err, size_t cap)
+{
+    if (p->mode < 0 || p->mode >= PL_RNN_MODE_COUNT || !in_range(p->t, 1) || !in_range(p->b, 1)
+        || !in_range(p->in, 1) || !in_range(p->hidden, 1) || !in_range(p->layers, 1) || p->dirs < 1 || p->dirs > 2
+        || (p->batch_first != 0 && p->batch_first != 1) || p->hidden > ((int64_t)1 << 20) || p->layers > 1024)
+        return fail(err, cap, "recurrent stack: bad sizes (steps %lld, hidden %lld, ...)", p->t, p->hidden);
+    const int64_t x = product(p->t, p->b, p->in, 1), w = pl_rnn_stack_weights(p);
+    const int64_t h = product(p->layers * p->dirs, p->b, p->hidden, 1), y = product(p->t, p->b, p->dirs, p->hidden);
+    if (x < 0 || w < 0 || h < 0 || y < 0) return fail(err, cap, "recurrent stack: sizes overflow%.0lld%.0lld", 0, 0);
+    if ((size_t)x > x_len || (size_t)w != w_len || (size_t)h > h_len || (size_t)y > y_len
+        || (p->mode == PL_LSTM ? (size_t)h > c_len : c_len != 0))
+        return fail(err, cap, "recurrent stack: buffers of %lld (input) and %lld (weights) values do not fit",
+                    (long long)x_len, (long long)w_len);
+    return 0;
+}

@@ -118,6 +118,17 @@ static int check_step(const pl_step *s, const pl_plan *plan, int64_t i, char *er
             return fail(err, cap, i, why);
         if (overlap(&s->out, &s->in0)) return fail(err, cap, i, "a reduction's output overlaps its input");
         return 0;
+    case PL_STEP_RNN: {
+        const pl_ref *c0 = &s->u.rnn.c0;
+        if (s->in1.buf < 0 || s->in2.buf < 0 || !ref_ok(c0, plan, 1))
+            return fail(err, cap, i, "a recurrent step without its weights or states, or a state outside its buffer");
+        if (pl_rnn_stack_check(&s->u.rnn.r, (size_t)s->in0.len, (size_t)s->in1.len, (size_t)s->in2.len,
+                               c0->buf >= 0 ? (size_t)c0->len : 0, (size_t)s->out.len, why, sizeof why) != 0)
+            return fail(err, cap, i, why);
+        if (overlap(&s->out, &s->in0) || overlap(&s->out, &s->in1) || overlap(&s->out, &s->in2) || overlap(&s->out, c0))
+            return fail(err, cap, i, "a recurrent step's output overlaps an operand");
+        return 0;
+    }
     default:
         return fail(err, cap, i, "unknown step kind");
     }
@@ -186,6 +197,12 @@ int pl_plan_run(const pl_plan *plan, float *const *bufs, double *times)
         case PL_STEP_REDUCE:
             pl_reduce_run(&s->u.reduce, a, out);
             break;
+        case PL_STEP_RNN: {
+            const pl_ref *c0 = &s->u.rnn.c0;
+            if (pl_rnn_stack_run(&s->u.rnn.r, a, b, c, c0->buf >= 0 ? bufs[c0->buf] + c0->off : NULL, out) != 0)
+                return -1;
+            break;
+        }
         case PL_STEP_MEAN:
             for (int64_t n = 0; n < s->u.mean.n; n++)
                 isa->mean_rows(a + n * s->u.mean.rows * s->u.mean.c, (size_t)s->u.mean.rows, (size_t)s->u.mean.c,

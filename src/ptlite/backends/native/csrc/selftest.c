@@ -654,6 +654,65 @@ static void test_broadcast_and_reduce(const char *isa)
     free(b);
 }
 
+/* The recurrent stack (two bidirectional GRU layers, batch first) against the per-direction kernel called layer by
+ * layer (the same arithmetic: equal to the bit), and its check on hostile sizes. */
+static void test_rnn_stack(const char *isa_name)
+{
+    const pl_isa *isa = pl_isa_current();
+    enum { T = 4, B = 3, IN = 5, H = 6, G = 3 * H, D = 2, L = 2 };
+    const pl_rnn_stack p = {PL_GRU, T, B, IN, H, L, D, 1};
+    const int64_t wn = pl_rnn_stack_weights(&p);
+    float *x = randoms(B * T * IN, 1), *w = randoms((size_t)wn, 0.4f), *h0 = randoms(L * D * B * H, 1);
+    float y[B * T * D * H], xt[T * B * IN], seq[2][T * B * D * H], hn[B * H], scratch[2 * G + 2 * B * H];
+    char err[128];
+    checks++;
+    if (wn != D * ((IN + H + 2) * G) + D * ((D * H + H + 2) * G)
+        || pl_rnn_stack_check(&p, B * T * IN, (size_t)wn, L * D * B * H, 0, B * T * D * H, err, sizeof err) != 0
+        || pl_rnn_stack_run(&p, x, w, h0, NULL, y) != 0) {
+        printf("FAIL %s recurrent stack refused or failed: %s\n", isa_name, err);
+        failures++;
+    } else {
+        for (int t = 0; t < T; t++)
+            for (int b = 0; b < B; b++) memcpy(xt + (t * B + b) * IN, x + (b * T + t) * IN, IN * sizeof(float));
+        const float *in_seq = xt, *wk = w;
+        int64_t in = IN;
+        for (int l = 0; l < L; l++) {
+            for (int d = 0; d < D; d++) {
+                const pl_rnn r = {PL_GRU, T, B, in, H, D * H, d * H, d};
+                isa->rnn(&r, in_seq, wk, wk + in * G, wk + in * G + H * G, wk + in * G + H * G + G,
+                         h0 + (l * D + d) * B * H, NULL, seq[l], hn, NULL, scratch);
+                wk += in * G + H * G + 2 * G;
+            }
+            in_seq = seq[l];
+            in = D * H;
+        }
+        int wrong = 0;
+        for (int b = 0; b < B; b++)
+            for (int t = 0; t < T; t++)
+                wrong += memcmp(y + (b * T + t) * D * H, seq[1] + (t * B + b) * D * H, D * H * sizeof(float)) != 0;
+        if (wrong) {
+            printf("FAIL %s recurrent stack: %d rows differ from the layers run one by one\n", isa_name, wrong);
+            failures++;
+        }
+    }
+    pl_rnn_stack bad[4] = {p, p, p, p};
+    bad[0].dirs = 3; bad[1].mode = 9; bad[2].layers = 0; bad[3].hidden = (int64_t)1 << 40;
+    for (int i = 0; i < 4; i++) {
+        checks++;
+        if (pl_rnn_stack_check(&bad[i], B * T * IN, (size_t)wn, L * D * B * H, 0, B * T * D * H, err, sizeof err) == 0) {
+            printf("FAIL hostile recurrent stack %d was accepted\n", i);
+            failures++;
+        }
+    }
+    checks++;
+    if (pl_rnn_stack_check(&p, B * T * IN, (size_t)wn - 1, L * D * B * H, 0, B * T * D * H, err, sizeof err) == 0
+        || pl_rnn_stack_check(&p, B * T * IN, (size_t)wn, L * D * B * H, 5, B * T * D * H, err, sizeof err) == 0) {
+        printf("FAIL a recurrent stack with short weights or a c0 for a GRU was accepted\n");
+        failures++;
+    }
+    free(x); free(w); free(h0);
+}
+
 /* The pool: every task of every run runs once, whether the workers are spinning, asleep or waking late (runs back
  * to back, and runs after pauses longer than the workers' spin). */
 typedef struct { _Atomic int *hits; size_t tasks; } pool_job;
@@ -706,6 +765,7 @@ int main(void)
         test_resize(all[i]);
         test_attention(all[i]->name);
         test_broadcast_and_reduce(all[i]->name);
+        test_rnn_stack(all[i]->name);
         tested++;
     }
     test_hostile_parameters();
