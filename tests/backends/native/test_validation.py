@@ -254,3 +254,21 @@ def test_softmax_and_layer_norm_sizes_are_checked(lib):
     with pytest.raises(ValueError, match="overlaps"):
         base = np.zeros(13, np.float32)
         lib.softmax(base[:12], base[1:], 3, 4)
+
+
+def test_a_plan_holds_its_read_only_buffers(lib):
+    """hold_buffer keeps a weight in the plan (a run then passes None there); only read-only buffers of the plan's
+    length are taken."""
+    plan = _plan(lib, [_add((1, 0, 8), (2, 0, 8), (0, 0, 8))], [16, 8, 8], [1, 0, 0])
+    arena, a, b = np.zeros(16, np.float32), np.arange(8, dtype=np.float32) - 4, np.ones(8, np.float32)
+    lib.hold_buffer(plan, 2, b)
+    lib.run_plan(plan, [arena, a, None])
+    np.testing.assert_array_equal(arena[:8], np.maximum(a + b, 0))
+    with pytest.raises(ValueError, match="not a read-only buffer"):
+        lib.hold_buffer(plan, 0, arena)
+    with pytest.raises(ValueError, match="not a read-only buffer"):
+        lib.hold_buffer(plan, 3, b)
+    with pytest.raises(ValueError, match="the plan needs 8"):
+        lib.hold_buffer(plan, 1, b[:4])
+    with pytest.raises(ValueError, match="buffer 1 must be"):
+        lib.run_plan(plan, [arena, None, None])  # not held: the run must give it

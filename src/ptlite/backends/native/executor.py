@@ -129,9 +129,16 @@ class _Region:
         # the region's inputs that are data (not constants, whose values the steps hold): position -> value
         self.data = [(i, v) for i, v in enumerate(inputs) if v.node is None or v.node.op != "prim::Constant"
                      and constant(v, program) is NOT_CONSTANT]
-        # buffers: 0 the arena, then the data inputs, the weights, the values the plan does not place
-        lengths: list[int] = [arenas.floats]
-        writable: list[int] = [1]
+        # buffers: 0 the arena, 1 this region's scratch (values the plan does not place that stay inside), then the
+        # data inputs, the weights (held by the plan) and the values leaving the region that the plan does not place
+        # (new arrays each call)
+        lengths: list[int] = [arenas.floats, 0]
+        writable: list[int] = [1, 1]
+        root: dict[int, int] = {}  # value id -> the value whose memory it is
+        for _, step in members:
+            if step.operands and (step.kind == 0 or step.in_place) and isinstance(step.operands[0], Value):
+                root[step.out.id] = root.get(step.operands[0].id, step.operands[0].id)
+        leaving = {root.get(v.id, v.id) for v in outputs}
         self.input_buffers = []
         for _, v in self.data:
             self.input_buffers.append(len(lengths))
@@ -160,6 +167,9 @@ class _Region:
                 planned = node.attrs.get(OUT_ATTR)
                 if isinstance(planned, dict) and planned.get("dtype") == "float32":
                     where[out.id] = (0, planned["offset"] // 4, count)
+                elif out.id not in leaving:
+                    where[out.id] = (1, lengths[1], count)
+                    lengths[1] += -(-count // 16) * 16  # 64-byte aligned
                 else:
                     self.slots.append(out)
                     where[out.id] = (len(lengths), 0, count)
@@ -203,6 +213,15 @@ class _Region:
             first = members[0][0]
             raise FormatError(f"the native plan of the region from {first.op} ({first.source}) is invalid: {exc}") \
                 from None
+        self.scratch = _Arenas(4 * lengths[1])
+        first_slot = 2 + len(self.data)
+        self.template: list[Any] = [None] * len(lengths)  # a call's buffers: None where the plan holds the weight
+        self.fresh: list[tuple[int, int]] = []  # (buffer, floats) of each value leaving that is a new array a call
+        for k, slot in enumerate(self.slots):
+            if isinstance(slot, np.ndarray):
+                lib.hold_buffer(self.plan, first_slot + k, slot)
+            else:
+                self.fresh.append((first_slot + k, lengths[first_slot + k]))
 
     def _expected(self, v: Value, x: Any) -> np.ndarray | None:
         """x in the layout the plan reads (C-contiguous; channels-last for images, NCHW for those only an RGB stem
@@ -218,9 +237,11 @@ class _Region:
         prepared = [self._expected(v, values[i]) for i, v in self.data]
         if any(p is None for p in prepared):
             return self._one_by_one(values)  # not what the plan was made for
-        buffers = [self.arenas.get(), *prepared,
-                   *(np.empty(math.prod(self.shapes.shape[s.id]), F32) if isinstance(s, Value) else s
-                     for s in self.slots)]
+        buffers = self.template.copy()
+        buffers[0], buffers[1] = self.arenas.get(), self.scratch.get()
+        buffers[2:2 + len(prepared)] = prepared
+        for index, count in self.fresh:
+            buffers[index] = np.empty(count, F32)
         lib.run_plan(self.plan, buffers, self.times)
         return [self._value(v, buffers) for v in self.outputs]
 

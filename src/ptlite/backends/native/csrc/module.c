@@ -491,14 +491,28 @@ static PyObject *py_attention(PyObject *self, PyObject *args)
 #define STEP_INTS 40  /* int64 values per step in make_plan's encoding (kernels.py's PlanBuilder writes it) */
 #define STEP_FLOATS 3
 
+/* A plan and the buffers it holds between runs (hold_buffer: its weights), so that a run is handed only the rest. */
+typedef struct {
+    pl_plan plan;
+    Py_buffer *held;  /* nbuf entries; obj NULL where the run gives the buffer */
+} plan_box;
+
+static void box_free(plan_box *box)
+{
+    if (box->held)
+        for (int64_t i = 0; i < box->plan.nbuf; i++)
+            if (box->held[i].obj) PyBuffer_Release(&box->held[i]);
+    free(box->held);
+    free(box->plan.steps);
+    free(box->plan.buf_len);
+    free(box->plan.buf_writable);
+    free(box);
+}
+
 static void plan_free(PyObject *capsule)
 {
-    pl_plan *plan = PyCapsule_GetPointer(capsule, "ptlite.native.plan");
-    if (!plan) return;
-    free(plan->steps);
-    free(plan->buf_len);
-    free(plan->buf_writable);
-    free(plan);
+    plan_box *box = PyCapsule_GetPointer(capsule, "ptlite.native.plan");
+    if (box) box_free(box);
 }
 
 static pl_ref ref_at(const int64_t *v) { pl_ref r = {v[0], v[1], v[2]}; return r; }
@@ -609,15 +623,17 @@ static PyObject *py_make_plan(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_ValueError, "plan: the step and buffer arrays do not agree in length");
         goto done;
     }
-    pl_plan *plan = calloc(1, sizeof *plan);
-    if (!plan) { PyErr_NoMemory(); goto done; }
+    plan_box *box = calloc(1, sizeof *box);
+    if (!box) { PyErr_NoMemory(); goto done; }
+    pl_plan *plan = &box->plan;
     plan->nbuf = nbuf;
     plan->nsteps = nsteps;
     plan->buf_len = malloc((size_t)nbuf * sizeof(int64_t));
     plan->buf_writable = malloc((size_t)nbuf);
     plan->steps = calloc((size_t)(nsteps ? nsteps : 1), sizeof(pl_step));
-    if (!plan->buf_len || !plan->buf_writable || !plan->steps) {
-        free(plan->buf_len); free(plan->buf_writable); free(plan->steps); free(plan);
+    box->held = calloc((size_t)nbuf, sizeof(Py_buffer));
+    if (!plan->buf_len || !plan->buf_writable || !plan->steps || !box->held) {
+        box_free(box);
         PyErr_NoMemory();
         goto done;
     }
@@ -628,12 +644,12 @@ static PyObject *py_make_plan(PyObject *self, PyObject *args)
                     &plan->steps[i]);
     char err[ERR_CAP];
     if (pl_plan_check(plan, err, sizeof err) != 0) {
-        free(plan->buf_len); free(plan->buf_writable); free(plan->steps); free(plan);
+        box_free(box);
         PyErr_SetString(PyExc_ValueError, err);
         goto done;
     }
-    result = PyCapsule_New(plan, "ptlite.native.plan", plan_free);
-    if (!result) { free(plan->buf_len); free(plan->buf_writable); free(plan->steps); free(plan); }
+    result = PyCapsule_New(box, "ptlite.native.plan", plan_free);
+    if (!result) box_free(box);
 done:
     PyBuffer_Release(&ints);
     PyBuffer_Release(&floats);
@@ -649,8 +665,9 @@ static PyObject *py_run_plan(PyObject *self, PyObject *args)
     (void)self;
     PyObject *capsule, *seq, *times_obj = Py_None;
     if (!PyArg_ParseTuple(args, "OO|O", &capsule, &seq, &times_obj)) return NULL;
-    const pl_plan *plan = PyCapsule_GetPointer(capsule, "ptlite.native.plan");
-    if (!plan) return NULL;
+    plan_box *box = PyCapsule_GetPointer(capsule, "ptlite.native.plan");
+    if (!box) return NULL;
+    const pl_plan *plan = &box->plan;
     Py_buffer times = {0};
     if (times_obj != Py_None) {
         if (PyObject_GetBuffer(times_obj, &times, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) != 0)
@@ -675,9 +692,14 @@ static PyObject *py_run_plan(PyObject *self, PyObject *args)
     int64_t got = 0, rc = 0;
     if (!views || !bufs) { PyErr_NoMemory(); goto done; }
     for (; got < plan->nbuf; got++) {
+        PyObject *item = PySequence_Fast_GET_ITEM(fast, got);
+        if (item == Py_None && box->held[got].obj) {  /* a buffer the plan holds */
+            bufs[got] = box->held[got].buf;
+            continue;
+        }
         char what[64];
         snprintf(what, sizeof what, "buffer %lld", (long long)got);
-        if (get_floats(PySequence_Fast_GET_ITEM(fast, got), &views[got], plan->buf_writable[got], what) != 0) goto done;
+        if (get_floats(item, &views[got], plan->buf_writable[got], what) != 0) goto done;
         if ((int64_t)floats(&views[got]) < plan->buf_len[got]) {
             PyErr_Format(PyExc_ValueError, "run_plan: buffer %lld holds %zu floats, the plan needs %lld",
                          (long long)got, floats(&views[got]), (long long)plan->buf_len[got]);
@@ -691,12 +713,37 @@ static PyObject *py_run_plan(PyObject *self, PyObject *args)
     Py_END_ALLOW_THREADS
     if (rc != 0) PyErr_NoMemory();
 done:
-    for (int64_t i = 0; i < got && views; i++) PyBuffer_Release(&views[i]);
+    for (int64_t i = 0; i < got && views; i++)
+        if (views[i].obj) PyBuffer_Release(&views[i]);
     free(views);
     free(bufs);
     Py_DECREF(fast);
     if (times.obj) PyBuffer_Release(&times);
     if (PyErr_Occurred()) return NULL;
+    Py_RETURN_NONE;
+}
+
+/* hold_buffer(plan, index, array): the plan keeps a read-only buffer (a weight) for its runs, which then pass None
+ * at that index */
+static PyObject *py_hold_buffer(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *capsule, *obj;
+    Py_ssize_t index;
+    if (!PyArg_ParseTuple(args, "OnO", &capsule, &index, &obj)) return NULL;
+    plan_box *box = PyCapsule_GetPointer(capsule, "ptlite.native.plan");
+    if (!box) return NULL;
+    if (index < 0 || index >= box->plan.nbuf || box->plan.buf_writable[index])
+        return PyErr_Format(PyExc_ValueError, "hold_buffer: %zd is not a read-only buffer of the plan", index);
+    Py_buffer view;
+    if (get_floats(obj, &view, 0, "the held buffer") != 0) return NULL;
+    if ((int64_t)floats(&view) < box->plan.buf_len[index]) {
+        PyBuffer_Release(&view);
+        return PyErr_Format(PyExc_ValueError, "hold_buffer: %zu floats, the plan needs %lld", floats(&view),
+                            (long long)box->plan.buf_len[index]);
+    }
+    if (box->held[index].obj) PyBuffer_Release(&box->held[index]);
+    box->held[index] = view;
     Py_RETURN_NONE;
 }
 
@@ -763,6 +810,7 @@ static PyMethodDef methods[] = {
     {"broadcast", py_broadcast, METH_VARARGS, "Elementwise arithmetic with broadcasting, by strides."},
     {"reduce", py_reduce, METH_VARARGS, "A scaled sum over the middle dimension of (outer, r, inner)."},
     {"attention", py_attention, METH_VARARGS, "Scaled dot-product attention with an optional additive mask."},
+    {"hold_buffer", py_hold_buffer, METH_VARARGS, "Keep a read-only buffer in a plan for its runs."},
     {"make_plan", py_make_plan, METH_VARARGS, "Validate a planned region's steps; returns the plan."},
     {"run_plan", py_run_plan, METH_VARARGS, "Run a plan's steps over its buffers (the GIL released)."},
     {"set_num_threads", py_set_num_threads, METH_O, "Threads the kernels use (the caller's included)."},
