@@ -306,3 +306,35 @@ def test_recurrent_layers_run_in_the_region(lib, tmp_path, cell, bidirectional, 
     with torch.inference_mode():
         want = model(x, h0).numpy()
     assert_close(module(x.numpy(), h0.numpy()), want, what=f"{cell} in a region", rtol=1e-5)
+
+
+class Concat(nn.Module):
+    """Concatenations in a region: images along channels (an ASPP head's), row-major tensors along their last
+    dimension and along the batch."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = nn.Conv2d(3, 8, 3, 1, 1)
+        self.b = nn.Conv2d(3, 5, 1)
+        self.project = nn.Conv2d(16, 4, 1)
+        self.head = nn.Linear(4 * 6 * 6 + 7, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = torch.cat([torch.relu(self.a(x)), self.b(x), x], 1)        # 8 + 5 + 3 channels
+        z = torch.flatten(self.project(y), 1)
+        z = torch.cat([z, z[:, :7]], -1)
+        return self.head(torch.cat([z, z * 2], 0))
+
+
+def test_concatenations_run_inside_a_region(lib, tmp_path):
+    torch.manual_seed(0)
+    model = Concat().eval()
+    x = torch.randn(2, 3, 6, 6)
+    path = tmp_path / "cat.ptlite"
+    ptlite.save(ptlite.optimize_for_mobile(ptlite.capture(model, (x,)), backend="native"), path)
+    module = ptlite.load(path)
+    outside = [p.node.op for p in module.placements() if not p.delegate and p.node.op != "prim::Constant"]
+    assert not outside, f"every node runs in a region: {outside}"
+    with torch.inference_mode():
+        want = model(x).numpy()
+    assert_close(module(x.numpy()), want, what="concatenations in a region", rtol=1e-5)

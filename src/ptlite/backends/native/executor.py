@@ -30,7 +30,7 @@ from ptlite.ir.liveness import last_reads, region_values
 from ptlite.ir.memory_plan import OUT_ATTR, method_plan
 
 from . import _native as lib
-from .steps import F32, NOT_CONSTANT, Shapes, Step, constant, step_for
+from .steps import F32, NOT_CONSTANT, Shapes, Step, constant, step_for, tensor_list
 
 MIN_NODES = 2  # a region of one node gains nothing over its kernel
 
@@ -57,8 +57,11 @@ def delegates(backend: str, graph: Graph, program: Program, kernels: dict[int, K
     for node in graph.nodes:
         if node.op in ("prim::Constant", ops.MODULE_STATE):
             continue
-        if node.op == "prim::ListConstruct" and constant(node.outputs[0], program) is not NOT_CONSTANT:
-            if current:  # a list of constants (a recurrent layer's weights, which its step holds): nothing to run
+        if node.op == "prim::ListConstruct" and (constant(node.outputs[0], program) is not NOT_CONSTANT
+                                                 or tensor_list(node.outputs[0], shapes) is not None):
+            # a list of constants (a recurrent layer's weights, which its step holds) or of tensors (a
+            # concatenation's inputs): nothing to run, the list is its elements
+            if current or constant(node.outputs[0], program) is NOT_CONSTANT:
                 current.append((node, Step(0, [], (), [], node.outputs[0])))
             continue
         kernel = kernels.get(id(node))
@@ -204,6 +207,11 @@ class _Region:
             ints.append(row + [0] * (lib.STEP_INTS - len(row)))
             floats.append(step.floats)
             self.planned.append(index)
+            for part in step.parts:  # more steps writing the same output: operands and parameters of their own
+                row = [part.kind, *ref(part.operands[0]), -1, 0, 0, -1, 0, 0, *where[out.id], *part.ints]
+                ints.append(row + [0] * (lib.STEP_INTS - len(row)))
+                floats.append(part.floats)
+                self.planned.append(index)
         self.where = where
         self.times: np.ndarray | None = None  # per plan step, while profiling (start / stop / seconds)
         try:
@@ -248,8 +256,11 @@ class _Region:
     def _value(self, v: Value, buffers: list[np.ndarray]) -> Any:
         """An output of the region as the per-node kernels would give it: images channels-last (N, C, H, W) views,
         other tensors C-contiguous."""
-        if v.id not in self.where:
-            return constant(v, self.program)  # a list of constants
+        if v.id not in self.where:  # a list: of constants, or of tensors
+            items = constant(v, self.program)
+            if items is NOT_CONSTANT:
+                items = [self._value(t, buffers) for t in v.node.inputs]
+            return items
         shape = self.shapes.shape[v.id]
         buf, off, count = self.where[v.id]
         data = buffers[buf].reshape(-1)[off:off + count]
@@ -270,7 +281,7 @@ class _Region:
         per_node = [0.0] * len(self.members)
         if self.times is not None:
             for member, t in zip(self.planned, self.times.tolist()):
-                per_node[member] = t
+                per_node[member] += t
         return per_node
 
     def _one_by_one(self, values: Sequence[Any]) -> list[Any]:

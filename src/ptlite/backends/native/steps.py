@@ -57,16 +57,18 @@ class Step:
     """One node as a step: its kind and parameters (ints, floats) with operands named by value (or weight). Kind 0
     runs nothing: its output is operands[0]'s memory from `offset` floats on (a contiguous view)."""
 
-    __slots__ = ("kind", "ints", "floats", "operands", "out", "in_place", "offset", "extra")
+    __slots__ = ("kind", "ints", "floats", "operands", "out", "in_place", "offset", "extra", "parts")
 
     def __init__(self, kind: int, ints: list[int], floats: Sequence[float], operands: list[Any], out: Value,
-                 in_place: bool = False, offset: int = 0, extra: Value | np.ndarray | None = None) -> None:
+                 in_place: bool = False, offset: int = 0, extra: Value | np.ndarray | None = None,
+                 parts: Sequence[Step] = ()) -> None:
         self.kind, self.ints, self.floats = kind, ints, list(floats)
         self.operands = operands  # Value (an image or tensor), np.ndarray (a weight) or None (no bias)
         self.out = out
         self.in_place = in_place  # the output is operands[0]'s memory
         self.offset = offset      # floats into operands[0] where the step reads it (a view's start)
         self.extra = extra        # a fourth operand, its reference appended to the ints (attention's mask, c0)
+        self.parts = list(parts)  # more plan steps of the node, writing the same output (a concatenation's inputs)
 
 
 class Shapes:
@@ -124,7 +126,7 @@ def step_for(node: Node, program: Program, shapes: Shapes) -> Step | None:
     elif node.op == "aten::mul.Tensor":
         step = _mul_step(node, args, shapes)
     elif node.op in _ARITHMETIC and (len(args) < 3 or args[2] == 1):
-        step = _arithmetic_step(node, shapes, _ARITHMETIC[node.op])
+        step = _arithmetic_step(node, shapes, _ARITHMETIC[node.op], scalar=args[1])
     elif node.op in _REDUCTIONS:
         step = _reduce_step(node, args, shapes, _REDUCTIONS[node.op])
     elif node.op in UNARY:
@@ -141,6 +143,8 @@ def step_for(node: Node, program: Program, shapes: Shapes) -> Step | None:
         step = _softmax_step(node, args, shapes)
     elif node.op == "aten::scaled_dot_product_attention":
         step = _attention_step(node, args, shapes)
+    elif node.op == "aten::cat":
+        step = _cat_step(node, args, shapes)
     elif node.op in _RECURRENT:
         step = _recurrent_step(node, args, shapes, program)
     elif node.op in VIEWS:
@@ -234,15 +238,17 @@ def _add_step(node: Node, args: list, shapes: Shapes, relu: bool, in_place: bool
     alpha = args[2] if len(args) > 2 else 1
     if alpha != 1:
         return None
-    return _arithmetic_step(node, shapes, lib.ADD, relu, in_place)
+    return _arithmetic_step(node, shapes, lib.ADD, relu, in_place, scalar=args[1])
 
 
-def _arithmetic_step(node: Node, shapes: Shapes, op: int, relu: bool = False, in_place: bool = False) \
-        -> Step | None:
+def _arithmetic_step(node: Node, shapes: Shapes, op: int, relu: bool = False, in_place: bool = False,
+                     scalar: Any = None) -> Step | None:
     """a op b (then relu): of one shape, elementwise in their shared layout (in place where the operator writes
-    a); of shapes that broadcast, row-major, by strides."""
+    a); of shapes that broadcast, row-major, by strides; b a number (`scalar`: the constant second argument)."""
     a, b = node.inputs[0], node.inputs[1]
     sa, sb = shapes.of(a), shapes.of(b)
+    if isinstance(scalar, (int, float)) and not isinstance(scalar, bool):
+        b, sb = np.full(1, scalar, F32), ()  # a number: a one-value weight, broadcast
     if sa is None or sb is None:
         return None
     act = lib.ACT_RELU if relu else lib.ACT_NONE
@@ -254,7 +260,7 @@ def _arithmetic_step(node: Node, shapes: Shapes, op: int, relu: bool = False, in
         return Step(lib.STEP_BINARY, [op, act, 1], (0.0, math.inf, 0.0), [a, b], node.outputs[0], in_place)
     shape = broadcast_shape(sa, sb)
     if in_place or shape is None or not shape or math.prod(shape) == 0 or not shapes.layout(a, False) \
-            or not shapes.layout(b, False):
+            or not (isinstance(b, np.ndarray) or shapes.layout(b, False)):
         return None
     merged = merge_dims(shape, [broadcast_strides(sa, shape), broadcast_strides(sb, shape)], lib.COPY_MAX_DIMS)
     if merged is None:
@@ -272,7 +278,7 @@ def _mul_step(node: Node, args: list, shapes: Shapes) -> Step | None:
     a, b = node.inputs[0], node.inputs[1]
     sa, sb = shapes.of(a), shapes.of(b)
     if sa is None or sb is None:
-        return None
+        return _arithmetic_step(node, shapes, lib.MUL, scalar=args[1])
     if sa != sb and len(sa) == 4 and sa[2:] == (1, 1) and sb[2:] != (1, 1):
         a, b, sa, sb = b, a, sb, sa
     if sa != sb and len(sa) == 4 and sb == (sa[0], sa[1], 1, 1) and shapes.nhwc.get(a.id, True):
@@ -280,7 +286,7 @@ def _mul_step(node: Node, args: list, shapes: Shapes) -> Step | None:
             return None
         shapes.set(node.outputs[0], sa, True)
         return Step(lib.STEP_BINARY, [lib.MUL, lib.ACT_NONE, sa[0]], (0.0, 0.0, 0.0), [a, b], node.outputs[0])
-    return _arithmetic_step(node, shapes, lib.MUL)
+    return _arithmetic_step(node, shapes, lib.MUL, scalar=args[1])
 
 
 def _reduce_step(node: Node, args: list, shapes: Shapes, mean: bool) -> Step | None:
@@ -443,19 +449,26 @@ def _attention_step(node: Node, args: list, shapes: Shapes) -> Step | None:
 
 
 def _view_step(node: Node, args: list, shapes: Shapes) -> Step | None:
-    """A view operator on a row-major tensor: an alias of its memory where the view is contiguous (kind 0), else a
-    strided copy into a new buffer."""
+    """A view operator: an alias of its input's memory where the view is contiguous (kind 0), else a strided copy
+    into a new buffer. An image's channels-last memory is its (N, C, H, W) view at strides (HWC, 1, WC, C), so a
+    flatten or a permutation of an image is a copy too."""
     x, shape = node.inputs[0], shapes.of(node.inputs[0])
-    if shape is None or math.prod(shape) == 0 or not shapes.layout(x, False):
+    if shape is None or math.prod(shape) == 0:
         return None
-    view = strided_view(node.op, shape, args[1:])
+    image = len(shape) == 4 and shapes.nhwc.get(x.id, False) and shape[1] != 1 and shape[2] * shape[3] != 1
+    if not image and not shapes.layout(x, False):
+        return None
+    n, c, h, w = shape if image else (0, 0, 0, 0)
+    base = (h * w * c, 1, w * c, c) if image else row_major(shape)
+    view = strided_view(node.op, shape, args[1:], base)
     if view is None or math.prod(view[0]) == 0:
         return None
     out_shape, strides, offset = view
     shapes.set(node.outputs[0], out_shape)
-    if is_contiguous(out_shape, strides):
+    if strides is not None and is_contiguous(out_shape, strides):
         return Step(0, [], (), [x], node.outputs[0], offset=offset)
-    plan = merge_dims(out_shape, [strides], lib.COPY_MAX_DIMS)
+    copy_shape, copy_strides = (out_shape, strides) if strides is not None else (shape, base)  # (a reshape: all)
+    plan = merge_dims(copy_shape, [copy_strides], lib.COPY_MAX_DIMS)
     if plan is None:
         return None
     dims, (steps,) = plan
@@ -504,3 +517,46 @@ def _recurrent_step(node: Node, args: list, shapes: Shapes, program: Program) ->
         ints += [-1, 0, 0]  # no c0 (else the region appends its reference)
     return Step(lib.STEP_RNN, ints, (0.0, 0.0, 0.0), [x, weights[0], operands[0]], node.outputs[0],
                 extra=operands[1] if mode == "lstm" else None)
+
+
+def tensor_list(v: Value, shapes: Shapes) -> list[Value] | None:
+    """The float32 tensors of a prim::ListConstruct (each with a static shape), or None."""
+    node = v.node
+    if node is None or node.op != "prim::ListConstruct" or not node.inputs \
+            or any(shapes.of(t) is None for t in node.inputs):
+        return None
+    return list(node.inputs)
+
+
+def _cat_step(node: Node, args: list, shapes: Shapes) -> Step | None:
+    """aten::cat of tensors of one layout: each input copied into its slice of every output row (one plan step
+    each). Row-major along any dimension; images along channels (their channels-last rows) or batch."""
+    tensors = tensor_list(node.inputs[0], shapes)
+    dim = args[1] if len(args) > 1 else 0
+    if tensors is None or type(dim) is not int:
+        return None
+    first = shapes.of(tensors[0])
+    ndim = len(first)
+    if not -ndim <= dim < ndim or ndim == 0:
+        return None
+    dim %= ndim
+    tensor_shapes = [shapes.of(t) for t in tensors]
+    if any(len(s) != ndim or s[:dim] + s[dim + 1:] != first[:dim] + first[dim + 1:] or 0 in s
+           for s in tensor_shapes):
+        return None
+    nhwc = ndim == 4 and shapes.nhwc.get(tensors[0].id, True) and dim in (0, 1)
+    if not all(shapes.layout(t, nhwc) for t in tensors):
+        return None
+    out_shape = first[:dim] + (sum(s[dim] for s in tensor_shapes),) + first[dim + 1:]
+    shapes.set(node.outputs[0], out_shape, nhwc)
+    if nhwc and dim == 1:  # channels-last: every pixel's channels are a row
+        n, _, h, w = first
+        outer, inners = n * h * w, [s[1] for s in tensor_shapes]
+    else:
+        outer, inners = math.prod(first[:dim]), [math.prod(s[dim:]) for s in tensor_shapes]
+    total, steps, offset = sum(inners), [], 0
+    for t, inner in zip(tensors, inners):
+        steps.append(Step(lib.STEP_SLICE, [outer, inner, total, offset], (0.0, 0.0, 0.0), [t], node.outputs[0]))
+        offset += inner
+    steps[0].parts = steps[1:]
+    return steps[0]

@@ -59,33 +59,39 @@ def _resolve(sizes: list[int], count: int) -> tuple[int, ...] | None:
     return tuple(sizes) if math.prod(sizes) == count else None
 
 
-def strided_view(op: str, shape: tuple[int, ...], args: list[Any]) -> View | None:
-    """The view `op` makes of a C-contiguous tensor of `shape` with these constant arguments (after the tensor), or
-    None where the arguments are not constants this understands (the node then runs on its kernel)."""
+def strided_view(op: str, shape: tuple[int, ...], args: list[Any], strides: tuple[int, ...] | None = None) \
+        -> View | None:
+    """The view `op` makes of a tensor of `shape` laid out at `strides` (default: C-contiguous) with these constant
+    arguments (after the tensor), or None where the arguments are not constants this understands (the node then
+    runs on its kernel). A reshape of a tensor that is not C-contiguous is a copy of it in its logical order: its
+    strides come back as None."""
     ndim, count = len(shape), math.prod(shape)
-    strides = row_major(shape)
+    dense = strides is None or is_contiguous(shape, strides)
+    strides = row_major(shape) if strides is None else strides
+
+    def reshaped(out: tuple[int, ...]) -> View:
+        return out, (row_major(out) if dense else None), 0
+
     if op in RESHAPES or op == "aten::contiguous":
         if op == "aten::contiguous":
-            return shape, strides, 0
+            return reshaped(shape)
         sizes = _ints(args[0]) if args else None
         out = _resolve(sizes, count) if sizes is not None else None
-        return (out, row_major(out), 0) if out is not None else None
+        return reshaped(out) if out is not None else None
     if op == "aten::flatten.using_ints":
         if ndim == 0:
             return (1,), (1,), 0
         start, end = (_dim(a, ndim) for a in (args + [0, -1][len(args):])[:2])
         if start is None or end is None or start > end:
             return None
-        out = shape[:start] + (math.prod(shape[start:end + 1]),) + shape[end + 1:]
-        return out, row_major(out), 0
+        return reshaped(shape[:start] + (math.prod(shape[start:end + 1]),) + shape[end + 1:])
     if op == "aten::unflatten.int":
         d = _dim(args[0], ndim) if len(args) == 2 else None
         sizes = _ints(args[1]) if d is not None else None
         inner = _resolve(sizes, shape[d]) if sizes else None
         if inner is None:
             return None
-        out = shape[:d] + inner + shape[d + 1:]
-        return out, row_major(out), 0
+        return reshaped(shape[:d] + inner + shape[d + 1:])
     if op in ("aten::squeeze", "aten::squeeze.dim", "aten::squeeze.dims"):
         if op == "aten::squeeze":
             dims = set(range(ndim))
@@ -100,8 +106,7 @@ def strided_view(op: str, shape: tuple[int, ...], args: list[Any]) -> View | Non
         d = _dim(args[0], ndim + 1) if args else None
         if d is None:
             return None
-        out = shape[:d] + (1,) + shape[d:]
-        return out, row_major(out), 0
+        return shape[:d] + (1,) + shape[d:], strides[:d] + (1,) + strides[d:], 0
     if op in ("aten::permute", "aten::transpose.int", "aten::t", "aten::numpy_T"):
         if op == "aten::permute":
             order = [_dim(d, ndim) for d in (_ints(args[0]) or [None])] if args else [None]

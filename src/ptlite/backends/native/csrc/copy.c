@@ -1,5 +1,6 @@
 /* The strided copy (pl_copy): a transpose, permutation or broadcast written out C-contiguous, dimension by dimension
- * with the last one's run copied whole where its stride is 1. */
+ * with the last one's run copied whole where its stride is 1; and a concatenation's input copied into its slice of
+ * every output row (pl_slice). */
 #include <string.h>
 
 #include "native.h"
@@ -21,4 +22,10 @@ void pl_copy_run(const pl_copy *p, const float *x, float *y)
             index[d] = 0;
         }
     }
+}
+
+void pl_slice_run(const pl_slice *p, const float *x, float *y)
+{
+    for (int64_t o = 0; o < p->outer; o++)
+        memcpy(y + o * p->total + p->offset, x + o * p->inner, (size_t)p->inner * sizeof(float));
 }

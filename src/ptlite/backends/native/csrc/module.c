@@ -598,6 +598,11 @@ static void decode_step(const int64_t *v, const double *f, pl_step *s)
         s->u.rnn.c0 = ref_at(q + 8);
         break;
     }
+    case PL_STEP_SLICE: {
+        pl_slice sl = {q[0], q[1], q[2], q[3]};
+        s->u.slice = sl;
+        break;
+    }
     case PL_STEP_ATTENTION: {
         pl_attention a = {q[0], q[1], q[2], q[3], q[4], q[5], q[6], {q[7], q[8], q[9], q[10]}, (float)f[0]};
         s->u.attn.a = a;
@@ -857,6 +862,7 @@ PyMODINIT_FUNC PyInit__native(void)
         || PyModule_AddIntConstant(m, "STEP_BROADCAST", PL_STEP_BROADCAST)
         || PyModule_AddIntConstant(m, "STEP_REDUCE", PL_STEP_REDUCE)
         || PyModule_AddIntConstant(m, "STEP_RNN", PL_STEP_RNN)
+        || PyModule_AddIntConstant(m, "STEP_SLICE", PL_STEP_SLICE)
         || PyModule_AddIntConstant(m, "COPY_MAX_DIMS", PL_COPY_MAX_DIMS)) {
         Py_DECREF(m);
         return NULL;

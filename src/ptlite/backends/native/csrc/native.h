@@ -117,6 +117,12 @@ typedef struct {
     int64_t mode, t, b, in, hidden, layers, dirs, batch_first;
 } pl_rnn_stack;
 
+/* One input of a concatenation: y[o * total + offset + i] = x[o * inner + i] for o < outer, i < inner (the input's
+ * slice of every output row). */
+typedef struct {
+    int64_t outer, inner, total, offset;
+} pl_slice;
+
 /* The kernels one instruction set provides (isa_*.c fill one table each from kernels.inc). */
 #define PL_GEMM_MAX_MR 16
 typedef struct {
@@ -214,6 +220,7 @@ int pl_copy_check(const pl_copy *p, size_t x_len, size_t y_len, char *err, size_
 /* softmax (norm 0) or layer norm (norm 1) over rows x n; gamma and beta lengths (0: none), layer norm only */
 int pl_broadcast_check(const pl_broadcast *p, size_t a_len, size_t b_len, size_t y_len, char *err, size_t cap);
 int pl_reduce_check(const pl_reduce *p, size_t x_len, size_t y_len, char *err, size_t cap);
+int pl_slice_check(const pl_slice *p, size_t x_len, size_t y_len, char *err, size_t cap);
 int pl_rows_check(int norm, int64_t rows, int64_t n, size_t x_len, size_t gamma_len, size_t beta_len, size_t y_len,
                   char *err, size_t cap);
 
@@ -237,6 +244,7 @@ int pl_attention_run(const pl_attention *p, const float *q, const float *k, cons
 int pl_rnn_stack_run(const pl_rnn_stack *p, const float *x, const float *w, const float *h0, const float *c0, float *y);
 /* copy.c */
 void pl_copy_run(const pl_copy *p, const float *x, float *y);
+void pl_slice_run(const pl_slice *p, const float *x, float *y);
 /* broadcast.c (threaded by rows of the output) */
 void pl_broadcast_run(const pl_broadcast *p, const float *a, const float *b, float *y);
 /* rows.c */

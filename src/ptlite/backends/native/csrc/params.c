@@ -278,3 +278,14 @@ int pl_rnn_stack_check(const pl_rnn_stack *p, size_t x_len, size_t w_len, size_t
                     (long long)x_len, (long long)w_len);
     return 0;
 }
+
+int pl_slice_check(const pl_slice *p, size_t x_len, size_t y_len, char *err, size_t cap)
+{
+    const int64_t in = product(p->outer, p->inner, 1, 1), out = product(p->outer, p->total, 1, 1);
+    if (!in_range(p->outer, 1) || !in_range(p->inner, 1) || !in_range(p->total, 1) || !in_range(p->offset, 0)
+        || p->offset + p->inner > p->total || in < 0 || out < 0)
+        return fail(err, cap, "concatenation: a slice of %lld at %lld does not fit its rows", p->inner, p->offset);
+    if ((size_t)in > x_len || (size_t)out > y_len)
+        return fail(err, cap, "concatenation: %lld values in, %lld out do not fit the buffers", in, out);
+    return 0;
+}

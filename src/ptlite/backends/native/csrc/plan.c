@@ -129,6 +129,11 @@ static int check_step(const pl_step *s, const pl_plan *plan, int64_t i, char *er
             return fail(err, cap, i, "a recurrent step's output overlaps an operand");
         return 0;
     }
+    case PL_STEP_SLICE:
+        if (pl_slice_check(&s->u.slice, (size_t)s->in0.len, (size_t)s->out.len, why, sizeof why) != 0)
+            return fail(err, cap, i, why);
+        if (overlap(&s->out, &s->in0)) return fail(err, cap, i, "a concatenation's output overlaps its input");
+        return 0;
     default:
         return fail(err, cap, i, "unknown step kind");
     }
@@ -203,6 +208,9 @@ int pl_plan_run(const pl_plan *plan, float *const *bufs, double *times)
                 return -1;
             break;
         }
+        case PL_STEP_SLICE:
+            pl_slice_run(&s->u.slice, a, out);
+            break;
         case PL_STEP_MEAN:
             for (int64_t n = 0; n < s->u.mean.n; n++)
                 isa->mean_rows(a + n * s->u.mean.rows * s->u.mean.c, (size_t)s->u.mean.rows, (size_t)s->u.mean.c,

@@ -6,7 +6,7 @@
 
 enum pl_step_kind { PL_STEP_CONV = 1, PL_STEP_POOL = 2, PL_STEP_BINARY = 3, PL_STEP_UNARY = 4, PL_STEP_MEAN = 5,
                     PL_STEP_RESIZE = 6, PL_STEP_ROWS = 7, PL_STEP_COPY = 8, PL_STEP_ATTENTION = 9,
-                    PL_STEP_BROADCAST = 10, PL_STEP_REDUCE = 11, PL_STEP_RNN = 12 };
+                    PL_STEP_BROADCAST = 10, PL_STEP_REDUCE = 11, PL_STEP_RNN = 12, PL_STEP_SLICE = 13 };
 
 /* floats [off, off + len) of buffer `buf` (-1: none, for an optional operand such as a bias) */
 typedef struct { int64_t buf, off, len; } pl_ref;
@@ -15,7 +15,7 @@ typedef struct {
     int kind;                  /* enum pl_step_kind */
     pl_ref in0, in1, in2, out; /* conv: x, weight, bias; pool, unary, mean, copy: x; binary: a, b; resize: x, table;
                                   rows: x, gamma, beta (layer norm); attention: q, k, v (its mask in u.attn);
-                                  broadcast: a, b; reduce: x; rnn: x, weights, h0 (c0 in u.rnn) */
+                                  broadcast: a, b; reduce: x; rnn: x, weights, h0 (c0 in u.rnn); slice: x */
     union {
         pl_conv conv;
         pl_pool pool;
@@ -28,6 +28,7 @@ typedef struct {
         struct { pl_attention a; pl_ref mask; } attn;        /* mask.buf -1: none */
         pl_broadcast broadcast;
         pl_reduce reduce;
+        pl_slice slice;
         struct { pl_rnn_stack r; pl_ref c0; } rnn;           /* c0.buf -1: none (not LSTM) */
     } u;
 } pl_step;

@@ -602,6 +602,24 @@ static void test_copy(void)
         printf("FAIL copy: %d values wrong\n", wrong);
         failures++;
     }
+    /* a concatenation's input: rows of 4 into their slice at 2 of rows of 7 */
+    const pl_slice sl = {3, 4, 7, 2}, bad = {3, 4, 7, 4};
+    float z[21] = {0};
+    checks++;
+    if (pl_slice_check(&sl, 12, 21, err, sizeof err) != 0 || pl_slice_check(&bad, 12, 21, err, sizeof err) == 0
+        || pl_slice_check(&sl, 11, 21, err, sizeof err) == 0) {
+        printf("FAIL the slice check\n");
+        failures++;
+        return;
+    }
+    pl_slice_run(&sl, x, z);
+    wrong = 0;
+    for (int o = 0; o < 3; o++)
+        for (int i = 0; i < 7; i++) wrong += z[o * 7 + i] != (i >= 2 && i < 6 ? x[o * 4 + i - 2] : 0.0f);
+    if (wrong) {
+        printf("FAIL slice: %d values wrong\n", wrong);
+        failures++;
+    }
 }
 
 /* Broadcasting arithmetic (contiguous rows, a scalar second operand, and gathered rows) and the float64 sums,
