@@ -338,3 +338,18 @@ def test_concatenations_run_inside_a_region(lib, tmp_path):
     with torch.inference_mode():
         want = model(x).numpy()
     assert_close(module(x.numpy()), want, what="concatenations in a region", rtol=1e-5)
+
+
+def test_average_pooling_runs_inside_a_region(lib, tmp_path):
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(3, 12, 3, 1, 1), nn.AvgPool2d(3, 2, 1, ceil_mode=True, count_include_pad=False),
+                          nn.ReLU(), nn.Conv2d(12, 8, 1), nn.AvgPool2d(2), nn.Flatten(), nn.Linear(8 * 4 * 4, 5)).eval()
+    x = torch.randn(2, 3, 15, 15)
+    path = tmp_path / "avg.ptlite"
+    ptlite.save(ptlite.optimize_for_mobile(ptlite.capture(model, (x,)), backend="native"), path)
+    module = ptlite.load(path)
+    outside = [p.node.op for p in module.placements() if not p.delegate and p.node.op != "prim::Constant"]
+    assert not outside, f"every node runs in a region: {outside}"
+    with torch.inference_mode():
+        want = model(x).numpy()
+    assert_close(module(x.numpy()), want, what="average pooling in a region", rtol=1e-5)

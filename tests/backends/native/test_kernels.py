@@ -376,3 +376,18 @@ def test_reductions_match_torch(isa, dims, keepdim, key, monkeypatch):
     image = np.ascontiguousarray(x.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)  # channels-last memory
     assert_close(_k(key)(image, [2, 3], keepdim), fn(t, [2, 3], keepdim=keepdim).numpy(),
                  what=f"native {isa} {key} over a channels-last image's H, W", rtol=1e-5)
+
+
+@pytest.mark.parametrize("k,s,p,ceil,include,divisor", [(2, 2, 0, False, True, None), (3, 2, 1, False, True, None),
+                                                        (3, 2, 1, True, False, None), (3, 1, 1, False, True, 4),
+                                                        (5, 3, 2, True, True, None)])
+def test_avg_pool2d_matches_torch(isa, k, s, p, ceil, include, divisor, monkeypatch):
+    from ptlite.backends.native.kernels import avg_pool2d
+
+    x = np.random.default_rng(k * 7 + s).standard_normal((2, 19, 13, 11)).astype(np.float32)
+    want = F.avg_pool2d(torch.from_numpy(x), k, s, p, ceil, include, divisor).numpy()
+    image = np.ascontiguousarray(x.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)  # channels-last, as in a network
+    _native_only(monkeypatch)
+    assert_close(avg_pool2d(image, [k, k], [s, s], [p, p], ceil, include, divisor), want,
+                 what=f"native {isa} avg_pool2d k{k} s{s} p{p} ceil={ceil} include_pad={include} divisor={divisor}",
+                 rtol=1e-5)

@@ -264,23 +264,58 @@ def _channels_last(x: np.ndarray) -> bool:
     return x.transpose(0, 2, 3, 1).flags.c_contiguous
 
 
-@_kernel("aten::max_pool2d")
-def max_pool2d(self, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False, *, out=None):
-    k = _pair(kernel_size)
-    s = _pair(stride, k) if k else None
-    p, d = _pair(padding), _pair(dilation)
-    if self.dtype == F32 and self.ndim == 4 and k and s and p and d and min(k + s + d) >= 1 and min(p) >= 0 \
-            and 2 * p[0] <= k[0] and 2 * p[1] <= k[1] and _channels_last(self):
+POOLS = ("aten::max_pool2d", "aten::avg_pool2d")
+
+
+def pool_args(op: str, args: Sequence[Any]) -> tuple | None:
+    """(kernel, stride, padding, dilation, ceil_mode, the library's kind, divisor) from a 2-D pooling's arguments
+    after its input (aten::max_pool2d's or aten::avg_pool2d's), or None where the library does not take them."""
+    k = _pair(args[0]) if args else None
+    s = _pair(args[1], k) if len(args) > 1 and k else k
+    p = _pair(args[2]) if len(args) > 2 else (0, 0)
+    if op == "aten::max_pool2d":
+        d = _pair(args[3]) if len(args) > 3 else (1, 1)
+        ceil = args[4] if len(args) > 4 else False
+        kind, divisor = lib.POOL_MAX, 0.0
+    else:
+        d, ceil = (1, 1), args[3] if len(args) > 3 else False
+        include = args[4] if len(args) > 4 else True
+        override = args[5] if len(args) > 5 else None
+        if type(include) is not bool or not (override is None or type(override) is int and override > 0):
+            return None
+        kind, divisor = (lib.POOL_AVG if include else lib.POOL_AVG_EXCLUDE_PAD), float(override or 0)
+    if not (k and s and p and d) or type(ceil) is not bool or min(k + s + d) < 1 or min(p) < 0 \
+            or 2 * p[0] > k[0] or 2 * p[1] > k[1]:
+        return None
+    return k, s, p, d, ceil, kind, divisor
+
+
+def _pool(op: str, self: Any, args: Sequence[Any], out: Any) -> Any:
+    parsed = pool_args(op, args)
+    if parsed is not None and isinstance(self, np.ndarray) and self.dtype == F32 and self.ndim == 4 \
+            and _channels_last(self):
+        k, s, p, d, ceil, kind, divisor = parsed
         n, c, h, w = self.shape
-        ho = _pool_out(h, k[0], s[0], p[0], d[0], bool(ceil_mode))
-        wo = _pool_out(w, k[1], s[1], p[1], d[1], bool(ceil_mode))
+        ho, wo = _pool_out(h, k[0], s[0], p[0], d[0], ceil), _pool_out(w, k[1], s[1], p[1], d[1], ceil)
         if ho >= 1 and wo >= 1 and n * c * h * w > 0:
             target = None if out is None else _nhwc_target(out, (n, c, ho, wo))
             y = target if target is not None else np.empty((n, ho, wo, c), F32)
-            lib.pool2d(_nhwc(self), y, (n, h, w, c, k[0], k[1], s[0], s[1], p[0], p[1], d[0], d[1], ho, wo),
-                       lib.POOL_MAX, 0.0)
+            lib.pool2d(_nhwc(self), y, (n, h, w, c, k[0], k[1], s[0], s[1], p[0], p[1], d[0], d[1], ho, wo), kind,
+                       divisor)
             return out if target is not None else y.transpose(0, 3, 1, 2)
-    return _reference("aten::max_pool2d")(self, kernel_size, stride, padding, dilation, ceil_mode, out=out)
+    return _reference(op)(self, *args, **({} if out is None else {"out": out}))
+
+
+@_kernel("aten::max_pool2d")
+def max_pool2d(self, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False, *, out=None):
+    return _pool("aten::max_pool2d", self, (kernel_size, stride, padding, dilation, ceil_mode), out)
+
+
+@_kernel("aten::avg_pool2d")
+def avg_pool2d(self, kernel_size, stride=(), padding=0, ceil_mode=False, count_include_pad=True,
+               divisor_override=None):
+    return _pool("aten::avg_pool2d", self, (kernel_size, stride, padding, ceil_mode, count_include_pad,
+                                            divisor_override), None)
 
 
 @_kernel("aten::adaptive_avg_pool2d")

@@ -23,7 +23,7 @@ from ptlite.ir.memory_plan import OUT_ATTR
 
 from . import _native as lib
 from .elementwise import UNARY
-from .kernels import BILINEAR, _epilogue, _out_size, _pair, _pool_out, bilinear_size, resize_table
+from .kernels import BILINEAR, POOLS, _epilogue, _out_size, _pair, _pool_out, bilinear_size, pool_args, resize_table
 from .views import OPS as VIEWS
 from .views import broadcast_shape, broadcast_strides, is_contiguous, merge_dims, reduced, row_major, strided_view
 
@@ -131,7 +131,7 @@ def step_for(node: Node, program: Program, shapes: Shapes) -> Step | None:
         step = _reduce_step(node, args, shapes, _REDUCTIONS[node.op])
     elif node.op in UNARY:
         step = _unary_step(node, args, shapes)
-    elif node.op == "aten::max_pool2d":
+    elif node.op in POOLS:
         step = _pool_step(node, args, shapes)
     elif node.op in BILINEAR:
         step = _resize_step(node, args, shapes)
@@ -346,20 +346,20 @@ def _unary_step(node: Node, args: list, shapes: Shapes) -> Step | None:
 
 
 def _pool_step(node: Node, args: list, shapes: Shapes) -> Step | None:
+    """Max or average pooling of an image (kernels.pool_args: PyTorch's arguments, padding at most half the
+    window)."""
     x, shape = node.inputs[0], shapes.of(node.inputs[0])
-    k = _pair(args[1]) if len(args) > 1 else None
-    s = _pair(args[2], k) if len(args) > 2 and k else k
-    p = _pair(args[3]) if len(args) > 3 else (0, 0)
-    d = _pair(args[4]) if len(args) > 4 else (1, 1)
-    ceil = args[5] if len(args) > 5 else False
-    if shape is None or len(shape) != 4 or not (k and s and p and d) or type(ceil) is not bool \
-            or min(k + s + d) < 1 or min(p) < 0 or 2 * p[0] > k[0] or 2 * p[1] > k[1] or not shapes.layout(x, True):
+    parsed = pool_args(node.op, args[1:])
+    if shape is None or len(shape) != 4 or parsed is None or not shapes.layout(x, True):
         return None
+    k, s, p, d, ceil, kind, divisor = parsed
     n, c, h, w = shape
     ho, wo = _pool_out(h, k[0], s[0], p[0], d[0], ceil), _pool_out(w, k[1], s[1], p[1], d[1], ceil)
+    if ho < 1 or wo < 1:
+        return None
     shapes.set(node.outputs[0], (n, c, ho, wo), nhwc=True)
-    ints = [n, h, w, c, k[0], k[1], s[0], s[1], p[0], p[1], d[0], d[1], ho, wo, lib.POOL_MAX]
-    return Step(lib.STEP_POOL, ints, (0.0, 0.0, 0.0), [x], node.outputs[0])
+    ints = [n, h, w, c, k[0], k[1], s[0], s[1], p[0], p[1], d[0], d[1], ho, wo, kind]
+    return Step(lib.STEP_POOL, ints, (0.0, 0.0, divisor), [x], node.outputs[0])
 
 
 def _mean_step(node: Node, args: list, shapes: Shapes) -> Step | None:
