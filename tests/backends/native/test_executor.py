@@ -59,6 +59,20 @@ def _native(executor: bool):
     return NativeBackend(library(), executor=executor)
 
 
+def _check_in_regions(model: nn.Module, inputs: tuple, tmp_path, what: str):
+    """Capture, lower for native and load `model`; every node (constants aside) must run in a region, and the
+    result match eager PyTorch. Returns the module."""
+    path = tmp_path / "model.ptlite"
+    ptlite.save(ptlite.optimize_for_mobile(ptlite.capture(model, inputs), backend="native"), path)
+    module = ptlite.load(path)
+    outside = [p.node.op for p in module.placements() if not p.delegate and p.node.op != "prim::Constant"]
+    assert not outside, f"{what}: every node runs in a region: {outside}"
+    with torch.inference_mode():
+        want = model(*inputs).numpy()
+    assert_close(module(*(t.numpy() for t in inputs)), want, what=what, rtol=1e-5)
+    return module
+
+
 def test_regions_match_the_kernels_and_pytorch(lib, files):
     model, x, paths = files
     module = ptlite.load(paths["export"])
@@ -262,15 +276,8 @@ def test_views_run_inside_a_region(lib, tmp_path):
     torch.manual_seed(0)
     model = Views().eval()
     x = torch.randn(2, 7, 8)
-    path = tmp_path / "views.ptlite"
-    ptlite.save(ptlite.optimize_for_mobile(ptlite.capture(model, (x,)), backend="native"), path)
-    module = ptlite.load(path)
-    outside = [p.node.op for p in module.placements() if not p.delegate and p.node.op != "prim::Constant"]
-    assert not outside, f"every node runs in a region: {outside}"
-    with torch.inference_mode():
-        want = model(x).numpy()
-    assert_close(module(x.numpy()), want, what="views in a region", rtol=1e-5)
-    one_by_one = ptlite.load(path, backends=[_native(executor=False)])
+    module = _check_in_regions(model, (x,), tmp_path, "views in a region")
+    one_by_one = ptlite.load(tmp_path / "model.ptlite", backends=[_native(executor=False)])
     np.testing.assert_allclose(module(x.numpy()), one_by_one(x.numpy()), rtol=1e-6, atol=1e-6)
 
 
@@ -329,27 +336,11 @@ class Concat(nn.Module):
 def test_concatenations_run_inside_a_region(lib, tmp_path):
     torch.manual_seed(0)
     model = Concat().eval()
-    x = torch.randn(2, 3, 6, 6)
-    path = tmp_path / "cat.ptlite"
-    ptlite.save(ptlite.optimize_for_mobile(ptlite.capture(model, (x,)), backend="native"), path)
-    module = ptlite.load(path)
-    outside = [p.node.op for p in module.placements() if not p.delegate and p.node.op != "prim::Constant"]
-    assert not outside, f"every node runs in a region: {outside}"
-    with torch.inference_mode():
-        want = model(x).numpy()
-    assert_close(module(x.numpy()), want, what="concatenations in a region", rtol=1e-5)
+    _check_in_regions(model, (torch.randn(2, 3, 6, 6),), tmp_path, "concatenations in a region")
 
 
 def test_average_pooling_runs_inside_a_region(lib, tmp_path):
     torch.manual_seed(0)
     model = nn.Sequential(nn.Conv2d(3, 12, 3, 1, 1), nn.AvgPool2d(3, 2, 1, ceil_mode=True, count_include_pad=False),
                           nn.ReLU(), nn.Conv2d(12, 8, 1), nn.AvgPool2d(2), nn.Flatten(), nn.Linear(8 * 4 * 4, 5)).eval()
-    x = torch.randn(2, 3, 15, 15)
-    path = tmp_path / "avg.ptlite"
-    ptlite.save(ptlite.optimize_for_mobile(ptlite.capture(model, (x,)), backend="native"), path)
-    module = ptlite.load(path)
-    outside = [p.node.op for p in module.placements() if not p.delegate and p.node.op != "prim::Constant"]
-    assert not outside, f"every node runs in a region: {outside}"
-    with torch.inference_mode():
-        want = model(x).numpy()
-    assert_close(module(x.numpy()), want, what="average pooling in a region", rtol=1e-5)
+    _check_in_regions(model, (torch.randn(2, 3, 15, 15),), tmp_path, "average pooling in a region")

@@ -90,8 +90,9 @@ def test_the_binding_under_the_sanitizers(tmp_path):
                                                 "backends/native/test_math.py", "backends/native/test_executor.py",
                                                 "backends/native/test_recurrent.py",
                                                 "kernels/test_packed.py")]
-    fuzz = str(ROOT / "tests" / "test_format.py") + "::test_mutated_programs_fail_with_ptlite_errors_only[cnn]"
-    out = _run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *tests, fuzz],
+    fuzz = [str(ROOT / "tests" / "test_format.py") + f"::test_mutated_programs_fail_with_ptlite_errors_only[{which}]"
+            for which in ("cnn", "sequence")]
+    out = _run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *tests, *fuzz],
                LD_PRELOAD=runtimes, ASAN_OPTIONS="detect_leaks=0", UBSAN_OPTIONS="print_stacktrace=1",
                PYTHONPATH=str(package.parent))
     assert " passed" in out and "failed" not in out, out[-2000:]

@@ -198,7 +198,7 @@ class _Region:
                 buf = where[out.id][0]
                 writable[buf] = 1
             params = step.ints
-            if step.extra is not None:
+            if step.kind in (lib.STEP_ATTENTION, lib.STEP_RNN):  # a fourth operand, or none: (-1, 0, 0)
                 params = [*params, *ref(step.extra)]
             if step.kind == lib.STEP_CONV and isinstance(step.operands[0], Value) \
                     and step.operands[0].id in self.planar:

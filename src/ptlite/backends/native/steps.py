@@ -67,7 +67,7 @@ class Step:
         self.out = out
         self.in_place = in_place  # the output is operands[0]'s memory
         self.offset = offset      # floats into operands[0] where the step reads it (a view's start)
-        self.extra = extra        # a fourth operand, its reference appended to the ints (attention's mask, c0)
+        self.extra = extra        # attention's mask, an LSTM's c0: its reference (or none) follows the ints
         self.parts = list(parts)  # more plan steps of the node, writing the same output (a concatenation's inputs)
 
 
@@ -443,8 +443,6 @@ def _attention_step(node: Node, args: list, shapes: Shapes) -> Step | None:
     shapes.set(node.outputs[0], out)
     factor = 1.0 / math.sqrt(sq[-1]) if scale is None else float(scale)
     ints = [batch[0], batch[1], length, keys, sq[-1], sv[-1], int(causal), *strides]
-    if mask is None:
-        ints += [-1, 0, 0]  # no mask (else the region appends the mask's reference)
     return Step(lib.STEP_ATTENTION, ints, (factor, 0.0, 0.0), [q, k, v], node.outputs[0], extra=mask)
 
 
@@ -513,8 +511,6 @@ def _recurrent_step(node: Node, args: list, shapes: Shapes, program: Program) ->
     out = (batch, steps, dirs * hidden) if batch_first else (steps, batch, dirs * hidden)
     shapes.set(node.outputs[0], out)
     ints = [MODES[mode], steps, batch, shape[2], hidden, layers, dirs, int(batch_first)]
-    if mode != "lstm":
-        ints += [-1, 0, 0]  # no c0 (else the region appends its reference)
     return Step(lib.STEP_RNN, ints, (0.0, 0.0, 0.0), [x, weights[0], operands[0]], node.outputs[0],
                 extra=operands[1] if mode == "lstm" else None)
 
