@@ -108,8 +108,8 @@ def test_conv2d_prepacked_rejects_mismatched_weight(rng):
     x, w = randn(rng, 1, 4, 8, 8), randn(rng, 6, 5, 3, 3)
     with pytest.raises(ValueError, match="does not match the packed weight"):
         op("ptlite::conv2d_prepacked")(x, pack_conv2d_weight(w, 1), None, [3, 3], [1, 1], [1, 1, 1, 1], [1, 1], 1)
-    with pytest.raises(ValueError, match="unknown fused activation 'gelu'"):
-        prepacked_conv(x, randn(rng, 6, 4, 3, 3), None, 1, 1, 1, 1, "gelu")
+    with pytest.raises(ValueError, match="unknown fused activation 'mish'"):
+        prepacked_conv(x, randn(rng, 6, 4, 3, 3), None, 1, 1, 1, 1, "mish")
 
 
 @pytest.mark.parametrize("activation,args,torch_fn", ACTIVATIONS, ids=[a[0] + str(a[1]) for a in ACTIVATIONS])

@@ -10,6 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 import torch
+import torch.nn.functional as F
 from conftest import assert_close
 from test_format import _rewrite_program
 from torch import nn
@@ -344,3 +345,83 @@ def test_average_pooling_runs_inside_a_region(lib, tmp_path):
     model = nn.Sequential(nn.Conv2d(3, 12, 3, 1, 1), nn.AvgPool2d(3, 2, 1, ceil_mode=True, count_include_pad=False),
                           nn.ReLU(), nn.Conv2d(12, 8, 1), nn.AvgPool2d(2), nn.Flatten(), nn.Linear(8 * 4 * 4, 5)).eval()
     _check_in_regions(model, (torch.randn(2, 3, 15, 15),), tmp_path, "average pooling in a region")
+
+
+class GeluBlock(nn.Module):
+    """A ViT / BERT feed-forward block: layer norm, a linear layer with GELU (exact, or PyTorch's tanh form), a
+    projection and the residual; then erf on its own, as older BERT code writes GELU."""
+
+    def __init__(self, approximate: str) -> None:
+        super().__init__()
+        self.norm = nn.LayerNorm(24)
+        self.up, self.down = nn.Linear(24, 40), nn.Linear(40, 24)
+        self.approximate = approximate
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = x + self.down(F.gelu(self.up(self.norm(x)), approximate=self.approximate))
+        return y * 0.5 * (1.0 + torch.erf(y * 0.7071067811865476))
+
+
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+def test_gelu_is_fused_and_runs_in_a_region(lib, tmp_path, approximate):
+    torch.manual_seed(0)
+    model = GeluBlock(approximate).eval()
+    x = torch.randn(2, 5, 24) * 2
+    module = _check_in_regions(model, (x,), tmp_path, f"GELU ({approximate}) in a region")
+    ops_run = {p.node.op for p in module.placements()}
+    assert "aten::gelu" not in ops_run, f"GELU is fused into the linear layer before it: {sorted(ops_run)}"
+    assert "aten::erf" in ops_run, sorted(ops_run)
+
+
+class HandAttention(nn.Module):
+    """Attention written out as BERT and Swin write it: q @ k^T scaled, softmax, @ v, by torch.matmul over
+    (batch, heads, tokens, dims); then a product with a parameter matrix (one for every batch entry)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.qkv = nn.Linear(16, 48)
+        self.mix = nn.Parameter(torch.randn(16, 12) / 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        qkv = self.qkv(x).unflatten(-1, (3, 4, 4)).permute(2, 0, 3, 1, 4)
+        q, k, v = qkv[0], qkv[1], qkv[2]
+        scores = torch.matmul(q, k.transpose(-2, -1)) * 0.5
+        y = torch.matmul(scores.softmax(-1), v).transpose(1, 2).flatten(2)
+        return torch.matmul(y, self.mix)
+
+
+def test_matrix_products_run_inside_a_region(lib, tmp_path):
+    torch.manual_seed(0)
+    module = _check_in_regions(HandAttention().eval(), (torch.randn(2, 11, 16),), tmp_path, "matmul in a region")
+    assert "aten::matmul" in {p.node.op for p in module.placements() if p.delegate}
+
+
+class Padded(nn.Module):
+    """Explicit padding inside a network: an image padded asymmetrically (TensorFlow-style 'same' before a stride-2
+    convolution) and with a constant on its channels, and a sequence padded and cropped along time."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, stride=2)
+        self.head = nn.Linear(9, 4)
+
+    def forward(self, x: torch.Tensor, seq: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        y = torch.relu(self.conv(F.pad(x, (0, 1, 0, 1))))
+        y = F.pad(y, (0, 0, 0, 0, 1, 2), value=0.5)
+        s = F.pad(self.head(seq), (0, 0, 2, -1))
+        return y, s
+
+
+def test_padding_runs_inside_a_region(lib, tmp_path):
+    torch.manual_seed(0)
+    model = Padded().eval()
+    inputs = (torch.randn(2, 3, 10, 12), torch.randn(2, 6, 9))
+    path = tmp_path / "padded.ptlite"
+    ptlite.save(ptlite.optimize_for_mobile(ptlite.capture(model, inputs), backend="native"), path)
+    module = ptlite.load(path)
+    placed = [p for p in module.placements() if p.node.op in ("aten::pad", "aten::constant_pad_nd")]
+    assert len(placed) == 3 and all(p.delegate for p in placed), [(p.node.op, p.delegate) for p in placed]
+    with torch.inference_mode():
+        want = model(*inputs)
+    for got, expected, name in zip(module(*(t.numpy() for t in inputs)), want, ("image", "sequence")):
+        assert_close(got, expected.numpy(), what=f"padding in a region: the {name}", rtol=1e-5)

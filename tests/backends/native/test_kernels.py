@@ -19,6 +19,8 @@ ACTIVATIONS = {
     "clamp": ([-0.5, 0.75], lambda t: t.clamp(-0.5, 0.75)),
     "hardswish": ([], F.hardswish),
     "silu": ([], F.silu),
+    "gelu": ([], F.gelu),
+    "gelu_tanh": ([], lambda t: F.gelu(t, approximate="tanh")),
 }
 
 def _native_only(monkeypatch) -> None:
@@ -53,6 +55,9 @@ CONVOLUTIONS = [
     (1, 19, 1, 1, 19, 3, 1, 1, 1, True),        # a 1x1 map
     (1, 40, 14, 14, 40, 5, 1, 2, 1, True),      # depthwise 5x5 (EfficientNet's): the 5x5 interior path
     (2, 19, 9, 12, 19, 5, 2, 2, 1, True),       # 5x5 stride 2, channels off the vector width
+    (2, 20, 7, 45, 20, 3, 2, 1, 1, True),       # 3x3 stride 2 over a wide row: 8-, 4- and 1-pixel interior steps
+    (1, 16, 5, 31, 16, 3, 1, 0, 1, True),       # no padding: every pixel interior, 29 = 3 x 8 + 4 + 1
+    (1, 27, 6, 40, 27, 5, 2, 2, 1, True),       # 5x5 stride 2, wide: every interior step, channels off the width
 ]
 
 
@@ -177,8 +182,12 @@ def test_global_average_pool_matches_torch(isa, shape):
     ("aten::sigmoid", torch.sigmoid, ()),
     ("aten::tanh", torch.tanh, ()),
     ("aten::hardsigmoid", F.hardsigmoid, ()),
+    ("aten::gelu", F.gelu, ()),
+    ("aten::gelu", lambda t: F.gelu(t, approximate="tanh"), ("tanh",)),
+    ("aten::erf", torch.erf, ()),
 ])
-def test_activations_match_torch(isa, key, torch_fn, args):
+def test_activations_match_torch(isa, key, torch_fn, args, monkeypatch):
+    _native_only(monkeypatch)
 
     x = (np.random.default_rng(0).standard_normal((2, 35, 3, 5)) * 6).astype(np.float32)
     x[0, 0, 0, :3] = [np.nan, np.inf, -np.inf]
@@ -391,3 +400,53 @@ def test_avg_pool2d_matches_torch(isa, k, s, p, ceil, include, divisor, monkeypa
     assert_close(avg_pool2d(image, [k, k], [s, s], [p, p], ceil, include, divisor), want,
                  what=f"native {isa} avg_pool2d k{k} s{s} p{p} ceil={ceil} include_pad={include} divisor={divisor}",
                  rtol=1e-5)
+
+
+@pytest.mark.parametrize("sa,sb,transposed", [
+    ((2, 3, 7, 5), (2, 3, 5, 9), False),      # two batch dimensions, n under one panel
+    ((4, 13, 33), (33, 40), False),           # one matrix for every entry (a weight), n = 2 panels + 8
+    ((5, 17), (17, 1), False),                # one column
+    ((1, 1, 8), (8, 3), False),               # one row: the matrix-vector path
+    ((2, 4, 9, 16), (2, 4, 16, 9), True),     # attention's q @ k^T: b a transposed view, read as it is
+    ((3, 20, 6), (1, 6, 37), False),          # b's batch of one, broadcast
+])
+def test_matmul_matches_torch(isa, sa, sb, transposed, monkeypatch):
+    _native_only(monkeypatch)
+    rng = np.random.default_rng(len(sa) * 100 + sb[-1])
+    a = rng.standard_normal(sa).astype(np.float32)
+    b = rng.standard_normal(sb).astype(np.float32)
+    if transposed:
+        b = np.ascontiguousarray(np.swapaxes(b, -1, -2)).swapaxes(-1, -2)
+    want = torch.matmul(torch.from_numpy(a), torch.from_numpy(np.ascontiguousarray(b))).numpy()
+    assert_close(_k("aten::matmul")(a, b), want, what=f"native {isa} matmul {sa} @ {sb}")
+    if len(sa) == len(sb) == 2:
+        assert_close(_k("aten::mm")(a, b), want, what=f"native {isa} mm {sa} @ {sb}")
+
+
+def test_matmul_leaves_what_it_does_not_take_to_the_reference(isa):
+    rng = np.random.default_rng(1)
+    for sa, sb in (((7,), (7, 4)), ((3, 5), (5,)), ((1, 4, 6), (3, 6, 2)), ((2, 0, 3), (3, 4))):
+        a, b = rng.standard_normal(sa).astype(np.float32), rng.standard_normal(sb).astype(np.float32)
+        want = torch.matmul(torch.from_numpy(a), torch.from_numpy(b)).numpy()
+        np.testing.assert_allclose(_k("aten::matmul")(a, b), want, rtol=1e-5, atol=1e-5,
+                                   err_msg=f"native {isa} matmul {sa} @ {sb}")
+
+
+@pytest.mark.parametrize("shape,pad,value,channels_last", [
+    ((2, 3, 5, 7), (1, 2, 3, 0), 0.0, False),            # an image's width and height
+    ((2, 3, 5, 7), (1, 2, 3, 0), -1.5, True),            # the same on channels-last memory, another value
+    ((2, 3, 5, 7), (0, 0, 0, 0, 2, 1), 0.25, True),      # its channels (a middle dimension of NHWC memory)
+    ((4, 9), (-2, 3), 7.0, False),                       # a negative amount crops
+    ((3, 4, 6), (2, -1, 0, 2, 1, 1), 0.0, False),        # every dimension, cropping one side
+    ((5,), (3, 3), 2, False),                            # 1-D, an integer value
+])
+def test_constant_pad_matches_torch(isa, shape, pad, value, channels_last, monkeypatch):
+    _native_only(monkeypatch)
+    x = np.random.default_rng(len(shape)).standard_normal(shape).astype(np.float32)
+    if channels_last:
+        x = np.ascontiguousarray(x.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
+    want = F.pad(torch.from_numpy(np.ascontiguousarray(x)), pad, value=value).numpy()
+    got = _k("aten::constant_pad_nd")(x, list(pad), value)
+    np.testing.assert_array_equal(got, want, err_msg=f"native {isa} constant_pad_nd {shape} {pad}")
+    if channels_last:
+        assert got.transpose(0, 2, 3, 1).flags.c_contiguous, "a channels-last image stays channels-last"

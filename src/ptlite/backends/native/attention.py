@@ -1,5 +1,5 @@
-"""The native backend's kernels for attention blocks: softmax and layer norm over rows, and scaled dot-product
-attention (imported by kernels.kernel_for when a program first asks for one of them).
+"""The native backend's kernels for attention blocks: softmax and layer norm over rows, scaled dot-product
+attention and batched matrix products (imported by kernels.kernel_for when a program first asks for one of them).
 """
 
 from __future__ import annotations
@@ -54,6 +54,51 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5, cudnn_
                        None if bias is None else np.ascontiguousarray(bias), y, x.size // n, n, eps)
         return y
     return _reference("aten::layer_norm")(input, normalized_shape, weight, bias, eps, cudnn_enable)
+
+
+def matmul_shapes(sa: tuple[int, ...], sb: tuple[int, ...]) -> tuple[tuple[int, ...], int, bool] | None:
+    """For a product of (..., m, k) and (..., k, n) operands: the output shape, the number of batch entries and
+    whether b is one matrix for all of them; None for what the library does not take (a 1-D operand, an empty one,
+    a's batch broadcast against b's)."""
+    if len(sa) < 2 or len(sb) < 2 or sa[-1] != sb[-2] or 0 in sa or 0 in sb:
+        return None
+    batch_a, batch_b = sa[:-2], sb[:-2]
+    shared = math.prod(batch_b) == 1
+    if len(batch_b) > len(batch_a) or not (shared or batch_b == batch_a[len(batch_a) - len(batch_b):]) \
+            or (not shared and math.prod(batch_a) != math.prod(batch_b)):
+        return None
+    return (*batch_a, sa[-2], sb[-1]), math.prod(batch_a), shared
+
+
+def _matmul(a: Any, b: Any) -> np.ndarray | None:
+    if not (isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and a.dtype == F32 and b.dtype == F32):
+        return None
+    planned = matmul_shapes(a.shape, b.shape)
+    if planned is None:
+        return None
+    out, count, shared = planned
+    m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
+    a = np.ascontiguousarray(a)
+    flipped = np.swapaxes(b, -1, -2)
+    if flipped.flags.c_contiguous and not b.flags.c_contiguous:  # a transposed view (attention's keys): as it is
+        buf, sb_k, sb_n = flipped, 1, k
+    else:
+        buf, sb_k, sb_n = np.ascontiguousarray(b), n, 1
+    y = np.empty(out, F32)
+    lib.matmul(a, buf, y, (count, m, k, n, m * k, k, 0 if shared else k * n, sb_k, sb_n))
+    return y
+
+
+@_kernel("aten::matmul")
+def matmul(self, other):
+    y = _matmul(self, other)
+    return _reference("aten::matmul")(self, other) if y is None else y
+
+
+@_kernel("aten::mm")
+def mm(self, mat2):
+    y = _matmul(self, mat2) if getattr(self, "ndim", 0) == 2 and getattr(mat2, "ndim", 0) == 2 else None
+    return _reference("aten::mm")(self, mat2) if y is None else y
 
 
 @_kernel("aten::scaled_dot_product_attention")

@@ -7,7 +7,7 @@ KERNELS from the start.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -189,36 +189,92 @@ KERNELS["aten::add_.Tensor"] = _binary_in_place(lib.ADD, "aten::add_.Tensor")
 KERNELS["aten::_add_relu_.Tensor"] = _binary_in_place(lib.ADD, "aten::_add_relu_.Tensor", relu=True)
 
 
-def _activation(key: str, code: int, bounds: Callable[..., tuple[float, float]] | None = None) -> Callable[..., Any]:
-    def fn(self, *args, out=None):
+def _activation(key: str) -> Callable[..., Any]:
+    def fn(self, *args, out=None, **kwargs):
         if isinstance(self, np.ndarray) and self.dtype == F32 and self.size > 0:
             x = _flat(self)
-            if x is not None:
-                lo, hi = bounds(*args) if bounds else (0.0, INF)
+            epilogue = unary_epilogue(key, [*args, *kwargs.values()])
+            if x is not None and epilogue is not None:
                 y = _like(self, out)
                 flat = _flat(y)
                 if flat is not None and not np.shares_memory(flat, x):
-                    lib.unary(0, x, flat, code, lo, hi)
+                    lib.unary(0, x, flat, *epilogue)
                     return _into(out, y)
-        return _reference(key)(self, *args, out=out)
+        reference = _reference(key)
+        return reference(self, *args, **kwargs) if out is None else reference(self, *args, out=out, **kwargs)
     fn.__name__ = key.split("::")[1]
     return fn
 
 
-# The elementwise activations: operator -> (the library's code, its bounds from the operator's arguments; None:
-# no arguments, bounds (0, inf)). The per-node kernels and the executor's steps both read it.
-UNARY: dict[str, tuple[int, Callable[..., tuple[float, float]] | None]] = {
-    "aten::relu": (lib.ACT_RELU, None),
-    "aten::relu6": (lib.ACT_CLAMP, lambda: (0.0, 6.0)),
-    "aten::hardtanh": (lib.ACT_CLAMP, lambda lo=-1.0, hi=1.0: (float(lo), float(hi))),
-    "aten::hardswish": (lib.ACT_HARDSWISH, None),
-    "aten::silu": (lib.ACT_SILU, None),
-    "aten::sigmoid": (lib.ACT_SIGMOID, None),
-    "aten::tanh": (lib.ACT_TANH, None),
-    "aten::hardsigmoid": (lib.ACT_HARDSIGMOID, None),
+_GELU = {"none": lib.ACT_GELU, "tanh": lib.ACT_GELU_TANH}
+
+# The elementwise activations: operator -> its epilogue (the library's code, lo, hi) from the operator's arguments
+# after the input. The per-node kernels and the executor's steps both read it.
+UNARY: dict[str, Callable[..., tuple[int, float, float]]] = {
+    "aten::relu": lambda: (lib.ACT_RELU, 0.0, INF),
+    "aten::relu6": lambda: (lib.ACT_CLAMP, 0.0, 6.0),
+    "aten::hardtanh": lambda lo=-1.0, hi=1.0: (lib.ACT_CLAMP, float(lo), float(hi)),
+    "aten::hardswish": lambda: (lib.ACT_HARDSWISH, 0.0, INF),
+    "aten::silu": lambda: (lib.ACT_SILU, 0.0, INF),
+    "aten::sigmoid": lambda: (lib.ACT_SIGMOID, 0.0, INF),
+    "aten::tanh": lambda: (lib.ACT_TANH, 0.0, INF),
+    "aten::hardsigmoid": lambda: (lib.ACT_HARDSIGMOID, 0.0, INF),
+    "aten::gelu": lambda approximate="none": (_GELU[approximate], 0.0, INF),
+    "aten::erf": lambda: (lib.ACT_ERF, 0.0, INF),
 }
-for _key, (_code, _bounds) in UNARY.items():
-    KERNELS[_key] = _activation(_key, _code, _bounds)
+
+
+def unary_epilogue(key: str, args: Sequence[Any]) -> tuple[int, float, float] | None:
+    """An elementwise activation's (code, lo, hi) from its arguments after the input; None where they are not
+    what the library takes (the reference then says what is wrong)."""
+    if any(isinstance(a, bool) or not isinstance(a, (int, float, str)) for a in args):
+        return None
+    try:
+        return UNARY[key](*args)
+    except (TypeError, KeyError, ValueError):
+        return None
+
+
+for _key in UNARY:
+    KERNELS[_key] = _activation(_key)
+
+
+def pad_dims(shape: Sequence[int], pad: Any, value: Any) -> tuple[list[int], list[int]] | None:
+    """aten::constant_pad_nd's output shape and each dimension's leading padding (negative: cropped), from its
+    `pad` ([before, after] of the last dimension, then of the one before, ...); None for what the library does not
+    take (a non-numeric value, more pairs than dimensions, an output or input with an empty dimension)."""
+    if not isinstance(pad, (list, tuple)) or len(pad) % 2 or len(pad) > 2 * len(shape) \
+            or not all(type(p) is int for p in pad) or isinstance(value, bool) or not isinstance(value, (int, float)) \
+            or not 1 <= len(shape) <= lib.COPY_MAX_DIMS or 0 in shape:
+        return None
+    out, before = list(shape), [0] * len(shape)
+    for i in range(len(pad) // 2):
+        d = len(shape) - 1 - i
+        before[d] = pad[2 * i]
+        out[d] += pad[2 * i] + pad[2 * i + 1]
+    return (out, before) if min(out) >= 1 else None
+
+
+@_kernel("aten::constant_pad_nd")
+def constant_pad_nd(self, pad, value=0):
+    planned = pad_dims(self.shape, pad, value) if isinstance(self, np.ndarray) and self.dtype == F32 else None
+    if planned is None:
+        return _reference("aten::constant_pad_nd")(self, pad, value)
+    out, before = planned
+    order = [0, 2, 3, 1] if self.ndim == 4 and not self.flags.c_contiguous and _channels_last(self) else None
+    x = np.ascontiguousarray(self if order is None else self.transpose(order))
+    if order is not None:  # channels-last memory: padded as (N, H, W, C), handed back as the (N, C, H, W) view
+        out, before = [out[d] for d in order], [before[d] for d in order]
+    y = np.empty(out, F32)
+    lib.pad(x, y, x.shape, out, before, float(value))
+    return y if order is None else y.transpose(0, 3, 1, 2)
+
+
+@_kernel("aten::pad")
+def pad(self, pad, mode="constant", value=None):
+    if mode != "constant":
+        return _reference("aten::pad")(self, pad, mode, value)
+    return constant_pad_nd(self, pad, 0.0 if value is None else value)
 
 
 def _view(key: str) -> Callable[..., Any]:

@@ -22,7 +22,7 @@ INF = float("inf")
 
 # The fused activations of ptlite's prepacked operators -> (code, lo, hi).
 _ACTIVATIONS = {"none": lib.ACT_NONE, "relu": lib.ACT_RELU, "clamp": lib.ACT_CLAMP, "hardswish": lib.ACT_HARDSWISH,
-                "silu": lib.ACT_SILU}
+                "silu": lib.ACT_SILU, "gelu": lib.ACT_GELU, "gelu_tanh": lib.ACT_GELU_TANH}
 
 KERNELS: dict[str, Callable[..., Any]] = {}
 
@@ -395,7 +395,7 @@ def upsample_bilinear2d(self, output_size, align_corners, scales_h=None, scales_
 # Operators whose kernels live in another module, imported when a program first asks for one (a load imports only
 # what its program runs).
 ELSEWHERE = {"aten::softmax.int": "attention", "aten::_softmax": "attention", "aten::layer_norm": "attention",
-             "aten::scaled_dot_product_attention": "attention",
+             "aten::scaled_dot_product_attention": "attention", "aten::matmul": "attention", "aten::mm": "attention",
              "aten::lstm.input": "recurrent", "aten::gru.input": "recurrent", "aten::rnn_tanh.input": "recurrent",
              "aten::rnn_relu.input": "recurrent"}
 

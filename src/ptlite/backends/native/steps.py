@@ -22,7 +22,7 @@ from ptlite.ir.graph import Graph, Node, Program, Value
 from ptlite.ir.memory_plan import OUT_ATTR
 
 from . import _native as lib
-from .elementwise import UNARY
+from .elementwise import UNARY, pad_dims, unary_epilogue
 from .kernels import BILINEAR, POOLS, _epilogue, _out_size, _pair, _pool_out, bilinear_size, pool_args, resize_table
 from .views import OPS as VIEWS
 from .views import broadcast_shape, broadcast_strides, is_contiguous, merge_dims, reduced, row_major, strided_view
@@ -34,8 +34,10 @@ _CONVS = {ops.CONV2D_PACKED: True, ops.CONV2D_PREPACKED: False}  # op -> weight 
 _LINEARS = {ops.LINEAR_PACKED: True, ops.LINEAR_PREPACKED: False}
 _ARITHMETIC = {"aten::sub.Tensor": lib.SUB, "aten::div.Tensor": lib.DIV}  # (sub's alpha must be 1)
 _REDUCTIONS = {"aten::sum.dim_IntList": False, "aten::mean.dim": True}  # op -> a mean
-_RECURRENT = {"aten::lstm.input": "lstm", "aten::gru.input": "gru", "aten::rnn_tanh.input": "rnn_tanh",
-              "aten::rnn_relu.input": "rnn_relu"}
+# operators whose steps are in steps_sequence.py (imported when a program first has one)
+_SEQUENCE = frozenset({"aten::layer_norm", "aten::softmax.int", "aten::_softmax", "aten::scaled_dot_product_attention",
+                       "aten::matmul", "aten::mm", "aten::lstm.input", "aten::gru.input", "aten::rnn_tanh.input",
+                       "aten::rnn_relu.input"})
 _ADDS = {"aten::add.Tensor": (False, False), "aten::_add_relu.Tensor": (True, False),
          "aten::add_.Tensor": (False, True), "aten::_add_relu_.Tensor": (True, True)}  # op -> (relu, in place)
 
@@ -137,16 +139,14 @@ def step_for(node: Node, program: Program, shapes: Shapes) -> Step | None:
         step = _resize_step(node, args, shapes)
     elif node.op == "aten::adaptive_avg_pool2d":
         step = _mean_step(node, args, shapes)
-    elif node.op == "aten::layer_norm":
-        step = _layer_norm_step(node, args, shapes)
-    elif node.op in ("aten::softmax.int", "aten::_softmax"):
-        step = _softmax_step(node, args, shapes)
-    elif node.op == "aten::scaled_dot_product_attention":
-        step = _attention_step(node, args, shapes)
+    elif node.op in ("aten::constant_pad_nd", "aten::pad"):
+        step = _pad_step(node, args, shapes)
+    elif node.op in _SEQUENCE:
+        from .steps_sequence import sequence_step
+
+        step = sequence_step(node, args, shapes, program)
     elif node.op == "aten::cat":
         step = _cat_step(node, args, shapes)
-    elif node.op in _RECURRENT:
-        step = _recurrent_step(node, args, shapes, program)
     elif node.op in VIEWS:
         return _view_step(node, args, shapes)
     else:
@@ -329,20 +329,14 @@ def _resize_step(node: Node, args: list, shapes: Shapes) -> Step | None:
 
 def _unary_step(node: Node, args: list, shapes: Shapes) -> Step | None:
     x = node.inputs[0]
-    if shapes.of(x) is None or any(a is NOT_CONSTANT or not isinstance(a, (int, float)) for a in args[1:]):
-        return None
-    code, bounds = UNARY[node.op]
-    if bounds is None and args[1:]:
-        return None
-    try:
-        lo, hi = bounds(*args[1:]) if bounds else (0.0, math.inf)
-    except TypeError:
+    epilogue = unary_epilogue(node.op, args[1:])
+    if shapes.of(x) is None or epilogue is None:
         return None
     nhwc = _common_layout(shapes, x)
     if nhwc is None:
         return None
     shapes.set(node.outputs[0], shapes.of(x), nhwc)
-    return Step(lib.STEP_UNARY, [code], (lo, hi, 0.0), [x], node.outputs[0])
+    return Step(lib.STEP_UNARY, [epilogue[0]], (epilogue[1], epilogue[2], 0.0), [x], node.outputs[0])
 
 
 def _pool_step(node: Node, args: list, shapes: Shapes) -> Step | None:
@@ -381,69 +375,27 @@ def _common_layout(shapes: Shapes, *values: Value) -> bool | None:
     return nhwc if all(shapes.layout(v, nhwc) for v in values) else None
 
 
-def _layer_norm_step(node: Node, args: list, shapes: Shapes) -> Step | None:
-    """aten::layer_norm over the trailing dimensions of a row-major tensor, with an optional weight and bias."""
+def _pad_step(node: Node, args: list, shapes: Shapes) -> Step | None:
+    """aten::constant_pad_nd, or aten::pad in constant mode (elementwise.pad_dims), of a row-major tensor or of a
+    channels-last image (padded in its memory order, (N, H, W, C))."""
     x, shape = node.inputs[0], shapes.of(node.inputs[0])
-    normalized, weight, bias, eps = (args + [None] * 5)[1:5]
-    if shape is None or not isinstance(normalized, list) or not normalized or tuple(normalized) != \
-            shape[len(shape) - len(normalized):] or not isinstance(eps, (int, float)) or not shapes.layout(x, False):
-        return None
-    n = math.prod(normalized)
-    for t in (weight, bias):
-        if t is not None and not (isinstance(t, np.ndarray) and t.dtype == F32 and t.size == n):
+    if node.op == "aten::pad":  # (self, pad, mode, value): constant mode only, a value of None is 0
+        if (args + ["constant"])[2] != "constant":
             return None
-    if n == 0 or math.prod(shape) == 0:
+        args = [args[0], args[1], 0.0 if len(args) < 4 or args[3] is None else args[3]]
+    planned = pad_dims(shape, *(args + [0])[1:3]) if shape is not None and len(args) in (2, 3) else None
+    if planned is None:
         return None
-    shapes.set(node.outputs[0], shape)
-    return Step(lib.STEP_ROWS, [1, math.prod(shape) // n, n], (float(eps), 0.0, 0.0), [x, weight, bias],
-                 node.outputs[0])
-
-
-def _softmax_step(node: Node, args: list, shapes: Shapes) -> Step | None:
-    """Softmax over the last dimension of a row-major float32 tensor (aten::softmax.int without a dtype,
-    aten::_softmax without half_to_float)."""
-    x, shape = node.inputs[0], shapes.of(node.inputs[0])
-    if shape is None or not shape or math.prod(shape) == 0 or len(args) < 2 or type(args[1]) is not int \
-            or args[1] not in (-1, len(shape) - 1) or (len(args) > 2 and args[2] not in (None, False)) \
-            or not shapes.layout(x, False):
+    out, before = planned
+    image = len(shape) == 4 and shapes.nhwc.get(x.id, True)  # a 4-D value without a layout yet: an image
+    if not shapes.layout(x, image):
         return None
-    shapes.set(node.outputs[0], shape)
-    return Step(lib.STEP_ROWS, [0, math.prod(shape) // shape[-1], shape[-1]], (0.0, 0.0, 0.0), [x],
-                 node.outputs[0])
-
-
-def _attention_step(node: Node, args: list, shapes: Shapes) -> Step | None:
-    """aten::scaled_dot_product_attention of row-major (..., L, E) tensors with up to two batch dimensions, shared by
-    query, key and value; an optional float mask broadcast to (..., L, S), or causal masking; no dropout."""
-    q, k, v = node.inputs[:3]
-    mask = node.inputs[3] if len(node.inputs) > 3 and args[3] is NOT_CONSTANT else None
-    dropout, causal, scale, gqa = (args + [None, 0.0, False, None, False][len(args) - 3:])[4:8]
-    sq, sk, sv = shapes.of(q), shapes.of(k), shapes.of(v)
-    if None in (sq, sk, sv) or not 2 <= len(sq) <= 4 or not sq[:-2] == sk[:-2] == sv[:-2] or sk[-1] != sq[-1] \
-            or sv[-2] != sk[-2] or 0 in sq + sk + sv or dropout not in (0, 0.0) or type(causal) is not bool \
-            or (causal and mask is not None) or gqa not in (False, None) \
-            or not (scale is None or isinstance(scale, (int, float))) \
-            or (len(args) > 3 and mask is None and args[3] is not None) \
-            or not all(shapes.layout(t, False) for t in (q, k, v)):
-        return None
-    batch = (1,) * (4 - len(sq)) + sq[:-2]
-    length, keys = sq[-2], sk[-2]
-    strides = [0, 0, 0, 0]
-    if mask is not None:
-        sm = shapes.of(mask)
-        target = batch[4 - len(sq):] + (length, keys)
-        if sm is None or len(sm) > len(target) or 0 in sm or not shapes.layout(mask, False):
-            return None
-        own = row_major(sm)
-        for i in range(1, len(sm) + 1):
-            if sm[-i] not in (1, target[-i]):
-                return None
-            strides[-i] = own[-i] if sm[-i] != 1 else 0
-    out = sq[:-1] + (sv[-1],)
-    shapes.set(node.outputs[0], out)
-    factor = 1.0 / math.sqrt(sq[-1]) if scale is None else float(scale)
-    ints = [batch[0], batch[1], length, keys, sq[-1], sv[-1], int(causal), *strides]
-    return Step(lib.STEP_ATTENTION, ints, (factor, 0.0, 0.0), [q, k, v], node.outputs[0], extra=mask)
+    shapes.set(node.outputs[0], tuple(out), nhwc=image)
+    order = [0, 2, 3, 1] if image else list(range(len(shape)))
+    pad = [1] * (lib.COPY_MAX_DIMS - len(shape))
+    dims = [[shape[d] for d in order], [out[d] for d in order], [before[d] for d in order]]
+    ints = [len(shape), *dims[0], *pad, *dims[1], *pad, *dims[2], *[0] * len(pad)]
+    return Step(lib.STEP_PAD, ints, (float((args + [0])[2]), 0.0, 0.0), [x], node.outputs[0])
 
 
 def _view_step(node: Node, args: list, shapes: Shapes) -> Step | None:
@@ -473,46 +425,6 @@ def _view_step(node: Node, args: list, shapes: Shapes) -> Step | None:
     pad = lib.COPY_MAX_DIMS - len(dims)
     ints = [len(dims), *dims, *[1] * pad, *steps, *[0] * pad]
     return Step(lib.STEP_COPY, ints, (0.0, 0.0, 0.0), [x], node.outputs[0], offset=offset)
-
-
-def _recurrent_step(node: Node, args: list, shapes: Shapes, program: Program) -> Step | None:
-    """A whole LSTM / GRU / Elman operator (every layer and direction in one library call) over a row-major float32
-    sequence, with constant weights (packed once: recurrent.packed) and initial states that are constants or
-    tensors; only where the final states are not read (the output sequence is the step's one result)."""
-    from .recurrent import MODES, packed
-
-    mode = _RECURRENT[node.op]
-    x, shape = node.inputs[0], shapes.of(node.inputs[0])
-    if shape is None or len(shape) != 3 or 0 in shape or len(args) != 9 \
-            or any(v.id in shapes.read for v in node.outputs[1:]) or not shapes.layout(x, False):
-        return None
-    hx, params, has_biases, layers, _, _, bidirectional, batch_first = args[1:]
-    states = node.inputs[1].node.inputs if mode == "lstm" and node.inputs[1].node is not None \
-        and node.inputs[1].node.op == "prim::ListConstruct" else [node.inputs[1]]
-    if not isinstance(params, list) or type(bidirectional) is not bool or type(batch_first) is not bool \
-            or len(states) != (2 if mode == "lstm" else 1):
-        return None
-    dirs = 2 if bidirectional else 1
-    weights = packed(mode, params, has_biases, layers, dirs, shape[2])
-    if weights is None:
-        return None
-    steps, batch = (shape[1], shape[0]) if batch_first else shape[:2]
-    hidden = weights[1]
-    operands = []
-    for state in states:  # h0 (and c0): a constant or a tensor of (layers * dirs, batch, hidden)
-        value = constant(state, program)
-        want = (layers * dirs, batch, hidden)
-        if isinstance(value, np.ndarray) and value.dtype == F32 and value.shape == want:
-            operands.append(value)
-        elif value is NOT_CONSTANT and shapes.of(state) == want and shapes.layout(state, False):
-            operands.append(state)
-        else:
-            return None
-    out = (batch, steps, dirs * hidden) if batch_first else (steps, batch, dirs * hidden)
-    shapes.set(node.outputs[0], out)
-    ints = [MODES[mode], steps, batch, shape[2], hidden, layers, dirs, int(batch_first)]
-    return Step(lib.STEP_RNN, ints, (0.0, 0.0, 0.0), [x, weights[0], operands[0]], node.outputs[0],
-                extra=operands[1] if mode == "lstm" else None)
 
 
 def tensor_list(v: Value, shapes: Shapes) -> list[Value] | None:

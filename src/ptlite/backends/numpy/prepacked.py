@@ -29,7 +29,7 @@ from ._fastnp import clip, strided_view, tile_cols, tile_row
 from ._layout import fits_out, from_nhwc, nhwc_view, to_nhwc
 from ._parallel import parallel_for
 
-ACTIVATIONS = ("none", "relu", "clamp", "hardswish", "silu")
+ACTIVATIONS = ("none", "relu", "clamp", "hardswish", "silu", "gelu", "gelu_tanh")
 
 # Elements per piece of work: below this a kernel runs on one thread, and bias + activation run over output
 # blocks of about this size while they are in cache.
@@ -53,6 +53,9 @@ def apply_activation(out: np.ndarray, activation: str, args: Sequence[float]) ->
     elif activation == "clamp":
         lo, hi = args
         clip(out, out.dtype.type(lo), out.dtype.type(hi), out=out)
+    elif activation in ("gelu", "gelu_tanh"):  # the activation family's own kernels, imported when first used
+        from .activation import _gelu_fn
+        _gelu_fn("none" if activation == "gelu" else "tanh")(out, out)  # in place: out is also its input
     elif activation in ("hardswish", "silu"):
         # in cache-sized pieces, with one scratch buffer: a whole-output temporary would cost a pass over memory
         flat = out.reshape(-1) if out.flags.c_contiguous else None

@@ -439,6 +439,61 @@ static PyObject *py_reduce(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* pad(x, y, in_shape, out_shape, before, value): constant padding (pl_pad), the shapes and offsets as tuples of up
+ * to PL_COPY_MAX_DIMS integers */
+static int dims_from(PyObject *seq, int64_t *dims, int64_t *ndim, const char *what)
+{
+    PyObject *fast = PySequence_Fast(seq, "pad: shapes must be sequences");
+    if (!fast) return -1;
+    const Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
+    if (n < 1 || n > PL_COPY_MAX_DIMS || (*ndim && n != *ndim)) {
+        Py_DECREF(fast);
+        PyErr_Format(PyExc_ValueError, "pad: %s has %zd dimensions (1 to %d, as many as the others)", what, n,
+                     PL_COPY_MAX_DIMS);
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        dims[i] = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(fast, i));
+        if (dims[i] == -1 && PyErr_Occurred()) { Py_DECREF(fast); return -1; }
+    }
+    *ndim = n;
+    Py_DECREF(fast);
+    return 0;
+}
+
+static PyObject *py_pad(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *xo, *yo, *in, *out, *before;
+    double value;
+    pl_pad p = {0};
+    if (!PyArg_ParseTuple(args, "OOOOOd", &xo, &yo, &in, &out, &before, &value)) return NULL;
+    if (dims_from(in, p.in, &p.ndim, "the input shape") != 0 || dims_from(out, p.out, &p.ndim, "the output shape") != 0
+        || dims_from(before, p.before, &p.ndim, "the padding") != 0)
+        return NULL;
+    p.value = (float)value;
+    Py_buffer x, y;
+    if (get_floats(xo, &x, 0, "the input") != 0) return NULL;
+    if (get_floats(yo, &y, 1, "the output") != 0) { PyBuffer_Release(&x); return NULL; }
+    char err[ERR_CAP];
+    int ok = 1;
+    if (pl_pad_check(&p, floats(&x), floats(&y), err, sizeof err) != 0) {
+        PyErr_SetString(PyExc_ValueError, err);
+        ok = 0;
+    } else if (overlaps(&x, &y)) {
+        PyErr_SetString(PyExc_ValueError, "pad: the output overlaps the input");
+        ok = 0;
+    } else {
+        Py_BEGIN_ALLOW_THREADS
+        pl_pad_run(&p, x.buf, y.buf);
+        Py_END_ALLOW_THREADS
+    }
+    PyBuffer_Release(&y);
+    PyBuffer_Release(&x);
+    if (!ok) return NULL;
+    Py_RETURN_NONE;
+}
+
 /* attention(q, k, v, mask_or_None, y, (b1, b2, l, s, e, ev, causal, ms0, ms1, ms2, ms3), scale): scaled dot-product
  * attention (pl_attention) */
 static PyObject *py_attention(PyObject *self, PyObject *args)
@@ -482,6 +537,43 @@ static PyObject *py_attention(PyObject *self, PyObject *args)
     }
     for (int i = 0; i < got; i++)
         if (v[i].obj) PyBuffer_Release(&v[i]);
+    if (!ok) return NULL;
+    Py_RETURN_NONE;
+}
+
+/* matmul(a, b, y, (batch, m, k, n, sa_b, sa_m, sb_b, sb_k, sb_n)): batched matrix products (pl_matmul), a and b
+ * read at the given strides (in floats) from the start of their buffers */
+static PyObject *py_matmul(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *obj[3];
+    pl_matmul p;
+    if (!PyArg_ParseTuple(args, "OOO(LLLLLLLLL)", &obj[0], &obj[1], &obj[2], &p.batch, &p.m, &p.k, &p.n, &p.sa_b,
+                          &p.sa_m, &p.sb_b, &p.sb_k, &p.sb_n))
+        return NULL;
+    static const char *const names[3] = {"the left operand", "the right operand", "the output"};
+    Py_buffer v[3];
+    int got = 0, ok = 1;
+    for (; got < 3; got++)
+        if (get_floats(obj[got], &v[got], got == 2, names[got]) != 0) { ok = 0; break; }
+    char err[ERR_CAP];
+    if (ok && pl_matmul_check(&p, floats(&v[0]), floats(&v[1]), floats(&v[2]), err, sizeof err) != 0) {
+        PyErr_SetString(PyExc_ValueError, err);
+        ok = 0;
+    }
+    for (int i = 0; ok && i < 2; i++)
+        if (overlaps(&v[2], &v[i])) {
+            PyErr_Format(PyExc_ValueError, "matmul: the output overlaps %s", names[i]);
+            ok = 0;
+        }
+    if (ok) {
+        int status;
+        Py_BEGIN_ALLOW_THREADS
+        status = pl_matmul_run(&p, v[0].buf, v[1].buf, v[2].buf);
+        Py_END_ALLOW_THREADS
+        if (status != 0) { PyErr_NoMemory(); ok = 0; }
+    }
+    for (int i = 0; i < got; i++) PyBuffer_Release(&v[i]);
     if (!ok) return NULL;
     Py_RETURN_NONE;
 }
@@ -596,6 +688,20 @@ static void decode_step(const int64_t *v, const double *f, pl_step *s)
         pl_rnn_stack r = {q[0], q[1], q[2], q[3], q[4], q[5], q[6], q[7]};
         s->u.rnn.r = r;
         s->u.rnn.c0 = ref_at(q + 8);
+        break;
+    }
+    case PL_STEP_PAD:
+        s->u.pad.ndim = q[0];
+        for (int d = 0; d < PL_COPY_MAX_DIMS; d++) {
+            s->u.pad.in[d] = q[1 + d];
+            s->u.pad.out[d] = q[1 + PL_COPY_MAX_DIMS + d];
+            s->u.pad.before[d] = q[1 + 2 * PL_COPY_MAX_DIMS + d];
+        }
+        s->u.pad.value = (float)f[0];
+        break;
+    case PL_STEP_MATMUL: {
+        pl_matmul mm = {q[0], q[1], q[2], q[3], q[4], q[5], q[6], q[7], q[8]};
+        s->u.matmul = mm;
         break;
     }
     case PL_STEP_SLICE: {
@@ -815,6 +921,8 @@ static PyMethodDef methods[] = {
     {"broadcast", py_broadcast, METH_VARARGS, "Elementwise arithmetic with broadcasting, by strides."},
     {"reduce", py_reduce, METH_VARARGS, "A scaled sum over the middle dimension of (outer, r, inner)."},
     {"attention", py_attention, METH_VARARGS, "Scaled dot-product attention with an optional additive mask."},
+    {"pad", py_pad, METH_VARARGS, "Constant padding (a negative amount crops)."},
+    {"matmul", py_matmul, METH_VARARGS, "Batched matrix products, the right operand read at any strides."},
     {"hold_buffer", py_hold_buffer, METH_VARARGS, "Keep a read-only buffer in a plan for its runs."},
     {"make_plan", py_make_plan, METH_VARARGS, "Validate a planned region's steps; returns the plan."},
     {"run_plan", py_run_plan, METH_VARARGS, "Run a plan's steps over its buffers (the GIL released)."},
@@ -840,6 +948,9 @@ PyMODINIT_FUNC PyInit__native(void)
         || PyModule_AddIntConstant(m, "ACT_SIGMOID", PL_ACT_SIGMOID)
         || PyModule_AddIntConstant(m, "ACT_TANH", PL_ACT_TANH)
         || PyModule_AddIntConstant(m, "ACT_HARDSIGMOID", PL_ACT_HARDSIGMOID)
+        || PyModule_AddIntConstant(m, "ACT_GELU", PL_ACT_GELU)
+        || PyModule_AddIntConstant(m, "ACT_GELU_TANH", PL_ACT_GELU_TANH)
+        || PyModule_AddIntConstant(m, "ACT_ERF", PL_ACT_ERF)
         || PyModule_AddIntConstant(m, "LSTM", PL_LSTM) || PyModule_AddIntConstant(m, "GRU", PL_GRU)
         || PyModule_AddIntConstant(m, "RNN_TANH", PL_RNN_TANH) || PyModule_AddIntConstant(m, "RNN_RELU", PL_RNN_RELU)
         || PyModule_AddIntConstant(m, "POOL_MAX", PL_POOL_MAX) || PyModule_AddIntConstant(m, "POOL_AVG", PL_POOL_AVG)
@@ -863,6 +974,8 @@ PyMODINIT_FUNC PyInit__native(void)
         || PyModule_AddIntConstant(m, "STEP_REDUCE", PL_STEP_REDUCE)
         || PyModule_AddIntConstant(m, "STEP_RNN", PL_STEP_RNN)
         || PyModule_AddIntConstant(m, "STEP_SLICE", PL_STEP_SLICE)
+        || PyModule_AddIntConstant(m, "STEP_MATMUL", PL_STEP_MATMUL)
+        || PyModule_AddIntConstant(m, "STEP_PAD", PL_STEP_PAD)
         || PyModule_AddIntConstant(m, "COPY_MAX_DIMS", PL_COPY_MAX_DIMS)) {
         Py_DECREF(m);
         return NULL;

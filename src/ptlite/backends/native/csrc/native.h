@@ -10,9 +10,9 @@
 #include <stdint.h>
 
 /* Activations fused into a kernel's output (the IR's names: none, relu, clamp, hardswish, silu, sigmoid, tanh,
- * hardsigmoid). */
+ * hardsigmoid, gelu, gelu_tanh; erf, elementwise only). */
 enum pl_act { PL_ACT_NONE = 0, PL_ACT_RELU, PL_ACT_CLAMP, PL_ACT_HARDSWISH, PL_ACT_SILU, PL_ACT_SIGMOID, PL_ACT_TANH,
-              PL_ACT_HARDSIGMOID, PL_ACT_COUNT };
+              PL_ACT_HARDSIGMOID, PL_ACT_GELU, PL_ACT_GELU_TANH, PL_ACT_ERF, PL_ACT_COUNT };
 
 typedef struct {
     int act;          /* enum pl_act */
@@ -123,6 +123,22 @@ typedef struct {
     int64_t outer, inner, total, offset;
 } pl_slice;
 
+/* Constant padding of a C-contiguous tensor: y (out[0] x ... x out[ndim-1]) at index i holds x at i - before where
+ * that lies inside x (in[]), else value; a negative `before` crops. */
+typedef struct {
+    int64_t ndim;
+    int64_t in[PL_COPY_MAX_DIMS], out[PL_COPY_MAX_DIMS], before[PL_COPY_MAX_DIMS];
+    float value;
+} pl_pad;
+
+/* Batched matrix products: y[i] (m x n, C-contiguous, entries one after another) = a[i] (m x k, row i of entry e at
+ * a + e * sa_b + i * sa_m, its k values contiguous) times b[i] (k x n: element (r, c) at b + e * sb_b + r * sb_k +
+ * c * sb_n; sb_b 0: one matrix for every entry), for i < batch. */
+typedef struct {
+    int64_t batch, m, k, n;
+    int64_t sa_b, sa_m, sb_b, sb_k, sb_n;
+} pl_matmul;
+
 /* The kernels one instruction set provides (isa_*.c fill one table each from kernels.inc). */
 #define PL_GEMM_MAX_MR 16
 typedef struct {
@@ -221,6 +237,8 @@ int pl_copy_check(const pl_copy *p, size_t x_len, size_t y_len, char *err, size_
 int pl_broadcast_check(const pl_broadcast *p, size_t a_len, size_t b_len, size_t y_len, char *err, size_t cap);
 int pl_reduce_check(const pl_reduce *p, size_t x_len, size_t y_len, char *err, size_t cap);
 int pl_slice_check(const pl_slice *p, size_t x_len, size_t y_len, char *err, size_t cap);
+int pl_pad_check(const pl_pad *p, size_t x_len, size_t y_len, char *err, size_t cap);
+int pl_matmul_check(const pl_matmul *p, size_t a_len, size_t b_len, size_t y_len, char *err, size_t cap);
 int pl_rows_check(int norm, int64_t rows, int64_t n, size_t x_len, size_t gamma_len, size_t beta_len, size_t y_len,
                   char *err, size_t cap);
 
@@ -245,6 +263,9 @@ int pl_rnn_stack_run(const pl_rnn_stack *p, const float *x, const float *w, cons
 /* copy.c */
 void pl_copy_run(const pl_copy *p, const float *x, float *y);
 void pl_slice_run(const pl_slice *p, const float *x, float *y);
+void pl_pad_run(const pl_pad *p, const float *x, float *y);
+/* matmul.c: -1 when b's packed copy cannot be allocated */
+int pl_matmul_run(const pl_matmul *p, const float *a, const float *b, float *y);
 /* broadcast.c (threaded by rows of the output) */
 void pl_broadcast_run(const pl_broadcast *p, const float *a, const float *b, float *y);
 /* rows.c */

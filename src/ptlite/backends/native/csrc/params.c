@@ -289,3 +289,44 @@ int pl_slice_check(const pl_slice *p, size_t x_len, size_t y_len, char *err, siz
         return fail(err, cap, "concatenation: %lld values in, %lld out do not fit the buffers", in, out);
     return 0;
 }
+
+/* end (the float past the last one read), moved by `count` - 1 steps of `stride`; -1 if end is -1 already, the
+ * stride negative or too large, or the sum overflows (counts >= 1) */
+static int64_t reach(int64_t end, int64_t count, int64_t stride)
+{
+    int64_t t;
+    if (end < 0 || !in_range(stride, 0) || __builtin_mul_overflow(count - 1, stride, &t) || __builtin_add_overflow(end, t, &end))
+        return -1;
+    return end;
+}
+
+int pl_matmul_check(const pl_matmul *p, size_t a_len, size_t b_len, size_t y_len, char *err, size_t cap)
+{
+    if (!in_range(p->batch, 1) || !in_range(p->m, 1) || !in_range(p->k, 1) || !in_range(p->n, 1))
+        return fail(err, cap, "matmul: invalid sizes (m %lld, n %lld)", p->m, p->n);
+    const int64_t y = product(p->batch, p->m, p->n, 1);
+    const int64_t packed = product(p->sb_b ? p->batch : 1, (p->n + PL_PANEL - 1) / PL_PANEL, p->k, PL_PANEL);
+    const int64_t a_end = reach(reach(reach(1, p->batch, p->sa_b), p->m, p->sa_m), p->k, 1);
+    const int64_t b_end = reach(reach(reach(1, p->batch, p->sb_b), p->k, p->sb_k), p->n, p->sb_n);
+    if (y < 0 || packed < 0 || a_end < 0 || b_end < 0)
+        return fail(err, cap, "matmul: sizes or strides too large (m %lld, n %lld)", p->m, p->n);
+    if ((size_t)a_end > a_len || (size_t)b_end > b_len || (size_t)y > y_len)
+        return fail(err, cap, "matmul: an operand is shorter than its sizes and strides need (a: %lld floats, needs "
+                    "%lld)", (long long)a_len, a_end);
+    return 0;
+}
+
+int pl_pad_check(const pl_pad *p, size_t x_len, size_t y_len, char *err, size_t cap)
+{
+    if (p->ndim < 1 || p->ndim > PL_COPY_MAX_DIMS)
+        return fail(err, cap, "pad: %lld dimensions (1 to %lld are taken)", p->ndim, PL_COPY_MAX_DIMS);
+    int64_t in = 1, out = 1;
+    for (int64_t d = 0; d < p->ndim; d++)
+        if (!in_range(p->in[d], 1) || !in_range(p->out[d], 1) || p->before[d] < -DIM_MAX || p->before[d] > DIM_MAX
+            || __builtin_mul_overflow(in, p->in[d], &in) || __builtin_mul_overflow(out, p->out[d], &out)
+            || in > ((int64_t)1 << 62) || out > ((int64_t)1 << 62))
+            return fail(err, cap, "pad: invalid sizes (dimension %lld: %lld)", d, p->in[d]);
+    if ((size_t)in > x_len || (size_t)out > y_len)
+        return fail(err, cap, "pad: %lld floats in or %lld out do not fit the buffers", in, out);
+    return 0;
+}

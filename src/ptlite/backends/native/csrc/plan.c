@@ -129,6 +129,18 @@ static int check_step(const pl_step *s, const pl_plan *plan, int64_t i, char *er
             return fail(err, cap, i, "a recurrent step's output overlaps an operand");
         return 0;
     }
+    case PL_STEP_PAD:
+        if (pl_pad_check(&s->u.pad, (size_t)s->in0.len, (size_t)s->out.len, why, sizeof why) != 0)
+            return fail(err, cap, i, why);
+        if (overlap(&s->out, &s->in0)) return fail(err, cap, i, "a padding's output overlaps its input");
+        return 0;
+    case PL_STEP_MATMUL:
+        if (s->in1.buf < 0 || pl_matmul_check(&s->u.matmul, (size_t)s->in0.len, (size_t)s->in1.len,
+                                              (size_t)s->out.len, why, sizeof why) != 0)
+            return fail(err, cap, i, s->in1.buf < 0 ? "a matrix product without its second operand" : why);
+        if (overlap(&s->out, &s->in0) || overlap(&s->out, &s->in1))
+            return fail(err, cap, i, "a matrix product's output overlaps an operand");
+        return 0;
     case PL_STEP_SLICE:
         if (pl_slice_check(&s->u.slice, (size_t)s->in0.len, (size_t)s->out.len, why, sizeof why) != 0)
             return fail(err, cap, i, why);
@@ -210,6 +222,12 @@ int pl_plan_run(const pl_plan *plan, float *const *bufs, double *times)
         }
         case PL_STEP_SLICE:
             pl_slice_run(&s->u.slice, a, out);
+            break;
+        case PL_STEP_PAD:
+            pl_pad_run(&s->u.pad, a, out);
+            break;
+        case PL_STEP_MATMUL:
+            if (pl_matmul_run(&s->u.matmul, a, b, out) != 0) return -1;
             break;
         case PL_STEP_MEAN:
             for (int64_t n = 0; n < s->u.mean.n; n++)

@@ -6,7 +6,8 @@
 
 enum pl_step_kind { PL_STEP_CONV = 1, PL_STEP_POOL = 2, PL_STEP_BINARY = 3, PL_STEP_UNARY = 4, PL_STEP_MEAN = 5,
                     PL_STEP_RESIZE = 6, PL_STEP_ROWS = 7, PL_STEP_COPY = 8, PL_STEP_ATTENTION = 9,
-                    PL_STEP_BROADCAST = 10, PL_STEP_REDUCE = 11, PL_STEP_RNN = 12, PL_STEP_SLICE = 13 };
+                    PL_STEP_BROADCAST = 10, PL_STEP_REDUCE = 11, PL_STEP_RNN = 12, PL_STEP_SLICE = 13,
+                    PL_STEP_MATMUL = 14, PL_STEP_PAD = 15 };
 
 /* floats [off, off + len) of buffer `buf` (-1: none, for an optional operand such as a bias) */
 typedef struct { int64_t buf, off, len; } pl_ref;
@@ -15,7 +16,8 @@ typedef struct {
     int kind;                  /* enum pl_step_kind */
     pl_ref in0, in1, in2, out; /* conv: x, weight, bias; pool, unary, mean, copy: x; binary: a, b; resize: x, table;
                                   rows: x, gamma, beta (layer norm); attention: q, k, v (its mask in u.attn);
-                                  broadcast: a, b; reduce: x; rnn: x, weights, h0 (c0 in u.rnn); slice: x */
+                                  broadcast: a, b; reduce: x; rnn: x, weights, h0 (c0 in u.rnn); slice: x;
+                                  matmul: a, b; pad: x */
     union {
         pl_conv conv;
         pl_pool pool;
@@ -29,6 +31,8 @@ typedef struct {
         pl_broadcast broadcast;
         pl_reduce reduce;
         pl_slice slice;
+        pl_matmul matmul;
+        pl_pad pad;
         struct { pl_rnn_stack r; pl_ref c0; } rnn;           /* c0.buf -1: none (not LSTM) */
     } u;
 } pl_step;

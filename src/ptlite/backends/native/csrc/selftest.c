@@ -39,6 +39,9 @@ static double act_ref(double x, const pl_epilogue *ep)
     case PL_ACT_SIGMOID: return 1 / (1 + exp(-x));
     case PL_ACT_TANH: return tanh(x);
     case PL_ACT_HARDSIGMOID: { double t = x + 3; return (t < 0 ? 0 : (t > 6 ? 6 : t)) / 6; }
+    case PL_ACT_GELU: return 0.5 * x * (1 + erf(x / sqrt(2.0)));
+    case PL_ACT_GELU_TANH: return 0.5 * x * (1 + tanh(sqrt(2 / 3.14159265358979323846) * (x + 0.044715 * x * x * x)));
+    case PL_ACT_ERF: return erf(x);
     default: return x;
     }
 }
@@ -331,8 +334,9 @@ static void test_elementwise(const pl_isa *isa)
             expect_close(what, y, want, n, op == PL_DIV ? 1e-5 : 1e-6);
         }
     const pl_epilogue acts[] = {{PL_ACT_HARDSWISH, 0, 0}, {PL_ACT_SILU, 0, 0}, {PL_ACT_SIGMOID, 0, 0},
-                                {PL_ACT_CLAMP, -1, 2}, {PL_ACT_TANH, 0, 0}, {PL_ACT_HARDSIGMOID, 0, 0}};
-    for (size_t e = 0; e < 6; e++) {
+                                {PL_ACT_CLAMP, -1, 2}, {PL_ACT_TANH, 0, 0}, {PL_ACT_HARDSIGMOID, 0, 0},
+                                {PL_ACT_GELU, 0, 0}, {PL_ACT_GELU_TANH, 0, 0}, {PL_ACT_ERF, 0, 0}};
+    for (size_t e = 0; e < sizeof acts / sizeof acts[0]; e++) {
         isa->activate(a, y, len, &acts[e]);
         for (size_t i = 0; i < len; i++) want[i] = act_ref(a[i], &acts[e]);
         snprintf(what, sizeof what, "%s activation %d", isa->name, acts[e].act);

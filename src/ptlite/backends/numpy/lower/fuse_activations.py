@@ -5,7 +5,8 @@ applies it to each block of its output while the block is still in cache, instea
  -> z = ptlite::conv2d_prepacked(x, W, b, ..., "clamp", [0.0, 6.0])
 
 Fused: relu, relu6, hardtanh, clamp (constant bounds; a None bound is infinite), hardswish and silu, and their in-place
-forms, when the activation is the producer's only user. Runs after INSERT_FOLD_PREPACK_OPS.
+forms, and gelu (either form: "gelu", "gelu_tanh"), when the activation is the producer's only user. Runs after
+INSERT_FOLD_PREPACK_OPS.
 """
 
 from __future__ import annotations
@@ -40,6 +41,10 @@ def fused_activation(node: Node) -> tuple[str, list[float]] | None:
         return "hardswish", []
     if op == "aten::silu":
         return "silu", []
+    if node.op == "aten::gelu" and len(node.inputs) <= 2:  # (the in-place form stays apart: rarely written)
+        approximate = constant_value(node.inputs[1]) if len(node.inputs) == 2 else "none"
+        return {"none": ("gelu", []), "tanh": ("gelu_tanh", [])}.get(approximate) \
+            if isinstance(approximate, str) else None
     if op in ("aten::hardtanh", "aten::clamp"):
         bounds = [_bound(v, default) for v, default in zip(node.inputs[1:3], (-math.inf, math.inf))]
         if len(node.inputs) != 3 or any(b is None for b in bounds) or bounds[0] > bounds[1]:
