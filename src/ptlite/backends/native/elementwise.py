@@ -277,16 +277,16 @@ def pad(self, pad, mode="constant", value=None):
     return constant_pad_nd(self, pad, 0.0 if value is None else value)
 
 
-def _view(key: str) -> Callable[..., Any]:
-    """A view operator (it computes nothing) run by the reference's code: taken here so that the executor's regions
-    and the memory plan do not stop at it."""
+def _by_reference(key: str) -> Callable[..., Any]:
+    """An operator taken by this backend but run node by node by the reference's code: the view operators (they
+    compute nothing) and concatenation (NumPy's copy, as fast as a copy gets); taken so that the executor's regions
+    and the memory plan do not stop at them (in a region they are plan steps: an alias or a copy; a step per input
+    of a concatenation)."""
     def fn(*args, **kwargs):
         return _reference(key)(*args, **kwargs)
     fn.__name__ = key.split("::")[1].replace(".", "_")
     return fn
 
 
-for _key in VIEWS:
-    KERNELS[_key] = _view(_key)
-# A concatenation node by node is NumPy's copy (as fast as a copy gets); in a region, a plan step per input.
-KERNELS["aten::cat"] = _view("aten::cat")
+for _key in (*VIEWS, "aten::cat"):
+    KERNELS[_key] = _by_reference(_key)

@@ -54,6 +54,15 @@ static void pack_row(const pl_conv *p, const float *x, size_t pix, float *row)
         if (iy0 >= 0 && iy0 + (p->kh - 1) * p->dh < p->h && ix0 >= 0 && ix0 + (p->kw - 1) * p->dw < p->w) {
             for (int64_t ky = 0; ky < p->kh; ky++) {  /* the window inside the image: no tests */
                 const float *line = img + (iy0 + ky * p->dh) * p->w + ix0;
+                if (c == 3 && p->dw == 1) {  /* RGB, the common stem: the three planes' runs interleaved */
+                    const float *r = line, *g = line + plane, *b = line + 2 * plane;
+                    for (int64_t kx = 0; kx < p->kw; kx++, row += 3) {
+                        row[0] = r[kx];
+                        row[1] = g[kx];
+                        row[2] = b[kx];
+                    }
+                    continue;
+                }
                 for (int64_t kx = 0; kx < p->kw; kx++, row += c) {
                     const float *px = line + kx * p->dw;
                     for (int64_t ci = 0; ci < c; ci++) row[ci] = px[ci * plane];
