@@ -24,6 +24,8 @@ typedef struct {
     size_t taps, k, m, tiles_per_task, mtasks, cols_per_block, jblocks;
     int pack;            /* copy each tile's rows (PACK_BELOW_CHANNELS) */
     _Atomic int failed;  /* a task could not allocate its indirection buffer */
+    const float *padded; /* or read them from a padded NHWC copy, a kernel row at a time (rows_from_padded) */
+    int64_t hp, wp;      /* its height and width */
 } dense_job;
 
 /* Output pixel `pix` (flat over images, rows, columns): its image and the input position of its tap (0, 0). */
@@ -93,6 +95,48 @@ static void pack_row(const pl_conv *p, const float *x, size_t pix, float *row)
     }
 }
 
+/* A convolution with few channels (an RGB stem) reads its input from a zero-padded NHWC copy: a kernel row's kw * c
+ * values are then contiguous and inside the copy for every output pixel, so that the micro-kernel takes one tap per
+ * kernel row (depth kw * c) straight from it, where copying each tile's rows cost as much as the multiply-adds. The
+ * copy (its rows in parallel) also turns an NCHW input channels-last. NULL where the padding would more than double
+ * the image or memory runs out: the caller then copies rows per tile. */
+typedef struct {
+    const pl_conv *p;
+    const float *x;
+    float *y;
+    int64_t hp, wp;
+} pad_job;
+
+static void pad_task(void *vjob, size_t task)  /* input row `task` (over images and rows) */
+{
+    const pad_job *j = vjob;
+    const pl_conv *p = j->p;
+    const int64_t n = (int64_t)task / p->h, iy = (int64_t)task % p->h, c = p->c, w = p->w;
+    float *dst = j->y + ((n * j->hp + iy + p->pt) * j->wp + p->pl) * c;
+    if (p->planar) {
+        const float *src = j->x + (n * c * p->h + iy) * w;
+        for (int64_t ci = 0; ci < c; ci++, src += p->h * w)
+            for (int64_t ix = 0; ix < w; ix++) dst[ix * c + ci] = src[ix];
+    } else {
+        memcpy(dst, j->x + (n * p->h + iy) * w * c, (size_t)(w * c) * sizeof(float));
+    }
+}
+
+static float *padded_copy(const pl_conv *p, const float *x, int64_t *hp, int64_t *wp)
+{
+    *hp = p->h + p->pt + p->pb;
+    *wp = p->w + p->pl + p->pr;
+    int64_t floats;
+    if (__builtin_mul_overflow(p->n * p->c, *hp, &floats) || __builtin_mul_overflow(floats, *wp, &floats)
+        || floats > 2 * p->n * p->h * p->w * p->c + 65536)  /* padding that would dwarf the image: copy rows */
+        return NULL;
+    float *y = calloc((size_t)floats, sizeof(float));
+    if (!y) return NULL;
+    pad_job job = {p, x, y, *hp, *wp};
+    pl_parallel_work((size_t)(p->n * p->h), pad_task, &job, (double)(p->n * p->h * p->w * p->c));
+    return y;
+}
+
 /* One task: tiles_per_task tiles of mr output pixels, against one block of output columns. */
 static void dense_task(void *vjob, size_t task)
 {
@@ -120,7 +164,17 @@ static void dense_task(void *vjob, size_t task)
         const float *packed_rows[PL_GEMM_MAX_MR];
         const float **rows = a;
         size_t taps, depth = c, kept = 0;
-        if (j->pack) {  /* few channels: each row copied whole, a row of the kernel's taps at a time */
+        if (j->padded) {  /* few channels: a tap per kernel row, its kw * c values contiguous in the padded copy */
+            for (size_t r = 0; r < mr; r++) {
+                int64_t n, iy0, ix0;
+                pixel_origin(p, r0 + (r < valid ? r : valid - 1), &n, &iy0, &ix0);
+                for (int64_t ky = 0; ky < p->kh; ky++)
+                    a[(size_t)ky * mr + r] = j->padded + ((n * j->hp + iy0 + p->pt + ky * p->dh) * j->wp + ix0 + p->pl)
+                                                             * p->c;
+            }
+            taps = (size_t)p->kh;
+            depth = (size_t)(p->kw * p->c);
+        } else if (j->pack) {  /* few channels: each row copied whole, a row of the kernel's taps at a time */
             for (size_t r = 0; r < mr; r++) {
                 pack_row(p, j->x, r0 + (r < valid ? r : valid - 1), pack + r * j->k);
                 packed_rows[r] = pack + r * j->k;
@@ -164,7 +218,7 @@ static void dense_task(void *vjob, size_t task)
                 b = nc == nr ? j->w + j0 : j->edge_w;
                 ldb = nc == nr ? o : nr;
             }
-            j->isa->gemm(valid, nc, taps, depth, rows, j->pack || kept == j->taps ? NULL : ids, b, ldb,
+            j->isa->gemm(valid, nc, taps, depth, rows, j->padded || j->pack || kept == j->taps ? NULL : ids, b, ldb,
                          j->y + r0 * o + j0, o, bias, &p->ep);
         }
     }
@@ -199,8 +253,11 @@ static int dense_run(const pl_conv *p, const pl_isa *isa, const float *x, const 
     const size_t per_task = (tiles + split - 1) / split;
     dense_job job = {p, isa, x, w, bias, zeros, edge, edge_bias, y, taps, k, m, per_task,
                      (tiles + per_task - 1) / per_task, cols, jblocks,
-                     pl_conv_copies_rows(p), 0};
+                     pl_conv_copies_rows(p), 0, NULL, 0, 0};
+    float *padded = job.pack && p->dw == 1 ? padded_copy(p, x, &job.hp, &job.wp) : NULL;
+    job.padded = padded;
     pl_parallel_work(job.mtasks * job.jblocks, dense_task, &job, (double)m * (double)k * (double)o);
+    free(padded);
     free(edge);
     free(zeros);
     return atomic_load(&job.failed) ? -1 : 0;
