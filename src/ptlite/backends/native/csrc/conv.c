@@ -207,6 +207,12 @@ static void dense_task(void *vjob, size_t task)
             }
             taps = kept;
         }
+        if (p->layout == PL_PANELS) {  /* the whole column block in one call */
+            j->isa->gemm_panels(valid, col0, col1, o, taps, depth, rows,
+                                j->padded || j->pack || kept == j->taps ? NULL : ids, j->w, j->k, j->y + r0 * o, o,
+                                j->bias, j->edge_bias, &p->ep);
+            continue;
+        }
         for (size_t j0 = col0; j0 < col1; j0 += nr) {
             const size_t nc = j0 + nr <= o ? nr : o - j0;
             const float *b, *bias = nc == nr ? (j->bias ? j->bias + j0 : NULL) : j->edge_bias;

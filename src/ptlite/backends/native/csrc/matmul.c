@@ -40,7 +40,7 @@ static void gemm_task(void *vjob, size_t task)  /* tiles_per_task tiles of mr ro
     const matmul_job *j = vjob;
     const pl_matmul *p = j->p;
     const pl_epilogue none = {PL_ACT_NONE, 0.0f, 0.0f};
-    const int64_t mr = j->isa->mr, nr = j->isa->nr;
+    const int64_t mr = j->isa->mr;
     const int64_t entry = (int64_t)task / j->tasks_per_entry, part = (int64_t)task % j->tasks_per_entry;
     const int64_t r0 = part * j->tiles_per_task * mr;
     const int64_t r1 = r0 + j->tiles_per_task * mr < p->m ? r0 + j->tiles_per_task * mr : p->m;
@@ -51,12 +51,8 @@ static void gemm_task(void *vjob, size_t task)  /* tiles_per_task tiles of mr ro
         const int64_t valid = t + mr <= r1 ? mr : r1 - t;
         const float *rows[PL_GEMM_MAX_MR];
         for (int64_t r = 0; r < mr; r++) rows[r] = a + (t + (r < valid ? r : valid - 1)) * p->sa_m;
-        for (int64_t c0 = 0; c0 < p->n; c0 += nr) {
-            const int64_t nc = c0 + nr <= p->n ? nr : p->n - c0;
-            const float *b = panels + (c0 / PL_PANEL) * p->k * PL_PANEL + c0 % PL_PANEL;
-            j->isa->gemm((size_t)valid, (size_t)nc, 1, (size_t)p->k, rows, NULL, b, PL_PANEL, y + t * p->n + c0,
-                         (size_t)p->n, NULL, &none);
-        }
+        j->isa->gemm_panels((size_t)valid, 0, (size_t)p->n, (size_t)p->n, 1, (size_t)p->k, rows, NULL, panels,
+                            (size_t)p->k, y + t * p->n, (size_t)p->n, NULL, NULL, &none);
     }
 }
 

@@ -150,6 +150,11 @@ typedef struct {
      * a valid one), b: nr readable columns per row. */
     void (*gemm)(size_t mr_valid, size_t nc, size_t taps, size_t c, const float **a, const uint32_t *tap_ids,
                  const float *b, size_t ldb, float *y, size_t ldy, const float *bias, const pl_epilogue *ep);
+    /* gemm over columns [j0, j1) of o, PL_NR at a time, of a weight in panels (PL_PANELS, k rows); the last tile's
+     * bias from edge_bias where it is partial */
+    void (*gemm_panels)(size_t mr_valid, size_t j0, size_t j1, size_t o, size_t taps, size_t c, const float **a,
+                        const uint32_t *tap_ids, const float *w, size_t k, float *y, size_t ldy, const float *bias,
+                        const float *edge_bias, const pl_epilogue *ep);
     /* Depthwise convolution of output rows [oy0, oy1) of image n. */
     void (*depthwise_rows)(const pl_conv *p, const float *x, const float *w, const float *bias, float *y,
                            int64_t n, int64_t oy0, int64_t oy1, const float *zeros);
