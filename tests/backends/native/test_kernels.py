@@ -194,6 +194,9 @@ def test_activations_match_torch(isa, key, torch_fn, args, monkeypatch):
     got = _k(key)(x, *args)
     want = torch_fn(torch.from_numpy(x)).numpy()
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6, err_msg=f"native {isa} {key}")
+    if key == "aten::hardtanh":  # by the schema's keyword names too (a lone max_val is not the lower bound)
+        np.testing.assert_allclose(_k(key)(x, max_val=args[1]), F.hardtanh(torch.from_numpy(x), -1.0, args[1]).numpy(),
+                                   rtol=1e-6, atol=1e-6, err_msg=f"native {isa} {key} with max_val only")
 
 
 @pytest.mark.parametrize("key,relu", [("aten::add.Tensor", False), ("aten::_add_relu.Tensor", True)])

@@ -193,7 +193,7 @@ def _activation(key: str) -> Callable[..., Any]:
     def fn(self, *args, out=None, **kwargs):
         if isinstance(self, np.ndarray) and self.dtype == F32 and self.size > 0:
             x = _flat(self)
-            epilogue = unary_epilogue(key, [*args, *kwargs.values()])
+            epilogue = unary_epilogue(key, args, kwargs)
             if x is not None and epilogue is not None:
                 y = _like(self, out)
                 flat = _flat(y)
@@ -213,7 +213,7 @@ _GELU = {"none": lib.ACT_GELU, "tanh": lib.ACT_GELU_TANH}
 UNARY: dict[str, Callable[..., tuple[int, float, float]]] = {
     "aten::relu": lambda: (lib.ACT_RELU, 0.0, INF),
     "aten::relu6": lambda: (lib.ACT_CLAMP, 0.0, 6.0),
-    "aten::hardtanh": lambda lo=-1.0, hi=1.0: (lib.ACT_CLAMP, float(lo), float(hi)),
+    "aten::hardtanh": lambda min_val=-1.0, max_val=1.0: (lib.ACT_CLAMP, float(min_val), float(max_val)),
     "aten::hardswish": lambda: (lib.ACT_HARDSWISH, 0.0, INF),
     "aten::silu": lambda: (lib.ACT_SILU, 0.0, INF),
     "aten::sigmoid": lambda: (lib.ACT_SIGMOID, 0.0, INF),
@@ -224,13 +224,15 @@ UNARY: dict[str, Callable[..., tuple[int, float, float]]] = {
 }
 
 
-def unary_epilogue(key: str, args: Sequence[Any]) -> tuple[int, float, float] | None:
-    """An elementwise activation's (code, lo, hi) from its arguments after the input; None where they are not
-    what the library takes (the reference then says what is wrong)."""
-    if any(isinstance(a, bool) or not isinstance(a, (int, float, str)) for a in args):
+def unary_epilogue(key: str, args: Sequence[Any],
+                   kwargs: dict[str, Any] | None = None) -> tuple[int, float, float] | None:
+    """An elementwise activation's (code, lo, hi) from its arguments after the input (keyword ones under the
+    schema's names); None where they are not what the library takes (the reference then says what is wrong)."""
+    kwargs = kwargs or {}
+    if any(isinstance(a, bool) or not isinstance(a, (int, float, str)) for a in (*args, *kwargs.values())):
         return None
     try:
-        return UNARY[key](*args)
+        return UNARY[key](*args, **kwargs)
     except (TypeError, KeyError, ValueError):
         return None
 
