@@ -26,6 +26,7 @@ typedef struct {
     _Atomic int failed;  /* a task could not allocate its indirection buffer */
     const float *padded; /* or read them from a padded NHWC copy, a kernel row at a time (rows_from_padded) */
     int64_t hp, wp;      /* its height and width */
+    int pointwise;       /* 1x1, stride 1, no padding, NHWC: row r of the GEMM is input pixel r */
 } dense_job;
 
 /* Output pixel `pix` (flat over images, rows, columns): its image and the input position of its tap (0, 0). */
@@ -35,6 +36,31 @@ static void pixel_origin(const pl_conv *p, size_t pix, int64_t *n, int64_t *iy0,
     *n = rest / p->ho;
     *iy0 = rest % p->ho * p->sh - p->pt;
     *ix0 = ox * p->sw - p->pl;
+}
+
+/* The same for consecutive pixels without a division each: a cursor at `pix`, then moved one pixel on. */
+typedef struct {
+    int64_t n, iy0, ix0, ox;
+} pixel_cursor;
+
+static pixel_cursor cursor_at(const pl_conv *p, size_t pix)
+{
+    pixel_cursor at;
+    pixel_origin(p, pix, &at.n, &at.iy0, &at.ix0);
+    at.ox = (int64_t)(pix % (size_t)p->wo);
+    return at;
+}
+
+static inline void cursor_next(const pl_conv *p, pixel_cursor *at)
+{
+    at->ix0 += p->sw;
+    if (++at->ox < p->wo) return;
+    at->ox = 0;
+    at->ix0 = -p->pl;
+    at->iy0 += p->sh;
+    if (at->iy0 < p->ho * p->sh - p->pt) return;
+    at->iy0 = -p->pt;
+    at->n++;
 }
 
 /* A short run of floats: inline, where a call to memcpy for a kernel row of 9 values cost as much as the copy. */
@@ -115,6 +141,15 @@ static void pad_task(void *vjob, size_t task)  /* input row `task` (over images 
     float *dst = j->y + ((n * j->hp + iy + p->pt) * j->wp + p->pl) * c;
     if (p->planar) {
         const float *src = j->x + (n * c * p->h + iy) * w;
+        if (c == 3) {  /* RGB: the three planes' rows interleaved in one pass */
+            const float *r = src, *g = src + p->h * w, *b = src + 2 * p->h * w;
+            for (int64_t ix = 0; ix < w; ix++) {
+                dst[3 * ix] = r[ix];
+                dst[3 * ix + 1] = g[ix];
+                dst[3 * ix + 2] = b[ix];
+            }
+            return;
+        }
         for (int64_t ci = 0; ci < c; ci++, src += p->h * w)
             for (int64_t ix = 0; ix < w; ix++) dst[ix * c + ci] = src[ix];
     } else {
@@ -164,14 +199,19 @@ static void dense_task(void *vjob, size_t task)
         const float *packed_rows[PL_GEMM_MAX_MR];
         const float **rows = a;
         size_t taps, depth = c, kept = 0;
-        if (j->padded) {  /* few channels: a tap per kernel row, its kw * c values contiguous in the padded copy */
-            for (size_t r = 0; r < mr; r++) {
-                int64_t n, iy0, ix0;
-                pixel_origin(p, r0 + (r < valid ? r : valid - 1), &n, &iy0, &ix0);
-                for (int64_t ky = 0; ky < p->kh; ky++)
-                    a[(size_t)ky * mr + r] = j->padded + ((n * j->hp + iy0 + p->pt + ky * p->dh) * j->wp + ix0 + p->pl)
-                                                             * p->c;
+        const uint32_t *tap_ids = NULL;  /* the taps kept, where some were left out */
+        if (j->pointwise) {  /* 1x1, stride 1, no padding: row r is pixel r0 + r */
+            for (size_t r = 0; r < mr; r++) a[r] = j->x + (r0 + (r < valid ? r : valid - 1)) * c;
+            taps = 1;
+        } else if (j->padded) {  /* few channels: a tap per kernel row, its kw * c values contiguous in the copy */
+            const int64_t step = p->dh * j->wp * p->c;  /* from one kernel row to the next */
+            pixel_cursor at = cursor_at(p, r0);
+            for (size_t r = 0; r < valid; r++, cursor_next(p, &at)) {
+                const float *row = j->padded + ((at.n * j->hp + at.iy0 + p->pt) * j->wp + at.ix0 + p->pl) * p->c;
+                for (int64_t ky = 0; ky < p->kh; ky++, row += step) a[(size_t)ky * mr + r] = row;
             }
+            for (size_t r = valid; r < mr; r++)
+                for (int64_t ky = 0; ky < p->kh; ky++) a[(size_t)ky * mr + r] = a[(size_t)ky * mr + valid - 1];
             taps = (size_t)p->kh;
             depth = (size_t)(p->kw * p->c);
         } else if (j->pack) {  /* few channels: each row copied whole, a row of the kernel's taps at a time */
@@ -183,19 +223,21 @@ static void dense_task(void *vjob, size_t task)
             taps = 1;
             depth = j->k;
         } else {
-            for (size_t r = 0; r < mr; r++) {  /* the indirection buffer: per tap, the pixel each row reads */
-                int64_t n, iy0, ix0;
-                pixel_origin(p, r0 + (r < valid ? r : valid - 1), &n, &iy0, &ix0);
+            pixel_cursor at = cursor_at(p, r0);
+            for (size_t r = 0; r < valid; r++, cursor_next(p, &at)) {  /* the indirection buffer: per tap, the pixel
+                                                                         * each row reads */
                 for (int64_t ky = 0; ky < p->kh; ky++) {
-                    const int64_t iy = iy0 + ky * p->dh;
+                    const int64_t iy = at.iy0 + ky * p->dh;
                     for (int64_t kx = 0; kx < p->kw; kx++) {
-                        const int64_t ix = ix0 + kx * p->dw;
+                        const int64_t ix = at.ix0 + kx * p->dw;
                         const size_t t = (size_t)(ky * p->kw + kx);
                         a[t * mr + r] = (iy < 0 || iy >= p->h || ix < 0 || ix >= p->w)
-                                            ? j->zeros : j->x + ((n * p->h + iy) * p->w + ix) * p->c;
+                                            ? j->zeros : j->x + ((at.n * p->h + iy) * p->w + ix) * p->c;
                     }
                 }
             }
+            for (size_t r = valid; r < mr; r++)  /* a partial tile's missing rows repeat its last */
+                for (size_t t = 0; t < j->taps; t++) a[t * mr + r] = a[t * mr + valid - 1];
             /* Taps every row of the tile reads in the padding add nothing: they are left out (atrous convolutions
              * on small maps, DeepLab's ASPP, have most of their taps there). */
             for (size_t t = 0; t < j->taps; t++) {
@@ -206,26 +248,19 @@ static void dense_task(void *vjob, size_t task)
                 ids[kept++] = (uint32_t)t;
             }
             taps = kept;
+            tap_ids = kept == j->taps ? NULL : ids;
         }
         if (p->layout == PL_PANELS) {  /* the whole column block in one call */
-            j->isa->gemm_panels(valid, col0, col1, o, taps, depth, rows,
-                                j->padded || j->pack || kept == j->taps ? NULL : ids, j->w, j->k, j->y + r0 * o, o,
+            j->isa->gemm_panels(valid, col0, col1, o, taps, depth, rows, tap_ids, j->w, j->k, j->y + r0 * o, o,
                                 j->bias, j->edge_bias, &p->ep);
             continue;
         }
         for (size_t j0 = col0; j0 < col1; j0 += nr) {
             const size_t nc = j0 + nr <= o ? nr : o - j0;
-            const float *b, *bias = nc == nr ? (j->bias ? j->bias + j0 : NULL) : j->edge_bias;
-            size_t ldb;
-            if (p->layout == PL_PANELS) {  /* zero-padded panels: every nr columns are there to read */
-                b = j->w + (j0 / PL_PANEL) * j->k * PL_PANEL + j0 % PL_PANEL;
-                ldb = PL_PANEL;
-            } else {
-                b = nc == nr ? j->w + j0 : j->edge_w;
-                ldb = nc == nr ? o : nr;
-            }
-            j->isa->gemm(valid, nc, taps, depth, rows, j->padded || j->pack || kept == j->taps ? NULL : ids, b, ldb,
-                         j->y + r0 * o + j0, o, bias, &p->ep);
+            const float *bias = nc == nr ? (j->bias ? j->bias + j0 : NULL) : j->edge_bias;
+            const float *b = nc == nr ? j->w + j0 : j->edge_w;  /* row-major weights (PL_ROWS) */
+            j->isa->gemm(valid, nc, taps, depth, rows, tap_ids, b, nc == nr ? o : nr, j->y + r0 * o + j0, o, bias,
+                         &p->ep);
         }
     }
     if (a != stack_ptrs) free(a);
@@ -259,9 +294,11 @@ static int dense_run(const pl_conv *p, const pl_isa *isa, const float *x, const 
     const size_t per_task = (tiles + split - 1) / split;
     dense_job job = {p, isa, x, w, bias, zeros, edge, edge_bias, y, taps, k, m, per_task,
                      (tiles + per_task - 1) / per_task, cols, jblocks,
-                     pl_conv_copies_rows(p), 0, NULL, 0, 0};
+                     pl_conv_copies_rows(p), 0, NULL, 0, 0, 0};
     float *padded = job.pack && p->dw == 1 ? padded_copy(p, x, &job.hp, &job.wp) : NULL;
     job.padded = padded;
+    job.pointwise = p->kh == 1 && p->kw == 1 && p->sh == 1 && p->sw == 1 && p->pt == 0 && p->pb == 0 && p->pl == 0
+                    && p->pr == 0 && !p->planar && !job.pack;
     pl_parallel_work(job.mtasks * job.jblocks, dense_task, &job, (double)m * (double)k * (double)o);
     free(padded);
     free(edge);
