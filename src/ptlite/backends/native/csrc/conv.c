@@ -13,6 +13,14 @@
 
 #include "native.h"
 
+typedef float v4 __attribute__((vector_size(16)));
+typedef int32_t v4i __attribute__((vector_size(16)));
+#if defined(__clang__)
+#define SHUFFLE(a, b, i0, i1, i2, i3) __builtin_shufflevector(a, b, i0, i1, i2, i3)
+#else
+#define SHUFFLE(a, b, i0, i1, i2, i3) __builtin_shuffle(a, b, (v4i){i0, i1, i2, i3})
+#endif
+
 #define L2_WEIGHT_FLOATS (64 * 1024)  /* 256 KB of weight columns per block */
 #define TASKS_PER_THREAD 8
 
@@ -138,12 +146,33 @@ static void pad_task(void *vjob, size_t task)  /* input row `task` (over images 
     const pad_job *j = vjob;
     const pl_conv *p = j->p;
     const int64_t n = (int64_t)task / p->h, iy = (int64_t)task % p->h, c = p->c, w = p->w;
-    float *dst = j->y + ((n * j->hp + iy + p->pt) * j->wp + p->pl) * c;
+    float *line = j->y + (n * j->hp + iy + p->pt) * j->wp * c, *dst = line + p->pl * c;
+    /* the padding this row owns: its left and right ends, and the rows above the first and below the last */
+    memset(line, 0, (size_t)(p->pl * c) * sizeof(float));
+    memset(dst + w * c, 0, (size_t)(p->pr * c) * sizeof(float));
+    if (iy == 0) memset(line - p->pt * j->wp * c, 0, (size_t)(p->pt * j->wp * c) * sizeof(float));
+    if (iy == p->h - 1) memset(line + j->wp * c, 0, (size_t)(p->pb * j->wp * c) * sizeof(float));
     if (p->planar) {
         const float *src = j->x + (n * c * p->h + iy) * w;
-        if (c == 3) {  /* RGB: the three planes' rows interleaved in one pass */
+        if (c == 3) {  /* RGB: the three planes' rows interleaved in one pass, 4 pixels at a time by shuffles */
             const float *r = src, *g = src + p->h * w, *b = src + 2 * p->h * w;
-            for (int64_t ix = 0; ix < w; ix++) {
+            int64_t ix = 0;
+            for (; ix + 4 <= w; ix += 4) {
+                v4 vr, vg, vb;
+                memcpy(&vr, r + ix, sizeof vr);
+                memcpy(&vg, g + ix, sizeof vg);
+                memcpy(&vb, b + ix, sizeof vb);
+                const v4 lo = SHUFFLE(vr, vg, 0, 4, 1, 5);           /* r0 g0 r1 g1 */
+                const v4 hi = SHUFFLE(vr, vg, 2, 6, 3, 7);           /* r2 g2 r3 g3 */
+                const v4 o0 = SHUFFLE(lo, vb, 0, 1, 4, 2);           /* r0 g0 b0 r1 */
+                const v4 gb = SHUFFLE(lo, vb, 3, 5, 3, 5);           /* g1 b1 . . */
+                const v4 o1 = SHUFFLE(gb, hi, 0, 1, 4, 5);           /* g1 b1 r2 g2 */
+                const v4 o2 = SHUFFLE(hi, vb, 6, 2, 3, 7);           /* b2 r3 g3 b3 */
+                memcpy(dst + 3 * ix, &o0, sizeof o0);
+                memcpy(dst + 3 * ix + 4, &o1, sizeof o1);
+                memcpy(dst + 3 * ix + 8, &o2, sizeof o2);
+            }
+            for (; ix < w; ix++) {
                 dst[3 * ix] = r[ix];
                 dst[3 * ix + 1] = g[ix];
                 dst[3 * ix + 2] = b[ix];
@@ -165,7 +194,7 @@ static float *padded_copy(const pl_conv *p, const float *x, int64_t *hp, int64_t
     if (__builtin_mul_overflow(p->n * p->c, *hp, &floats) || __builtin_mul_overflow(floats, *wp, &floats)
         || floats > 2 * p->n * p->h * p->w * p->c + 65536)  /* padding that would dwarf the image: copy rows */
         return NULL;
-    float *y = calloc((size_t)floats, sizeof(float));
+    float *y = malloc((size_t)floats * sizeof(float));  /* every float written by pad_task, the padding too */
     if (!y) return NULL;
     pad_job job = {p, x, y, *hp, *wp};
     pl_parallel_work((size_t)(p->n * p->h), pad_task, &job, (double)(p->n * p->h * p->w * p->c));
@@ -194,6 +223,7 @@ static void dense_task(void *vjob, size_t task)
     float pack[j->pack ? PL_GEMM_MAX_MR * PL_COPY_ROWS_MAX_K : 1];
     const size_t m0 = mt * j->tiles_per_task * mr;
     const size_t m1 = m0 + j->tiles_per_task * mr < j->m ? m0 + j->tiles_per_task * mr : j->m;
+    pixel_cursor at = cursor_at(p, m0 < j->m ? m0 : 0);  /* at pixel r0 at each tile (the tiles follow each other) */
     for (size_t r0 = m0; r0 < m1; r0 += mr) {
         const size_t valid = r0 + mr <= m1 ? mr : m1 - r0;
         const float *packed_rows[PL_GEMM_MAX_MR];
@@ -205,7 +235,6 @@ static void dense_task(void *vjob, size_t task)
             taps = 1;
         } else if (j->padded) {  /* few channels: a tap per kernel row, its kw * c values contiguous in the copy */
             const int64_t step = p->dh * j->wp * p->c;  /* from one kernel row to the next */
-            pixel_cursor at = cursor_at(p, r0);
             for (size_t r = 0; r < valid; r++, cursor_next(p, &at)) {
                 const float *row = j->padded + ((at.n * j->hp + at.iy0 + p->pt) * j->wp + at.ix0 + p->pl) * p->c;
                 for (int64_t ky = 0; ky < p->kh; ky++, row += step) a[(size_t)ky * mr + r] = row;
@@ -223,7 +252,6 @@ static void dense_task(void *vjob, size_t task)
             taps = 1;
             depth = j->k;
         } else {
-            pixel_cursor at = cursor_at(p, r0);
             for (size_t r = 0; r < valid; r++, cursor_next(p, &at)) {  /* the indirection buffer: per tap, the pixel
                                                                          * each row reads */
                 for (int64_t ky = 0; ky < p->kh; ky++) {
