@@ -107,6 +107,55 @@ def test_the_stem_reads_an_nchw_input_as_it_is(lib, files):
         assert_close(compiled(given)[0], want, what="stem on an NCHW input", rtol=1e-4)
 
 
+class Residuals(nn.Module):
+    """Residual connections of every kind: x + conv(x) (the input itself added), out += identity (in place into the
+    convolution's output) then relu, identity + conv (the convolution second), an addition in place into the other
+    operand, and one whose other operand is made after the convolution (a downsampling shortcut)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = nn.Conv2d(24, 24, 1)
+        self.b = nn.Conv2d(24, 24, 3, 1, 1)
+        self.c = nn.Conv2d(24, 24, 1)
+        self.d = nn.Conv2d(24, 24, 1)
+        self.e = nn.Conv2d(24, 40, 3, 2, 1)
+        self.shortcut = nn.Conv2d(24, 40, 1, 2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = x + self.a(x)
+        out = self.b(y)
+        out += y
+        y = torch.relu(out)
+        y = y + self.c(y)
+        z = y * 0.5
+        z += self.d(y)
+        out = self.e(z)
+        return out + self.shortcut(z)
+
+
+@pytest.mark.parametrize("method", ["export", "script"])
+def test_residual_additions_are_done_by_the_convolution_before_them(lib, method, tmp_path):
+    """A convolution whose output only an addition reads adds the other operand in its epilogue (then the
+    addition's relu), where that operand exists before it runs and the memory plan allows; the results are the
+    node-by-node kernels' and PyTorch's."""
+    torch.manual_seed(0)
+    model = Residuals().eval()
+    x = torch.randn(2, 24, 10, 10)
+    path = tmp_path / f"residuals.{method}.ptlite"
+    ptlite.save(ptlite.optimize_for_mobile(ptlite.capture(model, (x,), method=method), backend="native"), path)
+    compiled = ptlite.load(path)._method("forward").compile()
+    if method == "export":  # (a scripted method's regions are made at its first call, for the shapes it sees)
+        regions = [n.delegate.node_timer for n in compiled.nodes if isinstance(n, DelegateStep)]
+        assert sum(r.fused_adds for r in regions) >= 3, "x + conv(x), out += identity and y + conv(y) are fused"
+    one_by_one = ptlite.load(path, backends=(_native(executor=False),))
+    with torch.inference_mode():
+        want = model(x).numpy()
+    got = compiled(x.numpy())[0]
+    np.testing.assert_allclose(got, one_by_one(x.numpy()), rtol=1e-5, atol=1e-5,
+                               err_msg="residual additions: regions vs node by node")
+    assert_close(got, want, what=f"residual additions ({method})", rtol=1e-4)
+
+
 def test_a_call_the_plan_is_not_for_runs_node_by_node(lib, files):
     model, x, paths = files
     module = ptlite.load(paths["script"])

@@ -237,6 +237,14 @@ def test_a_valid_plan_runs(lib):
        (0, 0, 0))], [16, 18, 36], [1, 0, 0], "NCHW"),  # a planar flag of 2
     ([(1, (1, 0, 18), (2, 0, 36), NONE, (0, 0, 4), [1, 3, 3, 2, 1, 2, 2, 1, 1, 0, 0, 0, 0, 1, 1, 2, 2, 1, 0, 0, 1],
        (0, 0, 0))], [16, 18, 36], [1, 0, 0], None),  # NCHW for a 2x2 convolution of 2 channels
+    # a 1x1 convolution (weight in panels) adding a residual: valid; of the wrong length; outside its buffer; over
+    # part of the output; the output itself (an addition in place); with row-major weights; a malformed "none"
+    *[([(1, (1, 0, 8), (2, 0, 32), NONE, (0, 0, 16), [1, 2, 2, 2, 4, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 2, 2, 1, layout, 1,
+                                                      0, *res], RELU)], [48, 8, 32, 16], [1, 0, 0, 0], message)
+      for layout, res, message in [
+          (1, (3, 0, 16), None), (1, (3, 0, 8), "not the size"), (1, (3, 8, 16), "outside its buffer"),
+          (1, (0, 8, 16), "overlaps part of its output"), (1, (0, 0, 16), None),
+          (0, (3, 0, 16), "weight in panels"), (1, (-1, 4, 0), "bad residual")]],
 ])
 def test_a_hostile_plan_is_refused(lib, steps, lengths, writable, message):
     if message is None:

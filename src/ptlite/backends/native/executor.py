@@ -77,6 +77,13 @@ def delegates(backend: str, graph: Graph, program: Program, kernels: dict[int, K
     return found
 
 
+def _with_residual(conv: Step, add: Step, out: Value) -> Step:
+    """The convolution writing `out`, the addition's other operand (`extra`) added before the addition's
+    activation."""
+    other = add.operands[1] if add.operands[0] is conv.out else add.operands[0]
+    return Step(conv.kind, [*conv.ints[:19], add.ints[1]], conv.floats, conv.operands, out, extra=other)
+
+
 def _copies_rows(ints: list[int]) -> bool:
     """Whether a convolution step's library kernel copies its rows whole (native.h: pl_conv_copies_rows)."""
     c, kh, kw, groups, layout = ints[3], ints[5], ints[6], ints[17], ints[18]
@@ -96,6 +103,42 @@ def _planar_inputs(members: list[tuple[Node, Step]], data: list[Value], outputs:
     leaving = {v.id for v in outputs}
     return {v.id for v in data if len(shapes.shape.get(v.id, ())) == 4 and v.id not in leaving and uses.get(v.id)
             and all(k == 0 and s.kind == lib.STEP_CONV and _copies_rows(s.ints) for s, k in uses[v.id])}
+
+
+def _residual_adds(members: list[tuple[Node, Step]], data: list[Value], outputs: list[Value]) -> dict[int, int]:
+    """Convolutions whose output only an addition of a same-shaped value reads (then maybe relu): a residual
+    connection, which the convolution's epilogue can add (pl_conv_run_residual: a dense convolution with its weight
+    in panels, no activation of its own). Member index of each such convolution -> its addition's; the other
+    operand must exist before the convolution runs and nothing in between may write it; an addition in place must
+    write into the convolution's output (`out += identity`)."""
+    uses: dict[int, int] = {}
+    made: dict[int, int] = {v.id: -1 for v in data}
+    for index, (_, step) in enumerate(members):
+        for operand in [*step.operands, step.extra, *(o for part in step.parts for o in part.operands)]:
+            if isinstance(operand, Value):
+                uses[operand.id] = uses.get(operand.id, 0) + 1
+        if step.operands:
+            made.setdefault(step.out.id, index)
+    leaving = {v.id for v in outputs}
+    adds = {id(step.operands[k]): (index, k) for index, (_, step) in enumerate(members)
+            if step.kind == lib.STEP_BINARY and step.ints[0] == lib.ADD and step.ints[2] == 1
+            and step.ints[1] in (lib.ACT_NONE, lib.ACT_RELU) for k in (0, 1) if isinstance(step.operands[k], Value)}
+    found: dict[int, int] = {}
+    for index, (_, step) in enumerate(members):
+        if step.kind != lib.STEP_CONV or step.ints[17] != 1 or step.ints[18] != lib.PANELS \
+                or step.ints[19] != lib.ACT_NONE or uses.get(step.out.id) != 1 or step.out.id in leaving \
+                or id(step.out) not in adds:
+            continue
+        at, k = adds[id(step.out)]
+        add = members[at][1]
+        other = add.operands[1 - k]
+        if not isinstance(other, Value) or other is step.out or made.get(other.id, at) >= index \
+                or (add.in_place and k == 1):  # in place into the other operand: not taken
+            continue
+        if any(s.in_place and s.operands[0] is other for _, s in members[index + 1:at]):
+            continue
+        found[index] = at
+    return found
 
 
 class _Arenas:
@@ -154,11 +197,26 @@ class _Region:
         for (_, v), buf in zip(self.data, self.input_buffers):
             where[v.id] = (buf, 0, lengths[buf])
         self.planar = _planar_inputs(members, [v for _, v in self.data], outputs, shapes)
+        residual = _residual_adds(members, [v for _, v in self.data], outputs)
+        fused: set[int] = set()  # additions done by the convolution before them
         ints, floats = [], []
         self.planned: list[int] = []  # the member each plan step runs
         for index, (node, step) in enumerate(members):
-            if not step.operands:
-                continue  # a list of constants
+            if not step.operands or index in fused:
+                continue  # a list of constants, or an addition a convolution did
+            alias = None  # an in-place addition's output: the convolution's memory
+            if index in residual:  # write the addition's output, unless the plan put it over the input
+                add_node, add = members[residual[index]]
+                planned = add_node.attrs.get(OUT_ATTR)
+                count = math.prod(shapes.shape[add.out.id])
+                x = where.get(step.operands[0].id) if isinstance(step.operands[0], Value) else None
+                if add.in_place:
+                    fused.add(residual[index])
+                    step, alias = _with_residual(step, add, step.out), add.out
+                elif not (isinstance(planned, dict) and planned.get("dtype") == "float32" and x and x[0] == 0
+                          and planned["offset"] // 4 < x[1] + x[2] and x[1] < planned["offset"] // 4 + count):
+                    fused.add(residual[index])
+                    node, step = add_node, _with_residual(step, add, add.out)
             out = step.out
             count = math.prod(shapes.shape[out.id])
             if step.kind == 0 or step.in_place:  # an alias of its first operand's memory
@@ -178,6 +236,8 @@ class _Region:
                     where[out.id] = (len(lengths), 0, count)
                     lengths.append(count)
                     writable.append(1)
+            if alias is not None:
+                where[alias.id] = where[out.id]
             def ref(operand: Any) -> tuple[int, int, int]:
                 if operand is None:
                     return -1, 0, 0
@@ -200,9 +260,9 @@ class _Region:
             params = step.ints
             if step.kind in (lib.STEP_ATTENTION, lib.STEP_RNN):  # a fourth operand, or none: (-1, 0, 0)
                 params = [*params, *ref(step.extra)]
-            if step.kind == lib.STEP_CONV and isinstance(step.operands[0], Value) \
-                    and step.operands[0].id in self.planar:
-                params = [*params, 1]  # it reads the NCHW input as it is
+            if step.kind == lib.STEP_CONV:  # whether it reads the NCHW input as it is; its residual, or none
+                planar = isinstance(step.operands[0], Value) and step.operands[0].id in self.planar
+                params = [*params, int(planar), *ref(step.extra)]
             row = [step.kind, *refs[0], *refs[1], *refs[2], *where[out.id], *params]
             ints.append(row + [0] * (lib.STEP_INTS - len(row)))
             floats.append(step.floats)
@@ -213,6 +273,7 @@ class _Region:
                 floats.append(part.floats)
                 self.planned.append(index)
         self.where = where
+        self.fused_adds = len(fused)  # additions a convolution's epilogue does (tests and inspection)
         self.times: np.ndarray | None = None  # per plan step, while profiling (start / stop / seconds)
         try:
             self.plan = lib.make_plan(np.array(ints, np.int64).tobytes(), np.array(floats, np.float64).tobytes(),

@@ -35,6 +35,7 @@ typedef struct {
     const float *padded; /* or read them from a padded NHWC copy, a kernel row at a time (rows_from_padded) */
     int64_t hp, wp;      /* its height and width */
     int pointwise;       /* 1x1, stride 1, no padding, NHWC: row r of the GEMM is input pixel r */
+    const float *res;    /* NULL, or the residual added before the activation (laid out as y; PL_PANELS only) */
 } dense_job;
 
 /* Output pixel `pix` (flat over images, rows, columns): its image and the input position of its tap (0, 0). */
@@ -280,7 +281,7 @@ static void dense_task(void *vjob, size_t task)
         }
         if (p->layout == PL_PANELS) {  /* the whole column block in one call */
             j->isa->gemm_panels(valid, col0, col1, o, taps, depth, rows, tap_ids, j->w, j->k, j->y + r0 * o, o,
-                                j->bias, j->edge_bias, &p->ep);
+                                j->bias, j->edge_bias, j->res ? j->res + r0 * o : NULL, &p->ep);
             continue;
         }
         for (size_t j0 = col0; j0 < col1; j0 += nr) {
@@ -296,7 +297,7 @@ static void dense_task(void *vjob, size_t task)
 }
 
 static int dense_run(const pl_conv *p, const pl_isa *isa, const float *x, const float *w, const float *bias,
-                     float *y)
+                     const float *res, float *y)
 {
     const size_t nr = (size_t)isa->nr, mr = (size_t)isa->mr, o = (size_t)p->o, c = (size_t)p->c;
     const size_t taps = (size_t)(p->kh * p->kw), k = taps * c;
@@ -322,7 +323,7 @@ static int dense_run(const pl_conv *p, const pl_isa *isa, const float *x, const 
     const size_t per_task = (tiles + split - 1) / split;
     dense_job job = {p, isa, x, w, bias, zeros, edge, edge_bias, y, taps, k, m, per_task,
                      (tiles + per_task - 1) / per_task, cols, jblocks,
-                     pl_conv_copies_rows(p), 0, NULL, 0, 0, 0};
+                     pl_conv_copies_rows(p), 0, NULL, 0, 0, 0, res};
     float *padded = job.pack && p->dw == 1 ? padded_copy(p, x, &job.hp, &job.wp) : NULL;
     job.padded = padded;
     job.pointwise = p->kh == 1 && p->kw == 1 && p->sh == 1 && p->sw == 1 && p->pt == 0 && p->pb == 0 && p->pl == 0
@@ -353,6 +354,13 @@ static void dw_task(void *vjob, size_t task)
 
 int pl_conv_run(const pl_conv *p, const float *x, const float *w, const float *bias, float *y)
 {
+    return pl_conv_run_residual(p, x, w, bias, NULL, y);
+}
+
+int pl_conv_run_residual(const pl_conv *p, const float *x, const float *w, const float *bias, const float *res,
+                         float *y)
+{
+    if (res && !pl_conv_takes_residual(p)) return -1;  /* the plan's check refuses such a step */
     const pl_isa *isa = pl_isa_current();
     if (p->groups > 1) {
         const int64_t per_row = p->wo * p->c * p->kh * p->kw;
@@ -364,7 +372,7 @@ int pl_conv_run(const pl_conv *p, const float *x, const float *w, const float *b
         return 0;
     }
     if (p->layout == PL_WINOGRAD) return pl_winograd_run(p, isa, x, w, bias, y);
-    return dense_run(p, isa, x, w, bias, y);
+    return dense_run(p, isa, x, w, bias, res, y);
 }
 
 typedef struct {

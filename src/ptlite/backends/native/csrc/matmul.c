@@ -52,7 +52,7 @@ static void gemm_task(void *vjob, size_t task)  /* tiles_per_task tiles of mr ro
         const float *rows[PL_GEMM_MAX_MR];
         for (int64_t r = 0; r < mr; r++) rows[r] = a + (t + (r < valid ? r : valid - 1)) * p->sa_m;
         j->isa->gemm_panels((size_t)valid, 0, (size_t)p->n, (size_t)p->n, 1, (size_t)p->k, rows, NULL, panels,
-                            (size_t)p->k, y + t * p->n, (size_t)p->n, NULL, NULL, &none);
+                            (size_t)p->k, y + t * p->n, (size_t)p->n, NULL, NULL, NULL, &none);
     }
 }
 

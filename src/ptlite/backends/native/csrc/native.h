@@ -151,10 +151,10 @@ typedef struct {
     void (*gemm)(size_t mr_valid, size_t nc, size_t taps, size_t c, const float **a, const uint32_t *tap_ids,
                  const float *b, size_t ldb, float *y, size_t ldy, const float *bias, const pl_epilogue *ep);
     /* gemm over columns [j0, j1) of o, PL_NR at a time, of a weight in panels (PL_PANELS, k rows); the last tile's
-     * bias from edge_bias where it is partial */
+     * bias from edge_bias where it is partial; res: NULL, or values added before the activation, laid out as y */
     void (*gemm_panels)(size_t mr_valid, size_t j0, size_t j1, size_t o, size_t taps, size_t c, const float **a,
                         const uint32_t *tap_ids, const float *w, size_t k, float *y, size_t ldy, const float *bias,
-                        const float *edge_bias, const pl_epilogue *ep);
+                        const float *edge_bias, const float *res, const pl_epilogue *ep);
     /* Depthwise convolution of output rows [oy0, oy1) of image n. */
     void (*depthwise_rows)(const pl_conv *p, const float *x, const float *w, const float *bias, float *y,
                            int64_t n, int64_t oy0, int64_t oy1, const float *zeros);
@@ -249,6 +249,14 @@ int pl_rows_check(int norm, int64_t rows, int64_t n, size_t x_len, size_t gamma_
 
 /* Kernels over whole tensors (threaded), after their check passed. */
 int pl_conv_run(const pl_conv *p, const float *x, const float *w, const float *bias, float *y);
+/* The same with a residual added before the activation (res: the output's shape and layout; a dense convolution
+ * with its weight in panels only: pl_conv_takes_residual), as a convolution followed by an addition (and relu). */
+int pl_conv_run_residual(const pl_conv *p, const float *x, const float *w, const float *bias, const float *res,
+                         float *y);
+static inline int pl_conv_takes_residual(const pl_conv *p)
+{
+    return p->groups == 1 && p->layout == PL_PANELS;
+}
 int pl_winograd_run(const pl_conv *p, const pl_isa *isa, const float *x, const float *u, const float *bias, float *y);
 void pl_pool_run(const pl_pool *p, const float *x, float *y);
 /* Row-wise operations (rows.c): y = a op b with b's rows repeated within each of `images` images (len and b_len

@@ -47,6 +47,14 @@ static int check_step(const pl_step *s, const pl_plan *plan, int64_t i, char *er
             return fail(err, cap, i, why);
         if (s->in1.buf < 0 || overlap(&s->out, &s->in0) || overlap(&s->out, &s->in1) || overlap(&s->out, &s->in2))
             return fail(err, cap, i, "a convolution's output overlaps its inputs");
+        if (s->res.len == 0)  /* none: (-1, 0, 0), or the zeros of a row that stops before it */
+            return (s->res.buf == -1 || s->res.buf == 0) && s->res.off == 0 ? 0 : fail(err, cap, i, "a bad residual");
+        if (!ref_ok(&s->res, plan, 0) || s->res.len != s->out.len)
+            return fail(err, cap, i, "a convolution's residual is not the size of its output, or outside its buffer");
+        if (!pl_conv_takes_residual(&s->u.conv))
+            return fail(err, cap, i, "only a dense convolution with its weight in panels adds a residual");
+        if (overlap(&s->res, &s->out) && !same(&s->res, &s->out))
+            return fail(err, cap, i, "a convolution's residual overlaps part of its output");
         return 0;
     case PL_STEP_POOL:
         if (pl_pool_check(&s->u.pool, (size_t)s->in0.len, (size_t)s->out.len, why, sizeof why) != 0)
@@ -179,7 +187,9 @@ int pl_plan_run(const pl_plan *plan, float *const *bufs, double *times)
         const float *c = s->in2.buf >= 0 ? bufs[s->in2.buf] + s->in2.off : NULL;
         switch (s->kind) {
         case PL_STEP_CONV:
-            if (pl_conv_run(&s->u.conv, a, b, c, out) != 0) return -1;
+            if (pl_conv_run_residual(&s->u.conv, a, b, c, s->res.len > 0 ? bufs[s->res.buf] + s->res.off : NULL, out)
+                != 0)
+                return -1;
             break;
         case PL_STEP_POOL:
             pl_pool_run(&s->u.pool, a, out);

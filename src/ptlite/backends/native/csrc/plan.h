@@ -18,6 +18,7 @@ typedef struct {
                                   rows: x, gamma, beta (layer norm); attention: q, k, v (its mask in u.attn);
                                   broadcast: a, b; reduce: x; rnn: x, weights, h0 (c0 in u.rnn); slice: x;
                                   matmul: a, b; pad: x */
+    pl_ref res;                /* conv: the residual added before the activation (length 0: none) */
     union {
         pl_conv conv;
         pl_pool pool;
