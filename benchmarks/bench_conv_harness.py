@@ -4,7 +4,8 @@ each side's median and minimum over the rounds (milliseconds). The figures in do
 come from this.
 
     python benchmarks/bench_conv_harness.py HEAD~1 --layer 16,112,96,1,1,0 --threads 1 --rounds 3
-    (a layer is C,HW,O,K,STRIDE,PAD; --planar for an NCHW input, --depthwise for groups = C)
+    (a layer is C,HW,O,K,STRIDE,PAD; --planar for an NCHW input, --depthwise for groups = C; --act the epilogue:
+    relu6 by default, or none, relu, hardswish, silu)
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--planar", action="store_true")
     parser.add_argument("--depthwise", action="store_true")
+    parser.add_argument("--act", default="relu6", choices=["relu6", "none", "relu", "hardswish", "silu"])
     parser.add_argument("--runs", type=int, default=300, help="calls per process")
     parser.add_argument("--rounds", type=int, default=3, help="alternating processes per side")
     args = parser.parse_args()
@@ -49,7 +51,7 @@ def main() -> int:
         for layer in args.layer:
             c, hw, o, k, s, p = layer.split(",")
             argv = [c, hw, o, k, s, p, str(args.threads), str(int(args.planar)), str(int(args.depthwise)),
-                    str(args.runs)]
+                    str(args.runs), args.act]
             times: dict[str, list[tuple[float, float]]] = {name: [] for name in binaries}
             for r in range(args.rounds):
                 for name in (list(binaries) if r % 2 == 0 else list(binaries)[::-1]):

@@ -1,10 +1,12 @@
 /* One convolution through the native library's C driver (pl_conv_run), no Python: the timing harness
  * bench_conv_harness.py builds against two revisions' csrc/ to compare a kernel change. Prints the median and
  * minimum of `runs` calls in milliseconds.
- * usage: conv_harness C HW O K STRIDE PAD THREADS PLANAR DEPTHWISE RUNS */
+ * usage: conv_harness C HW O K STRIDE PAD THREADS PLANAR DEPTHWISE RUNS [ACT]
+ * (ACT: relu6, the default, or none, relu, hardswish, silu: the epilogue the convolution applies) */
 #define _POSIX_C_SOURCE 199309L
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "native.h"
@@ -24,8 +26,14 @@ static int by_value(const void *a, const void *b)
 
 int main(int argc, char **argv)
 {
-    if (argc != 11) {
-        fprintf(stderr, "usage: %s C HW O K STRIDE PAD THREADS PLANAR DEPTHWISE RUNS\n", argv[0]);
+    static const struct { const char *name; pl_epilogue ep; } acts[] = {
+        {"relu6", {PL_ACT_CLAMP, 0.0f, 6.0f}}, {"none", {PL_ACT_NONE, 0.0f, 0.0f}}, {"relu", {PL_ACT_RELU, 0.0f, 0.0f}},
+        {"hardswish", {PL_ACT_HARDSWISH, 0.0f, 0.0f}}, {"silu", {PL_ACT_SILU, 0.0f, 0.0f}}};
+    size_t act = 0;
+    while (argc == 12 && act < sizeof acts / sizeof acts[0] && strcmp(argv[11], acts[act].name) != 0) act++;
+    if ((argc != 11 && argc != 12) || act == sizeof acts / sizeof acts[0]) {
+        fprintf(stderr, "usage: %s C HW O K STRIDE PAD THREADS PLANAR DEPTHWISE RUNS [relu6|none|relu|hardswish|silu]\n",
+                argv[0]);
         return 2;
     }
     const int64_t c = atoll(argv[1]), hw = atoll(argv[2]), o = atoll(argv[3]), k = atoll(argv[4]);
@@ -34,7 +42,7 @@ int main(int argc, char **argv)
     pl_set_threads(atoi(argv[7]));
     const int64_t out = (hw + 2 * pad - k) / s + 1, cols = (dw ? c : (o + PL_PANEL - 1) / PL_PANEL * PL_PANEL);
     pl_conv p = {1, hw, hw, c, dw ? c : o, k, k, s, s, pad, pad, pad, pad, 1, 1, out, out, dw ? c : 1,
-                 dw ? PL_ROWS : PL_PANELS, {PL_ACT_CLAMP, 0.0f, 6.0f}, planar};
+                 dw ? PL_ROWS : PL_PANELS, acts[act].ep, planar};
     const size_t xs = (size_t)(hw * hw * c), ws = (size_t)(k * k * (dw ? 1 : c) * cols);
     float *x = malloc(xs * sizeof(float)), *w = calloc(ws, sizeof(float)), *b = calloc((size_t)p.o, sizeof(float));
     float *y = malloc((size_t)(out * out * p.o) * sizeof(float));

@@ -110,16 +110,17 @@ def test_the_stem_reads_an_nchw_input_as_it_is(lib, files):
 class Residuals(nn.Module):
     """Residual connections of every kind: x + conv(x) (the input itself added), out += identity (in place into the
     convolution's output) then relu, identity + conv (the convolution second), an addition in place into the other
-    operand, and one whose other operand is made after the convolution (a downsampling shortcut)."""
+    operand, and one whose other operand is made after the convolution (a downsampling shortcut). 20 channels: the
+    tile's last columns are a partial vector."""
 
     def __init__(self) -> None:
         super().__init__()
-        self.a = nn.Conv2d(24, 24, 1)
-        self.b = nn.Conv2d(24, 24, 3, 1, 1)
-        self.c = nn.Conv2d(24, 24, 1)
-        self.d = nn.Conv2d(24, 24, 1)
-        self.e = nn.Conv2d(24, 40, 3, 2, 1)
-        self.shortcut = nn.Conv2d(24, 40, 1, 2)
+        self.a = nn.Conv2d(20, 20, 1)
+        self.b = nn.Conv2d(20, 20, 3, 1, 1)
+        self.c = nn.Conv2d(20, 20, 1)
+        self.d = nn.Conv2d(20, 20, 1)
+        self.e = nn.Conv2d(20, 40, 3, 2, 1)
+        self.shortcut = nn.Conv2d(20, 40, 1, 2)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         y = x + self.a(x)
@@ -140,7 +141,7 @@ def test_residual_additions_are_done_by_the_convolution_before_them(lib, method,
     node-by-node kernels' and PyTorch's."""
     torch.manual_seed(0)
     model = Residuals().eval()
-    x = torch.randn(2, 24, 10, 10)
+    x = torch.randn(2, 20, 10, 10)
     path = tmp_path / f"residuals.{method}.ptlite"
     ptlite.save(ptlite.optimize_for_mobile(ptlite.capture(model, (x,), method=method), backend="native"), path)
     compiled = ptlite.load(path)._method("forward").compile()

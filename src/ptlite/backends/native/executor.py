@@ -77,6 +77,15 @@ def delegates(backend: str, graph: Graph, program: Program, kernels: dict[int, K
     return found
 
 
+def _planned_over(node: Node, shapes: Shapes, x: tuple[int, int, int] | None) -> bool:
+    """Whether the memory plan put the node's output in the arena over x (buffer, offset, floats)."""
+    planned = node.attrs.get(OUT_ATTR)
+    if x is None or x[0] != 0 or not (isinstance(planned, dict) and planned.get("dtype") == "float32"):
+        return False
+    start, count = planned["offset"] // 4, math.prod(shapes.shape[node.outputs[0].id])
+    return start < x[1] + x[2] and x[1] < start + count
+
+
 def _with_residual(conv: Step, add: Step, out: Value) -> Step:
     """The convolution writing `out`, the addition's other operand (`extra`) added before the addition's
     activation."""
@@ -207,14 +216,10 @@ class _Region:
             alias = None  # an in-place addition's output: the convolution's memory
             if index in residual:  # write the addition's output, unless the plan put it over the input
                 add_node, add = members[residual[index]]
-                planned = add_node.attrs.get(OUT_ATTR)
-                count = math.prod(shapes.shape[add.out.id])
-                x = where.get(step.operands[0].id) if isinstance(step.operands[0], Value) else None
                 if add.in_place:
                     fused.add(residual[index])
                     step, alias = _with_residual(step, add, step.out), add.out
-                elif not (isinstance(planned, dict) and planned.get("dtype") == "float32" and x and x[0] == 0
-                          and planned["offset"] // 4 < x[1] + x[2] and x[1] < planned["offset"] // 4 + count):
+                elif not _planned_over(add_node, shapes, where.get(getattr(step.operands[0], "id", None))):
                     fused.add(residual[index])
                     node, step = add_node, _with_residual(step, add, add.out)
             out = step.out

@@ -32,7 +32,7 @@ typedef struct {
     size_t taps, k, m, tiles_per_task, mtasks, cols_per_block, jblocks;
     int pack;            /* copy each tile's rows (PACK_BELOW_CHANNELS) */
     _Atomic int failed;  /* a task could not allocate its indirection buffer */
-    const float *padded; /* or read them from a padded NHWC copy, a kernel row at a time (rows_from_padded) */
+    const float *padded; /* or read them from a padded NHWC copy, a kernel row at a time (padded_copy) */
     int64_t hp, wp;      /* its height and width */
     int pointwise;       /* 1x1, stride 1, no padding, NHWC: row r of the GEMM is input pixel r */
     const float *res;    /* NULL, or the residual added before the activation (laid out as y; PL_PANELS only) */
