@@ -111,7 +111,8 @@ class Residuals(nn.Module):
     """Residual connections of every kind: x + conv(x) (the input itself added), out += identity (in place into the
     convolution's output) then relu, identity + conv (the convolution second), an addition in place into the other
     operand, and one whose other operand is made after the convolution (a downsampling shortcut). 20 channels: the
-    tile's last columns are a partial vector."""
+    tile's last columns are a partial vector; on a 21x23 image the 3x3 convolution `b` is Winograd's, its last tiles
+    partly outside the image."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -141,13 +142,16 @@ def test_residual_additions_are_done_by_the_convolution_before_them(lib, method,
     node-by-node kernels' and PyTorch's."""
     torch.manual_seed(0)
     model = Residuals().eval()
-    x = torch.randn(2, 20, 10, 10)
+    x = torch.randn(2, 20, 21, 23)
     path = tmp_path / f"residuals.{method}.ptlite"
     ptlite.save(ptlite.optimize_for_mobile(ptlite.capture(model, (x,), method=method), backend="native"), path)
     compiled = ptlite.load(path)._method("forward").compile()
     if method == "export":  # (a scripted method's regions are made at its first call, for the shapes it sees)
+        assert "ptlite::conv2d_winograd_v2" in ptlite.load(path).program.operator_names(), "b is Winograd's"
         regions = [n.delegate.node_timer for n in compiled.nodes if isinstance(n, DelegateStep)]
-        assert sum(r.fused_adds for r in regions) >= 3, "x + conv(x), out += identity and y + conv(y) are fused"
+        assert [r.fused_adds for r in regions] == [4], \
+            "one region (y * 0.5 by a 0-d constant in it); x + conv(x), out += identity (Winograd), y + conv(y) and " \
+            "out + shortcut(z) fused"
     one_by_one = ptlite.load(path, backends=(_native(executor=False),))
     with torch.inference_mode():
         want = model(x).numpy()

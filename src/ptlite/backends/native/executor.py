@@ -117,9 +117,9 @@ def _planar_inputs(members: list[tuple[Node, Step]], data: list[Value], outputs:
 def _residual_adds(members: list[tuple[Node, Step]], data: list[Value], outputs: list[Value]) -> dict[int, int]:
     """Convolutions whose output only an addition of a same-shaped value reads (then maybe relu): a residual
     connection, which the convolution's epilogue can add (pl_conv_run_residual: a dense convolution with its weight
-    in panels, no activation of its own). Member index of each such convolution -> its addition's; the other
-    operand must exist before the convolution runs and nothing in between may write it; an addition in place must
-    write into the convolution's output (`out += identity`)."""
+    in panels or Winograd's, no activation of its own). Member index of each such convolution -> its addition's;
+    the other operand must exist before the convolution runs and nothing in between may write it; an addition in
+    place must write into the convolution's output (`out += identity`)."""
     uses: dict[int, int] = {}
     made: dict[int, int] = {v.id: -1 for v in data}
     for index, (_, step) in enumerate(members):
@@ -134,7 +134,7 @@ def _residual_adds(members: list[tuple[Node, Step]], data: list[Value], outputs:
             and step.ints[1] in (lib.ACT_NONE, lib.ACT_RELU) for k in (0, 1) if isinstance(step.operands[k], Value)}
     found: dict[int, int] = {}
     for index, (_, step) in enumerate(members):
-        if step.kind != lib.STEP_CONV or step.ints[17] != 1 or step.ints[18] != lib.PANELS \
+        if step.kind != lib.STEP_CONV or step.ints[17] != 1 or step.ints[18] not in (lib.PANELS, lib.WINOGRAD) \
                 or step.ints[19] != lib.ACT_NONE or uses.get(step.out.id) != 1 or step.out.id in leaving \
                 or id(step.out) not in adds:
             continue

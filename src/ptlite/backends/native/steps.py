@@ -244,14 +244,23 @@ def _add_step(node: Node, args: list, shapes: Shapes, relu: bool, in_place: bool
 def _arithmetic_step(node: Node, shapes: Shapes, op: int, relu: bool = False, in_place: bool = False,
                      scalar: Any = None) -> Step | None:
     """a op b (then relu): of one shape, elementwise in their shared layout (in place where the operator writes
-    a); of shapes that broadcast, row-major, by strides; b a number (`scalar`: the constant second argument)."""
+    a); b a number (`scalar`: the constant second argument, or a 0-d constant), in a's layout; of shapes that
+    broadcast, row-major, by strides."""
     a, b = node.inputs[0], node.inputs[1]
     sa, sb = shapes.of(a), shapes.of(b)
+    if isinstance(scalar, np.ndarray) and scalar.ndim == 0 and scalar.dtype.kind in "iuf":
+        scalar = scalar.item()  # a 0-d constant tensor (torch.export's `x * 0.5`): a number, as in TorchScript
     if isinstance(scalar, (int, float)) and not isinstance(scalar, bool):
         b, sb = np.full(1, scalar, F32), ()  # a number: a one-value weight, broadcast
     if sa is None or sb is None:
         return None
     act = lib.ACT_RELU if relu else lib.ACT_NONE
+    if sb == () and sa and math.prod(sa) > 0 and isinstance(b, np.ndarray):  # by a number: in a's layout
+        nhwc = len(sa) == 4 and shapes.nhwc.get(a.id, False)
+        if not shapes.layout(a, nhwc):
+            return None
+        shapes.set(node.outputs[0], sa, nhwc)
+        return Step(lib.STEP_BINARY, [op, act, 1], (0.0, math.inf, 0.0), [a, b], node.outputs[0], in_place)
     if sa == sb:
         nhwc = _common_layout(shapes, a, b)
         if nhwc is None:

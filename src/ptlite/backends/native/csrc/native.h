@@ -188,10 +188,11 @@ typedef struct {
                 float *scratch);
     /* Winograd F(4x4, 3x3) (PL_WINOGRAD): the input transform of the 6x6 patch at (iy0, ix0) of image n, its 36
      * rows of c values at v + q * ldv; the output transform of one tile's 36 rows of output channels [o0, o1) at
-     * m + q * ldm, with the bias and the epilogue, into the output pixels at (oy0, ox0) of image n that exist. */
+     * m + q * ldm, with the bias, the residual res (NULL: none; laid out as the output) and the epilogue, into the
+     * output pixels at (oy0, ox0) of image n that exist. */
     void (*wino_input)(const pl_conv *p, const float *x, int64_t n, int64_t iy0, int64_t ix0, float *v, size_t ldv);
     void (*wino_output)(const pl_conv *p, const float *m, size_t ldm, size_t o0, size_t o1, const float *bias,
-                        float *y, int64_t n, int64_t oy0, int64_t ox0);
+                        const float *res, float *y, int64_t n, int64_t oy0, int64_t ox0);
 } pl_isa;
 
 extern const pl_isa pl_isa_generic;
@@ -250,14 +251,16 @@ int pl_rows_check(int norm, int64_t rows, int64_t n, size_t x_len, size_t gamma_
 /* Kernels over whole tensors (threaded), after their check passed. */
 int pl_conv_run(const pl_conv *p, const float *x, const float *w, const float *bias, float *y);
 /* The same with a residual added before the activation (res: the output's shape and layout; a dense convolution
- * with its weight in panels only: pl_conv_takes_residual), as a convolution followed by an addition (and relu). */
+ * with its weight in panels or Winograd's: pl_conv_takes_residual), as a convolution followed by an addition (and
+ * relu). */
 int pl_conv_run_residual(const pl_conv *p, const float *x, const float *w, const float *bias, const float *res,
                          float *y);
 static inline int pl_conv_takes_residual(const pl_conv *p)
 {
-    return p->groups == 1 && p->layout == PL_PANELS;
+    return p->groups == 1 && (p->layout == PL_PANELS || p->layout == PL_WINOGRAD);
 }
-int pl_winograd_run(const pl_conv *p, const pl_isa *isa, const float *x, const float *u, const float *bias, float *y);
+int pl_winograd_run(const pl_conv *p, const pl_isa *isa, const float *x, const float *u, const float *bias,
+                    const float *res, float *y);
 void pl_pool_run(const pl_pool *p, const float *x, float *y);
 /* Row-wise operations (rows.c): y = a op b with b's rows repeated within each of `images` images (len and b_len
  * divisible by images, len / images by b_len / images: pl_binary_check); softmax / layer norm over rows, threaded by

@@ -52,7 +52,7 @@ static int check_step(const pl_step *s, const pl_plan *plan, int64_t i, char *er
         if (!ref_ok(&s->res, plan, 0) || s->res.len != s->out.len)
             return fail(err, cap, i, "a convolution's residual is not the size of its output, or outside its buffer");
         if (!pl_conv_takes_residual(&s->u.conv))
-            return fail(err, cap, i, "only a dense convolution with its weight in panels adds a residual");
+            return fail(err, cap, i, "only a dense convolution (weight in panels or Winograd's) adds a residual");
         if (overlap(&s->res, &s->out) && !same(&s->res, &s->out))
             return fail(err, cap, i, "a convolution's residual overlaps part of its output");
         return 0;

@@ -18,7 +18,7 @@
 typedef struct {
     const pl_conv *p;
     const pl_isa *isa;
-    const float *x, *u, *bias, *edge_u;  /* edge_u: the last columns of each U[q] zero-padded to nr, (36, c, nr) */
+    const float *x, *u, *bias, *res, *edge_u;  /* edge_u: the last columns of each U[q] zero-padded to nr, (36, c, nr) */
     float *y, *scratch;
     size_t th, tw, tiles, block, tile_blocks, cols, slots, slot_floats;
     _Atomic int *busy;
@@ -66,13 +66,14 @@ static void wino_task(void *vjob, size_t task)
     }
     for (size_t t = t0; t < t1; t++) {
         const size_t rest = t % per_image;
-        isa->wino_output(p, m + (t - t0) * width, j->block * width, o0, o1, j->bias, j->y, (int64_t)(t / per_image),
-                         (int64_t)(rest / j->tw) * 4, (int64_t)(rest % j->tw) * 4);
+        isa->wino_output(p, m + (t - t0) * width, j->block * width, o0, o1, j->bias, j->res, j->y,
+                         (int64_t)(t / per_image), (int64_t)(rest / j->tw) * 4, (int64_t)(rest % j->tw) * 4);
     }
     atomic_store(&j->busy[slot], 0);
 }
 
-int pl_winograd_run(const pl_conv *p, const pl_isa *isa, const float *x, const float *u, const float *bias, float *y)
+int pl_winograd_run(const pl_conv *p, const pl_isa *isa, const float *x, const float *u, const float *bias,
+                    const float *res, float *y)
 {
     const size_t c = (size_t)p->c, o = (size_t)p->o, mr = (size_t)isa->mr, nr = (size_t)isa->nr;
     const size_t th = (size_t)(p->ho + 3) / 4, tw = (size_t)(p->wo + 3) / 4, tiles = (size_t)p->n * th * tw;
@@ -97,7 +98,7 @@ int pl_winograd_run(const pl_conv *p, const pl_isa *isa, const float *x, const f
     if (!scratch || !busy || (tail && !edge)) { free(scratch); free(edge); free(busy); return -1; }
     if (tail)
         for (size_t r = 0; r < 36 * c; r++) memcpy(edge + r * nr, u + r * o + (o - tail), tail * sizeof(float));
-    wino_job job = {p, isa, x, u, bias, edge, y, scratch, th, tw, tiles, block, blocks, cols, slots, slot_floats,
+    wino_job job = {p, isa, x, u, bias, res, edge, y, scratch, th, tw, tiles, block, blocks, cols, slots, slot_floats,
                     busy};
     pl_parallel_work(tasks, wino_task, &job, 36.0 * (double)tiles * (double)c * (double)o);
     free(busy);
