@@ -162,8 +162,9 @@ def test_max_pool2d_matches_torch(isa, shape, k, s, p, d, ceil):
                      what=f"native {isa} max_pool2d {shape} k{k} s{s} p{p} d{d} ceil={ceil}")
 
 
-@pytest.mark.parametrize("shape", [(1, 1280, 7, 7), (3, 19, 5, 3), (1, 4, 1, 1)])
+@pytest.mark.parametrize("shape", [(1, 1280, 7, 7), (3, 19, 5, 3), (1, 4, 1, 1), (1, 40, 37, 41), (1, 32, 112, 112)])
 def test_global_average_pool_matches_torch(isa, shape):
+    """(1, 40, 37, 41): two blocks of rows whose means are combined; (1, 32, 112, 112): the blocks on two threads."""
     from ptlite.backends.native.kernels import adaptive_avg_pool2d
 
     x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
@@ -249,12 +250,13 @@ def test_upsample_bilinear_matches_torch(isa, size, scale, align, monkeypatch):
 
 
 @pytest.mark.parametrize("scale_first", [True, False])
-@pytest.mark.parametrize("n,c", [(1, 40), (2, 19)])
-def test_mul_by_channel_factors_matches_torch(isa, n, c, scale_first, monkeypatch):
-    """Squeeze-and-excitation's scale * input: (N, C, 1, 1) factors times a channels-last image, either order."""
+@pytest.mark.parametrize("n,c,h,w", [(1, 40, 5, 7), (2, 19, 5, 7), (3, 24, 60, 61)])
+def test_mul_by_channel_factors_matches_torch(isa, n, c, h, w, scale_first, monkeypatch):
+    """Squeeze-and-excitation's scale * input: (N, C, 1, 1) factors times a channels-last image, either order
+    (3x24x60x61: on two threads, a task's rows reaching into the next image)."""
 
     rng = np.random.default_rng(n * c)
-    x = rng.standard_normal((n, c, 5, 7)).astype(np.float32)
+    x = rng.standard_normal((n, c, h, w)).astype(np.float32)
     x_cl = np.ascontiguousarray(x.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
     s = rng.standard_normal((n, c, 1, 1)).astype(np.float32)
     want = torch.from_numpy(s) * torch.from_numpy(x)

@@ -262,7 +262,7 @@ static PyObject *py_unary(PyObject *self, PyObject *args)
     else {
         const pl_isa *isa = pl_isa_current();
         Py_BEGIN_ALLOW_THREADS
-        if (kind == 0) isa->activate(x.buf, y.buf, floats(&y), &ep);
+        if (kind == 0) pl_activate_run(x.buf, y.buf, floats(&y), &ep);
         else isa->exp(x.buf, y.buf, floats(&y));
         Py_END_ALLOW_THREADS
     }
@@ -288,18 +288,17 @@ static PyObject *py_mean_rows(PyObject *self, PyObject *args)
         || __builtin_mul_overflow(need, (size_t)c, &need) || need > floats(&x) || (size_t)n * (size_t)c > floats(&y))
         problem = "mean: the sizes do not match the buffers";
     else if (overlaps(&x, &y)) problem = "mean: the output overlaps the input";
+    int failed = 0;
     if (problem) PyErr_SetString(PyExc_ValueError, problem);
     else {
-        const pl_isa *isa = pl_isa_current();
-        const float *xs = x.buf;
-        float *ys = y.buf;
         Py_BEGIN_ALLOW_THREADS
-        for (Py_ssize_t i = 0; i < n; i++) isa->mean_rows(xs + i * rows * c, (size_t)rows, (size_t)c, ys + i * c);
+        failed = pl_mean_run(x.buf, y.buf, (size_t)n, (size_t)rows, (size_t)c);
         Py_END_ALLOW_THREADS
+        if (failed) PyErr_NoMemory();
     }
     PyBuffer_Release(&y);
     PyBuffer_Release(&x);
-    if (problem) return NULL;
+    if (problem || failed) return NULL;
     Py_RETURN_NONE;
 }
 

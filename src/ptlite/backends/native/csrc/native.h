@@ -262,11 +262,14 @@ static inline int pl_conv_takes_residual(const pl_conv *p)
 int pl_winograd_run(const pl_conv *p, const pl_isa *isa, const float *x, const float *u, const float *bias,
                     const float *res, float *y);
 void pl_pool_run(const pl_pool *p, const float *x, float *y);
-/* Row-wise operations (rows.c): y = a op b with b's rows repeated within each of `images` images (len and b_len
- * divisible by images, len / images by b_len / images: pl_binary_check); softmax / layer norm over rows, threaded by
+/* Row-wise operations (rows.c), threaded: y = a op b with b's rows repeated within each of `images` images (len
+ * and b_len divisible by images, len / images by b_len / images: pl_binary_check); y = act(x) (x may be y); per image
+ * the mean over rows of a (rows, c) matrix (-1: no memory for the threads' partial means); softmax / layer norm over
  * rows. */
 void pl_binary_run(int op, const float *a, const float *b, size_t b_len, float *y, size_t len, size_t images,
                    const pl_epilogue *ep);
+void pl_activate_run(const float *x, float *y, size_t len, const pl_epilogue *ep);
+int pl_mean_run(const float *x, float *y, size_t n, size_t rows, size_t c);
 void pl_softmax_run(const float *x, float *y, size_t rows, size_t n);
 void pl_layer_norm_run(const float *x, const float *gamma, const float *beta, float *y, size_t rows, size_t n,
                        float eps);

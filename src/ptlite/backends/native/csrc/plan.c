@@ -202,7 +202,7 @@ int pl_plan_run(const pl_plan *plan, float *const *bufs, double *times)
                           &s->u.bin.ep);
             break;
         case PL_STEP_UNARY:
-            isa->activate(a, out, (size_t)s->out.len, &s->u.un.ep);
+            pl_activate_run(a, out, (size_t)s->out.len, &s->u.un.ep);
             break;
         case PL_STEP_ROWS:
             if (s->u.rows.norm) pl_layer_norm_run(a, b, c, out, (size_t)s->u.rows.rows, (size_t)s->u.rows.n,
@@ -240,9 +240,7 @@ int pl_plan_run(const pl_plan *plan, float *const *bufs, double *times)
             if (pl_matmul_run(&s->u.matmul, a, b, out) != 0) return -1;
             break;
         case PL_STEP_MEAN:
-            for (int64_t n = 0; n < s->u.mean.n; n++)
-                isa->mean_rows(a + n * s->u.mean.rows * s->u.mean.c, (size_t)s->u.mean.rows, (size_t)s->u.mean.c,
-                               out + n * s->u.mean.c);
+            if (pl_mean_run(a, out, (size_t)s->u.mean.n, (size_t)s->u.mean.rows, (size_t)s->u.mean.c) != 0) return -1;
             break;
         }
         if (times) {
