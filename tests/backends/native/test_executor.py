@@ -161,6 +161,54 @@ def test_residual_additions_are_done_by_the_convolution_before_them(lib, method,
     assert_close(got, want, what=f"residual additions ({method})", rtol=1e-4)
 
 
+class SqueezeExcite(nn.Module):
+    """Squeeze-and-excitation blocks as EfficientNet's: the image times per-image channel factors, then a 1x1
+    projection, with a residual added to it (the image read again after it: the plan cannot put the projection over
+    it); then one on a 2x2 image whose weight is larger than the image. (An image from another region, where the
+    plan may put the projection over it: EfficientNet-B0 scripted, tests/test_models.py.)"""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.dw = nn.Conv2d(24, 24, 3, 1, 1, groups=24)
+        self.fc1, self.fc2 = nn.Conv2d(24, 8, 1), nn.Conv2d(8, 24, 1)
+        self.project = nn.Conv2d(24, 24, 1)
+        self.expand = nn.Conv2d(24, 48, 1)
+        self.fc3, self.fc4 = nn.Conv2d(48, 8, 1), nn.Conv2d(8, 48, 1)
+        self.project2 = nn.Conv2d(48, 40, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = F.silu(self.dw(x))
+        s = torch.sigmoid(self.fc2(F.silu(self.fc1(F.adaptive_avg_pool2d(y, 1)))))
+        out = self.project(y * s) + x
+        z = F.silu(self.expand(F.max_pool2d(out + y, 6)))
+        t = torch.sigmoid(self.fc4(F.relu(self.fc3(F.adaptive_avg_pool2d(z, 1)))))
+        return self.project2(z * t)
+
+
+@pytest.mark.parametrize("method", ["export", "script"])
+def test_channel_factors_are_applied_by_the_convolution_after_them(lib, method, tmp_path):
+    """The squeeze-and-excitation multiply right before a 1x1 convolution is done on a copy of its weight (with
+    the block's residual added by the same convolution) where the image is larger than the weight; the results are
+    the node-by-node kernels' and PyTorch's, for two images with factors of their own."""
+    torch.manual_seed(0)
+    model = SqueezeExcite().eval()
+    x = torch.randn(2, 24, 12, 13)
+    path = tmp_path / f"se.{method}.ptlite"
+    ptlite.save(ptlite.optimize_for_mobile(ptlite.capture(model, (x,), method=method), backend="native"), path)
+    compiled = ptlite.load(path)._method("forward").compile()
+    if method == "export":  # (a scripted method's regions are made at its first call)
+        regions = [n.delegate.node_timer for n in compiled.nodes if isinstance(n, DelegateStep)]
+        assert [(r.fused_scales, r.fused_adds) for r in regions] == [(1, 1)], \
+            "project takes y * s and adds x; project2's 2x2 image is smaller than its weight: its multiply stays"
+    one_by_one = ptlite.load(path, backends=(_native(executor=False),))
+    with torch.inference_mode():
+        want = model(x).numpy()
+    got = compiled(x.numpy())[0]
+    np.testing.assert_allclose(got, one_by_one(x.numpy()), rtol=1e-5, atol=1e-5,
+                               err_msg="channel factors: regions vs node by node")
+    assert_close(got, want, what=f"squeeze-and-excitation ({method})", rtol=1e-4)
+
+
 def test_a_call_the_plan_is_not_for_runs_node_by_node(lib, files):
     model, x, paths = files
     module = ptlite.load(paths["script"])

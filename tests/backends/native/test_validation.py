@@ -245,6 +245,14 @@ def test_a_valid_plan_runs(lib):
           (1, (3, 0, 16), None), (1, (3, 0, 8), "not the size"), (1, (3, 8, 16), "outside its buffer"),
           (1, (0, 8, 16), "overlaps part of its output"), (1, (0, 0, 16), None),
           (0, (3, 0, 16), "weight in panels"), (1, (-1, 4, 0), "bad residual")]],
+    # the same convolution scaling its input by channel factors (images x channels: 2): valid; too long; outside its
+    # buffer; over the output (valid: read before it is written); with row-major weights; a malformed "none"
+    *[([(1, (1, 0, 8), (2, 0, 32), NONE, (0, 0, 16), [1, 2, 2, 2, 4, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 2, 2, 1, layout, 1,
+                                                      0, -1, 0, 0, *scale], RELU)], [48, 8, 32, 2], [1, 0, 0, 0],
+       message)
+      for layout, scale, message in [
+          (1, (3, 0, 2), None), (1, (3, 0, 3), "input scale is not"), (1, (3, 1, 2), "outside its buffer"),
+          (1, (0, 0, 2), None), (0, (3, 0, 2), "1x1 stride-1"), (1, (-1, 4, 0), "bad input scale")]],
 ])
 def test_a_hostile_plan_is_refused(lib, steps, lengths, writable, message):
     if message is None:

@@ -86,11 +86,61 @@ def _planned_over(node: Node, shapes: Shapes, x: tuple[int, int, int] | None) ->
     return start < x[1] + x[2] and x[1] < start + count
 
 
+def _arena_place(v: Any, where: dict[int, tuple[int, int, int]], arena_floats: int) -> tuple[int, int, int] | None:
+    """Where in the arena a value a step reads lies (buffer 0, float offset, floats), or None if it is not there: its
+    place among this region's buffers, or, for a region input, where the plan put it: a region hands its outputs
+    on as views of the arena the regions share (a region input the plan did not place, or a view, may be anywhere
+    in it: views are not planned)."""
+    place = where.get(v.id) if isinstance(v, Value) else None
+    if place is None or place[0] in (0, 1):  # the arena, this region's scratch, or not a value
+        return place if place is not None and place[0] == 0 else None
+    planned = v.node.attrs.get(OUT_ATTR) if v.node is not None else None
+    if isinstance(planned, dict) and planned.get("dtype") == "float32":
+        return 0, planned["offset"] // 4, place[2]
+    return (0, 0, arena_floats) if v.node is not None else None  # (a method input is the caller's array)
+
+
 def _with_residual(conv: Step, add: Step, out: Value) -> Step:
     """The convolution writing `out`, the addition's other operand (`extra`) added before the addition's
     activation."""
     other = add.operands[1] if add.operands[0] is conv.out else add.operands[0]
-    return Step(conv.kind, [*conv.ints[:19], add.ints[1]], conv.floats, conv.operands, out, extra=other)
+    return Step(conv.kind, [*conv.ints[:19], add.ints[1]], conv.floats, conv.operands, out, extra=other,
+                scale=conv.scale)
+
+
+def _scaled_inputs(members: list[tuple[Node, Step]], outputs: list[Value], shapes: Shapes) -> dict[int, int]:
+    """Squeeze-and-excitation multiplies a 1x1 convolution can do (pl_conv_run_scaled: it scales a copy of its
+    weight by each image's channel factors): member index of the convolution -> the multiply's, where the multiply
+    of an image by (N, C, 1, 1) factors comes right before the convolution, which alone reads its output, and the
+    image is at least twice the weight's size (the copy is made on one thread, the multiply on all: a 14x14 image
+    before 112 outputs is not taken, nor a late 7x7 block's)."""
+    uses: dict[int, int] = {}
+    for _, step in members:
+        for operand in [*step.operands, step.extra, *(o for part in step.parts for o in part.operands)]:
+            if isinstance(operand, Value):
+                uses[operand.id] = uses.get(operand.id, 0) + 1
+    leaving = {v.id for v in outputs}
+    found: dict[int, int] = {}
+    for index in range(1, len(members)):
+        mul, conv = members[index - 1][1], members[index][1]
+        if mul.kind != lib.STEP_BINARY or mul.ints[0] != lib.MUL or mul.ints[1] != lib.ACT_NONE or mul.in_place \
+                or conv.kind != lib.STEP_CONV or not conv.operands or conv.operands[0] is not mul.out \
+                or uses.get(mul.out.id) != 1 or mul.out.id in leaving or not isinstance(mul.operands[1], Value):
+            continue
+        n, c, h, w = shapes.shape[mul.out.id] if len(shapes.shape[mul.out.id]) == 4 else (0, 0, 0, 0)
+        ints = conv.ints
+        if shapes.shape.get(mul.operands[1].id) != (n, c, 1, 1) or not shapes.nhwc.get(mul.out.id) \
+                or ints[5:13] != [1, 1, 1, 1, 0, 0, 0, 0] or ints[17] != 1 or ints[18] != lib.PANELS \
+                or h * w < 2 * -(-ints[4] // 16) * 16:
+            continue
+        found[index] = index - 1
+    return found
+
+
+def _with_scale(conv: Step, mul: Step) -> Step:
+    """The convolution reading the multiply's image, its factors (`scale`) applied to its weight."""
+    return Step(conv.kind, conv.ints, conv.floats, [mul.operands[0], *conv.operands[1:]], conv.out, extra=conv.extra,
+                scale=mul.operands[1])
 
 
 def _copies_rows(ints: list[int]) -> bool:
@@ -207,19 +257,27 @@ class _Region:
             where[v.id] = (buf, 0, lengths[buf])
         self.planar = _planar_inputs(members, [v for _, v in self.data], outputs, shapes)
         residual = _residual_adds(members, [v for _, v in self.data], outputs)
+        scaled = _scaled_inputs(members, outputs, shapes)
         fused: set[int] = set()  # additions done by the convolution before them
         ints, floats = [], []
         self.planned: list[int] = []  # the member each plan step runs
         for index, (node, step) in enumerate(members):
             if not step.operands or index in fused:
                 continue  # a list of constants, or an addition a convolution did
+            if scaled.get(index + 1) == index:  # a multiply the next convolution does, unless the plan put that
+                image = _arena_place(step.operands[0], where, arenas.floats)
+                if not _planned_over(members[index + 1][0], shapes, image):
+                    continue  # convolution's output over the image it would then read
+                del scaled[index + 1]
+            if index in scaled:
+                step = _with_scale(step, members[scaled[index]][1])
             alias = None  # an in-place addition's output: the convolution's memory
             if index in residual:  # write the addition's output, unless the plan put it over the input
                 add_node, add = members[residual[index]]
                 if add.in_place:
                     fused.add(residual[index])
                     step, alias = _with_residual(step, add, step.out), add.out
-                elif not _planned_over(add_node, shapes, where.get(getattr(step.operands[0], "id", None))):
+                elif not _planned_over(add_node, shapes, _arena_place(step.operands[0], where, arenas.floats)):
                     fused.add(residual[index])
                     node, step = add_node, _with_residual(step, add, add.out)
             out = step.out
@@ -265,9 +323,9 @@ class _Region:
             params = step.ints
             if step.kind in (lib.STEP_ATTENTION, lib.STEP_RNN):  # a fourth operand, or none: (-1, 0, 0)
                 params = [*params, *ref(step.extra)]
-            if step.kind == lib.STEP_CONV:  # whether it reads the NCHW input as it is; its residual, or none
+            if step.kind == lib.STEP_CONV:  # whether it reads the NCHW input as it is; its residual and input scale
                 planar = isinstance(step.operands[0], Value) and step.operands[0].id in self.planar
-                params = [*params, int(planar), *ref(step.extra)]
+                params = [*params, int(planar), *ref(step.extra), *ref(step.scale)]
             row = [step.kind, *refs[0], *refs[1], *refs[2], *where[out.id], *params]
             ints.append(row + [0] * (lib.STEP_INTS - len(row)))
             floats.append(step.floats)
@@ -279,6 +337,7 @@ class _Region:
                 self.planned.append(index)
         self.where = where
         self.fused_adds = len(fused)  # additions a convolution's epilogue does (tests and inspection)
+        self.fused_scales = len(scaled)  # multiplies by channel factors a convolution's weight does
         self.times: np.ndarray | None = None  # per plan step, while profiling (start / stop / seconds)
         try:
             self.plan = lib.make_plan(np.array(ints, np.int64).tobytes(), np.array(floats, np.float64).tobytes(),

@@ -59,11 +59,11 @@ class Step:
     """One node as a step: its kind and parameters (ints, floats) with operands named by value (or weight). Kind 0
     runs nothing: its output is operands[0]'s memory from `offset` floats on (a contiguous view)."""
 
-    __slots__ = ("kind", "ints", "floats", "operands", "out", "in_place", "offset", "extra", "parts")
+    __slots__ = ("kind", "ints", "floats", "operands", "out", "in_place", "offset", "extra", "parts", "scale")
 
     def __init__(self, kind: int, ints: list[int], floats: Sequence[float], operands: list[Any], out: Value,
                  in_place: bool = False, offset: int = 0, extra: Value | np.ndarray | None = None,
-                 parts: Sequence[Step] = ()) -> None:
+                 parts: Sequence[Step] = (), scale: Value | None = None) -> None:
         self.kind, self.ints, self.floats = kind, ints, list(floats)
         self.operands = operands  # Value (an image or tensor), np.ndarray (a weight) or None (no bias)
         self.out = out
@@ -71,6 +71,7 @@ class Step:
         self.offset = offset      # floats into operands[0] where the step reads it (a view's start)
         self.extra = extra        # attention's mask, an LSTM's c0: its reference (or none) follows the ints
         self.parts = list(parts)  # more plan steps of the node, writing the same output (a concatenation's inputs)
+        self.scale = scale        # a convolution's per-image input-channel factors (the executor's fusion)
 
 
 class Shapes:

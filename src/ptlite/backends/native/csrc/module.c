@@ -626,6 +626,7 @@ static void decode_step(const int64_t *v, const double *f, pl_step *s)
         c.planar = q[20];
         s->u.conv = c;
         s->res = ref_at(q + 21);
+        s->scale = ref_at(q + 24);
         break;
     }
     case PL_STEP_POOL: {

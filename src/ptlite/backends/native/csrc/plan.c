@@ -47,7 +47,16 @@ static int check_step(const pl_step *s, const pl_plan *plan, int64_t i, char *er
             return fail(err, cap, i, why);
         if (s->in1.buf < 0 || overlap(&s->out, &s->in0) || overlap(&s->out, &s->in1) || overlap(&s->out, &s->in2))
             return fail(err, cap, i, "a convolution's output overlaps its inputs");
-        if (s->res.len == 0)  /* none: (-1, 0, 0), or the zeros of a row that stops before it */
+        if (s->scale.len == 0) {  /* none: (-1, 0, 0), or the zeros of a row that stops before it */
+            if (!(s->scale.buf == -1 || s->scale.buf == 0) || s->scale.off != 0)
+                return fail(err, cap, i, "a bad input scale");
+        } else {  /* read whole before the output is written: it may lie anywhere */
+            if (!ref_ok(&s->scale, plan, 0) || s->scale.len != s->u.conv.n * s->u.conv.c)
+                return fail(err, cap, i, "a convolution's input scale is not (images, channels), or outside its buffer");
+            if (!pl_conv_takes_scale(&s->u.conv))
+                return fail(err, cap, i, "only a 1x1 stride-1 convolution with its weight in panels scales its input");
+        }
+        if (s->res.len == 0)
             return (s->res.buf == -1 || s->res.buf == 0) && s->res.off == 0 ? 0 : fail(err, cap, i, "a bad residual");
         if (!ref_ok(&s->res, plan, 0) || s->res.len != s->out.len)
             return fail(err, cap, i, "a convolution's residual is not the size of its output, or outside its buffer");
@@ -187,8 +196,8 @@ int pl_plan_run(const pl_plan *plan, float *const *bufs, double *times)
         const float *c = s->in2.buf >= 0 ? bufs[s->in2.buf] + s->in2.off : NULL;
         switch (s->kind) {
         case PL_STEP_CONV:
-            if (pl_conv_run_residual(&s->u.conv, a, b, c, s->res.len > 0 ? bufs[s->res.buf] + s->res.off : NULL, out)
-                != 0)
+            if (pl_conv_run_scaled(&s->u.conv, a, b, c, s->scale.len > 0 ? bufs[s->scale.buf] + s->scale.off : NULL,
+                                   s->res.len > 0 ? bufs[s->res.buf] + s->res.off : NULL, out) != 0)
                 return -1;
             break;
         case PL_STEP_POOL:

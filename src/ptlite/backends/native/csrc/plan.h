@@ -19,6 +19,7 @@ typedef struct {
                                   broadcast: a, b; reduce: x; rnn: x, weights, h0 (c0 in u.rnn); slice: x;
                                   matmul: a, b; pad: x */
     pl_ref res;                /* conv: the residual added before the activation (length 0: none) */
+    pl_ref scale;              /* conv: per-image factors of x's channels, (n, c) (length 0: none) */
     union {
         pl_conv conv;
         pl_pool pool;
