@@ -16,7 +16,7 @@ from test_format import _rewrite_program
 from torch import nn
 
 import ptlite
-from ptlite.runtime.interpreter import DelegateStep
+from ptlite.runtime.interpreter import CompiledGraph, DelegateStep
 
 
 class Net(nn.Module):
@@ -144,21 +144,86 @@ def test_residual_additions_are_done_by_the_convolution_before_them(lib, method,
     model = Residuals().eval()
     x = torch.randn(2, 20, 21, 23)
     path = tmp_path / f"residuals.{method}.ptlite"
-    ptlite.save(ptlite.optimize_for_mobile(ptlite.capture(model, (x,), method=method), backend="native"), path)
-    compiled = ptlite.load(path)._method("forward").compile()
+    compiled = _compiled_for_native(model, x, method, path)
     if method == "export":  # (a scripted method's regions are made at its first call, for the shapes it sees)
         assert "ptlite::conv2d_winograd_v2" in ptlite.load(path).program.operator_names(), "b is Winograd's"
         regions = [n.delegate.node_timer for n in compiled.nodes if isinstance(n, DelegateStep)]
         assert [r.fused_adds for r in regions] == [4], \
             "one region (y * 0.5 by a 0-d constant in it); x + conv(x), out += identity (Winograd), y + conv(y) and " \
             "out + shortcut(z) fused"
+    _matches_node_by_node_and_torch(compiled, path, model, x, f"residual additions ({method})")
+
+
+def _compiled_for_native(model: nn.Module, x: torch.Tensor, method: str, path) -> CompiledGraph:
+    """The model captured by `method`, optimized for the native backend, saved at path, loaded: its forward."""
+    ptlite.save(ptlite.optimize_for_mobile(ptlite.capture(model, (x,), method=method), backend="native"), path)
+    return ptlite.load(path)._method("forward").compile()
+
+
+def _matches_node_by_node_and_torch(compiled: CompiledGraph, path, model: nn.Module, x: torch.Tensor,
+                                    what: str) -> None:
+    """The regions' result is the node-by-node kernels' (to rounding) and PyTorch's."""
     one_by_one = ptlite.load(path, backends=(_native(executor=False),))
     with torch.inference_mode():
         want = model(x).numpy()
     got = compiled(x.numpy())[0]
     np.testing.assert_allclose(got, one_by_one(x.numpy()), rtol=1e-5, atol=1e-5,
-                               err_msg="residual additions: regions vs node by node")
-    assert_close(got, want, what=f"residual additions ({method})", rtol=1e-4)
+                               err_msg=f"{what}: regions vs node by node")
+    assert_close(got, want, what=what, rtol=1e-4)
+
+
+class ResidualAcrossSteps(nn.Module):
+    """y + s where steps between the convolution making y and the addition make and use up values the plan may put
+    at the addition's place: the sum must not be written there before they are done (a 3x3 `c1` is Winograd's)."""
+
+    def __init__(self, k: int) -> None:
+        super().__init__()
+        self.c0, self.c1 = nn.Conv2d(16, 16, 1), nn.Conv2d(16, 16, k, 1, k // 2)
+        self.c2, self.c3 = nn.Conv2d(16, 16, 1), nn.Conv2d(16, 16, 1)
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        s = self.c0(x)
+        y = self.c1(x)
+        t = self.c2(x) * 2.0
+        u = t.mean((2, 3))
+        return self.c3(y + s), u
+
+
+@pytest.mark.parametrize("k", [1, 3])
+def test_an_addition_after_other_steps_is_not_written_early(lib, k, tmp_path):
+    torch.manual_seed(0)
+    model = ResidualAcrossSteps(k).eval()
+    x = torch.randn(1, 16, 20, 20)
+    compiled = _compiled_for_native(model, x, "export", tmp_path / "across.ptlite")
+    with torch.inference_mode():
+        want = [t.numpy() for t in model(x)]
+    got_all = compiled(x.numpy())[0]  # the method's one output, a tuple
+    assert len(got_all) == 2
+    for i, (got, expected) in enumerate(zip(got_all, want)):
+        assert_close(got, expected, what=f"residual across steps, k={k}, output {i}", rtol=1e-4)
+
+
+class GatedLinear(nn.Module):
+    """A linear layer over an image's rows right after a multiply by per-image factors: not a 1x1 convolution of
+    that image, so the multiply is not folded into it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.c, self.lin = nn.Conv2d(8, 1, 3, 1, 1), nn.Linear(64, 16)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = torch.relu(self.c(x))
+        return self.lin(y * torch.sigmoid(y.mean((2, 3), keepdim=True)))
+
+
+def test_a_gate_before_a_linear_layer_stays_a_multiply(lib, tmp_path):
+    torch.manual_seed(0)
+    model = GatedLinear().eval()
+    x = torch.randn(2, 8, 64, 64)
+    path = tmp_path / "gated.ptlite"
+    compiled = _compiled_for_native(model, x, "export", path)
+    assert all(n.delegate.node_timer.fused_scales == 0 for n in compiled.nodes if isinstance(n, DelegateStep))
+    _matches_node_by_node_and_torch(compiled, path, model, x, "a gate before a linear layer")
 
 
 class SqueezeExcite(nn.Module):
@@ -194,19 +259,12 @@ def test_channel_factors_are_applied_by_the_convolution_after_them(lib, method, 
     model = SqueezeExcite().eval()
     x = torch.randn(2, 24, 12, 13)
     path = tmp_path / f"se.{method}.ptlite"
-    ptlite.save(ptlite.optimize_for_mobile(ptlite.capture(model, (x,), method=method), backend="native"), path)
-    compiled = ptlite.load(path)._method("forward").compile()
+    compiled = _compiled_for_native(model, x, method, path)
     if method == "export":  # (a scripted method's regions are made at its first call)
         regions = [n.delegate.node_timer for n in compiled.nodes if isinstance(n, DelegateStep)]
         assert [(r.fused_scales, r.fused_adds) for r in regions] == [(1, 1)], \
             "project takes y * s and adds x; project2's 2x2 image is smaller than its weight: its multiply stays"
-    one_by_one = ptlite.load(path, backends=(_native(executor=False),))
-    with torch.inference_mode():
-        want = model(x).numpy()
-    got = compiled(x.numpy())[0]
-    np.testing.assert_allclose(got, one_by_one(x.numpy()), rtol=1e-5, atol=1e-5,
-                               err_msg="channel factors: regions vs node by node")
-    assert_close(got, want, what=f"squeeze-and-excitation ({method})", rtol=1e-4)
+    _matches_node_by_node_and_torch(compiled, path, model, x, f"squeeze-and-excitation ({method})")
 
 
 def test_a_call_the_plan_is_not_for_runs_node_by_node(lib, files):

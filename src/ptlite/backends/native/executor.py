@@ -86,13 +86,14 @@ def _planned_over(node: Node, shapes: Shapes, x: tuple[int, int, int] | None) ->
     return start < x[1] + x[2] and x[1] < start + count
 
 
-def _arena_place(v: Any, where: dict[int, tuple[int, int, int]], arena_floats: int) -> tuple[int, int, int] | None:
+def _arena_place(v: Any, where: dict[int, tuple[int, int, int]], inputs: set[int],
+                 arena_floats: int) -> tuple[int, int, int] | None:
     """Where in the arena a value a step reads lies (buffer 0, float offset, floats), or None if it is not there: its
-    place among this region's buffers, or, for a region input, where the plan put it: a region hands its outputs
-    on as views of the arena the regions share (a region input the plan did not place, or a view, may be anywhere
-    in it: views are not planned)."""
+    place among this region's buffers, or, for a region input (its buffer in `inputs`), where the plan put it: a
+    region hands its outputs on as views of the arena the regions share (a region input the plan did not place, or
+    a view, may be anywhere in it: views are not planned)."""
     place = where.get(v.id) if isinstance(v, Value) else None
-    if place is None or place[0] in (0, 1):  # the arena, this region's scratch, or not a value
+    if place is None or place[0] not in inputs:  # the arena, scratch, a new output array, or not a value
         return place if place is not None and place[0] == 0 else None
     planned = v.node.attrs.get(OUT_ATTR) if v.node is not None else None
     if isinstance(planned, dict) and planned.get("dtype") == "float32":
@@ -130,7 +131,8 @@ def _scaled_inputs(members: list[tuple[Node, Step]], outputs: list[Value], shape
         n, c, h, w = shapes.shape[mul.out.id] if len(shapes.shape[mul.out.id]) == 4 else (0, 0, 0, 0)
         ints = conv.ints
         if shapes.shape.get(mul.operands[1].id) != (n, c, 1, 1) or not shapes.nhwc.get(mul.out.id) \
-                or ints[5:13] != [1, 1, 1, 1, 0, 0, 0, 0] or ints[17] != 1 or ints[18] != lib.PANELS \
+                or ints[:4] != [n, h, w, c] or ints[5:13] != [1, 1, 1, 1, 0, 0, 0, 0] or ints[17] != 1 \
+                or ints[18] != lib.PANELS \
                 or h * w < 2 * -(-ints[4] // 16) * 16:
             continue
         found[index] = index - 1
@@ -169,7 +171,8 @@ def _residual_adds(members: list[tuple[Node, Step]], data: list[Value], outputs:
     connection, which the convolution's epilogue can add (pl_conv_run_residual: a dense convolution with its weight
     in panels or Winograd's, no activation of its own). Member index of each such convolution -> its addition's;
     the other operand must exist before the convolution runs and nothing in between may write it; an addition in
-    place must write into the convolution's output (`out += identity`)."""
+    place must write into the convolution's output (`out += identity`), another must follow the convolution with
+    no step in between (the plan may give its place to values made and read between them)."""
     uses: dict[int, int] = {}
     made: dict[int, int] = {v.id: -1 for v in data}
     for index, (_, step) in enumerate(members):
@@ -196,6 +199,8 @@ def _residual_adds(members: list[tuple[Node, Step]], data: list[Value], outputs:
             continue
         if any(s.in_place and s.operands[0] is other for _, s in members[index + 1:at]):
             continue
+        if not add.in_place and any(s.kind for _, s in members[index + 1:at]):
+            continue  # the sum is written at the addition's place, which the plan gives the steps in between
         found[index] = at
     return found
 
@@ -265,7 +270,7 @@ class _Region:
             if not step.operands or index in fused:
                 continue  # a list of constants, or an addition a convolution did
             if scaled.get(index + 1) == index:  # a multiply the next convolution does, unless the plan put that
-                image = _arena_place(step.operands[0], where, arenas.floats)
+                image = _arena_place(step.operands[0], where, set(self.input_buffers), arenas.floats)
                 if not _planned_over(members[index + 1][0], shapes, image):
                     continue  # convolution's output over the image it would then read
                 del scaled[index + 1]
@@ -277,7 +282,8 @@ class _Region:
                 if add.in_place:
                     fused.add(residual[index])
                     step, alias = _with_residual(step, add, step.out), add.out
-                elif not _planned_over(add_node, shapes, _arena_place(step.operands[0], where, arenas.floats)):
+                elif not _planned_over(add_node, shapes,
+                                       _arena_place(step.operands[0], where, set(self.input_buffers), arenas.floats)):
                     fused.add(residual[index])
                     node, step = add_node, _with_residual(step, add, add.out)
             out = step.out
@@ -327,6 +333,8 @@ class _Region:
                 planar = isinstance(step.operands[0], Value) and step.operands[0].id in self.planar
                 params = [*params, int(planar), *ref(step.extra), *ref(step.scale)]
             row = [step.kind, *refs[0], *refs[1], *refs[2], *where[out.id], *params]
+            if len(row) > lib.STEP_INTS:
+                raise RuntimeError(f"a {node.op} plan step has {len(row)} values; a row holds {lib.STEP_INTS}")
             ints.append(row + [0] * (lib.STEP_INTS - len(row)))
             floats.append(step.floats)
             self.planned.append(index)

@@ -380,23 +380,30 @@ int pl_conv_run_scaled(const pl_conv *p, const float *x, const float *w, const f
 {
     if (!scale) return pl_conv_run_residual(p, x, w, bias, res, y);
     if (!pl_conv_takes_scale(p)) return -1;  /* the plan's check refuses such a step */
-    const size_t n = (size_t)p->n, c = (size_t)p->c, per_image = ((size_t)p->o + PL_PANEL - 1) / PL_PANEL * c;
-    float *scaled = malloc(n * per_image * PL_PANEL * sizeof(float));  /* (n, panels, c, PL_PANEL) */
-    if (!scaled) return -1;
-    for (size_t i = 0; i < n; i++)  /* weight row k (x's channel k % c) times that channel's factor */
-        for (size_t r = 0; r < per_image; r++) {
-            const float f = scale[i * c + r % c], *src = w + r * PL_PANEL;
-            float *dst = scaled + (i * per_image + r) * PL_PANEL;
-            for (size_t j = 0; j < PL_PANEL; j++) dst[j] = src[j] * f;
-        }
+    const size_t n = (size_t)p->n, c = (size_t)p->c, rows = ((size_t)p->o + PL_PANEL - 1) / PL_PANEL * c;
+    size_t factors_bytes, weight_bytes;
+    if (__builtin_mul_overflow(n * c, sizeof(float), &factors_bytes)
+        || __builtin_mul_overflow(rows, PL_PANEL * sizeof(float), &weight_bytes))
+        return -1;
+    /* the factors first (they may lie in y, which the first image's output overwrites), then one image's weight
+     * copy at a time, (panels, c, PL_PANEL): row r reads x's channel r % c */
+    float *factors = malloc(factors_bytes ? factors_bytes : 1), *scaled = malloc(weight_bytes ? weight_bytes : 1);
+    if (!factors || !scaled) { free(factors); free(scaled); return -1; }
+    memcpy(factors, scale, factors_bytes);
     pl_conv one = *p;
     one.n = 1;
     const size_t in = (size_t)(p->h * p->w) * c, out = (size_t)(p->ho * p->wo * p->o);
     int failed = 0;
-    for (size_t i = 0; i < n && !failed; i++)
-        failed = dense_run(&one, pl_isa_current(), x + i * in, scaled + i * per_image * PL_PANEL, bias,
-                           res ? res + i * out : NULL, y + i * out);
+    for (size_t i = 0; i < n && !failed; i++) {
+        for (size_t r = 0; r < rows; r++) {
+            const float f = factors[i * c + r % c], *src = w + r * PL_PANEL;
+            float *dst = scaled + r * PL_PANEL;
+            for (size_t j = 0; j < PL_PANEL; j++) dst[j] = src[j] * f;
+        }
+        failed = dense_run(&one, pl_isa_current(), x + i * in, scaled, bias, res ? res + i * out : NULL, y + i * out);
+    }
     free(scaled);
+    free(factors);
     return failed;
 }
 

@@ -260,9 +260,9 @@ static inline int pl_conv_takes_residual(const pl_conv *p)
     return p->groups == 1 && (p->layout == PL_PANELS || p->layout == PL_WINOGRAD);
 }
 /* The same with x's channels multiplied by per-image factors first (scale: (n, c), NULL: none), as a
- * squeeze-and-excitation multiply before a 1x1 convolution: the factors scale a copy of the weight, each image's,
- * made before any output is written (scale may lie anywhere); a 1x1 stride-1 convolution with its weight in panels
- * only (pl_conv_takes_scale). -1: not such a convolution, or no memory. */
+ * squeeze-and-excitation multiply before a 1x1 convolution: the factors (copied first: scale may lie anywhere)
+ * scale a copy of the weight, an image's at a time; a 1x1 stride-1 convolution with its weight in panels only
+ * (pl_conv_takes_scale). -1: not such a convolution, or no memory. */
 int pl_conv_run_scaled(const pl_conv *p, const float *x, const float *w, const float *bias, const float *scale,
                        const float *res, float *y);
 static inline int pl_conv_takes_scale(const pl_conv *p)
