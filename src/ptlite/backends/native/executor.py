@@ -109,17 +109,23 @@ def _with_residual(conv: Step, add: Step, out: Value) -> Step:
                 scale=conv.scale)
 
 
+def _reads(members: list[tuple[Node, Step]]) -> dict[int, int]:
+    """Value id -> how many times the region's steps read it (operands, a fourth operand, a part's operands)."""
+    uses: dict[int, int] = {}
+    for _, step in members:
+        for operand in [*step.operands, step.extra, *(o for part in step.parts for o in part.operands)]:
+            if isinstance(operand, Value):
+                uses[operand.id] = uses.get(operand.id, 0) + 1
+    return uses
+
+
 def _scaled_inputs(members: list[tuple[Node, Step]], outputs: list[Value], shapes: Shapes) -> dict[int, int]:
     """Squeeze-and-excitation multiplies a 1x1 convolution can do (pl_conv_run_scaled: it scales a copy of its
     weight by each image's channel factors): member index of the convolution -> the multiply's, where the multiply
     of an image by (N, C, 1, 1) factors comes right before the convolution, which alone reads its output, and the
     image is at least twice the weight's size (the copy is made on one thread, the multiply on all: a 14x14 image
     before 112 outputs is not taken, nor a late 7x7 block's)."""
-    uses: dict[int, int] = {}
-    for _, step in members:
-        for operand in [*step.operands, step.extra, *(o for part in step.parts for o in part.operands)]:
-            if isinstance(operand, Value):
-                uses[operand.id] = uses.get(operand.id, 0) + 1
+    uses = _reads(members)
     leaving = {v.id for v in outputs}
     found: dict[int, int] = {}
     for index in range(1, len(members)):
@@ -133,7 +139,7 @@ def _scaled_inputs(members: list[tuple[Node, Step]], outputs: list[Value], shape
         if shapes.shape.get(mul.operands[1].id) != (n, c, 1, 1) or not shapes.nhwc.get(mul.out.id) \
                 or ints[:4] != [n, h, w, c] or ints[5:13] != [1, 1, 1, 1, 0, 0, 0, 0] or ints[17] != 1 \
                 or ints[18] != lib.PANELS \
-                or h * w < 2 * -(-ints[4] // 16) * 16:
+                or h * w < 2 * -(-ints[4] // lib.PANEL) * lib.PANEL:
             continue
         found[index] = index - 1
     return found
@@ -173,12 +179,9 @@ def _residual_adds(members: list[tuple[Node, Step]], data: list[Value], outputs:
     the other operand must exist before the convolution runs and nothing in between may write it; an addition in
     place must write into the convolution's output (`out += identity`), another must follow the convolution with
     no step in between (the plan may give its place to values made and read between them)."""
-    uses: dict[int, int] = {}
+    uses = _reads(members)
     made: dict[int, int] = {v.id: -1 for v in data}
     for index, (_, step) in enumerate(members):
-        for operand in [*step.operands, step.extra, *(o for part in step.parts for o in part.operands)]:
-            if isinstance(operand, Value):
-                uses[operand.id] = uses.get(operand.id, 0) + 1
         if step.operands:
             made.setdefault(step.out.id, index)
     leaving = {v.id for v in outputs}
@@ -264,13 +267,14 @@ class _Region:
         residual = _residual_adds(members, [v for _, v in self.data], outputs)
         scaled = _scaled_inputs(members, outputs, shapes)
         fused: set[int] = set()  # additions done by the convolution before them
+        region_inputs = set(self.input_buffers)
         ints, floats = [], []
         self.planned: list[int] = []  # the member each plan step runs
         for index, (node, step) in enumerate(members):
             if not step.operands or index in fused:
                 continue  # a list of constants, or an addition a convolution did
             if scaled.get(index + 1) == index:  # a multiply the next convolution does, unless the plan put that
-                image = _arena_place(step.operands[0], where, set(self.input_buffers), arenas.floats)
+                image = _arena_place(step.operands[0], where, region_inputs, arenas.floats)
                 if not _planned_over(members[index + 1][0], shapes, image):
                     continue  # convolution's output over the image it would then read
                 del scaled[index + 1]
@@ -282,8 +286,8 @@ class _Region:
                 if add.in_place:
                     fused.add(residual[index])
                     step, alias = _with_residual(step, add, step.out), add.out
-                elif not _planned_over(add_node, shapes,
-                                       _arena_place(step.operands[0], where, set(self.input_buffers), arenas.floats)):
+                elif not _planned_over(add_node, shapes, _arena_place(step.operands[0], where, region_inputs,
+                                                                      arenas.floats)):
                     fused.add(residual[index])
                     node, step = add_node, _with_residual(step, add, add.out)
             out = step.out
