@@ -22,7 +22,7 @@ def last_reads(nodes: list[Node]) -> dict[int, int]:
     nested blocks count at that node)."""
     last: dict[int, int] = {}
     for i, node in enumerate(nodes):
-        for v in reads(node):
+        for v in (reads(node) if node.blocks else node.inputs):
             last[v.id] = i
     return last
 

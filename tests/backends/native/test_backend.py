@@ -102,3 +102,58 @@ def test_concurrent_calls_from_python_threads_agree(lib):
         together = list(pool.map(run, xs * 4))
     for i, y in enumerate(together):
         np.testing.assert_array_equal(y, alone[i % len(xs)])
+
+
+def test_the_operator_table_names_each_kernel_and_its_module(lib):
+    """native.OPERATORS (what the backend answers for without importing its kernels) is exactly what the kernel
+    modules register, each key under the module that registers it."""
+    code = ("import importlib, json\n"
+            "from ptlite.backends import native\n"
+            "from ptlite.backends.native import kernels\n"
+            "seen, found = set(), {}\n"
+            "for module in ('kernels', 'attention', 'recurrent'):\n"
+            "    importlib.import_module('ptlite.backends.native.' + module)\n"
+            "    found.update((k, module) for k in set(kernels.KERNELS) - seen)\n"
+            "    seen = set(kernels.KERNELS)\n"
+            "print(json.dumps(found))")
+    import json
+
+    found = json.loads(_python(code))
+    assert found == native.OPERATORS, {k: (found.get(k), native.OPERATORS.get(k))
+                                       for k in set(found) | set(native.OPERATORS)
+                                       if found.get(k) != native.OPERATORS.get(k)}
+
+
+def test_a_load_run_by_regions_imports_no_per_node_kernels(lib, tmp_path):
+    """The executor's regions run every node of a convolutional network: loading and running it imports none of the
+    node-by-node kernel modules (they cost a millisecond or two of a first load), and a node outside a region
+    (here, with the executor off) still gets its kernel."""
+    import torch
+    from torch import nn
+
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(3, 8, 3, 2, 1), nn.ReLU6(), nn.Conv2d(8, 8, 3, 1, 1, groups=8), nn.Hardswish(),
+                          nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(8, 5)).eval()
+    x = torch.randn(1, 3, 16, 16)
+    path = tmp_path / "net.ptlite"
+    ptlite.save(ptlite.optimize_for_mobile(ptlite.capture(model, (x,), method="export"), backend="native"), path)
+    np.save(tmp_path / "x.npy", x.numpy())
+    expected = model(x).detach().numpy()
+    code = ("import sys, numpy as np, ptlite\n"
+            "m = ptlite.load(sys.argv[1])\n"
+            "y = m(np.load(sys.argv[2]))\n"
+            "per_node = sorted(k for k in sys.modules if k.startswith('ptlite.backends.native.')\n"
+            "                  and k.rsplit('.', 1)[1] in ('kernels', 'elementwise', 'attention', 'recurrent'))\n"
+            "print(per_node, m.backend_counts())\n"
+            "np.save(sys.argv[3], y)")
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(path), str(tmp_path / "x.npy"), str(tmp_path / "y.npy")],
+        capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("[] "), out.stdout
+    np.testing.assert_allclose(np.load(tmp_path / "y.npy"), expected, rtol=1e-4, atol=1e-5, err_msg="regions")
+    from ptlite.backends.native import NativeBackend
+
+    by_node = ptlite.load(path, backends=[NativeBackend(lib, executor=False)])
+    assert by_node.backend_counts().get("native", 0) >= 3, by_node.backend_counts()
+    np.testing.assert_allclose(by_node(x.numpy()), expected, rtol=1e-4, atol=1e-5, err_msg="node by node")

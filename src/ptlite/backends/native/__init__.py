@@ -23,9 +23,32 @@ from ptlite.backends.base import Backend, Delegate, Kernel
 from ptlite.ir.graph import Graph, Node, Program
 from ptlite.ops import OpDef
 
-__all__ = ["NativeBackend", "create", "library", "set_num_threads"]
+__all__ = ["NativeBackend", "OPERATORS", "create", "library", "set_num_threads"]
 
 FAILURE_FILE = os.path.join(os.path.dirname(__file__), "_build_failure.txt")
+
+# Every operator with a native kernel -> the module that registers it (kernels.py imports elementwise.py, whose
+# kernels are its own). A module is imported when a node first needs one of its kernels: a load whose nodes all run
+# in the executor's regions imports none of them (tests/backends/native/test_backend.py checks this table against
+# the registrations).
+OPERATORS: dict[str, str] = {
+    **dict.fromkeys((
+        "aten::_add_relu.Tensor", "aten::_add_relu_.Tensor", "aten::_reshape_alias", "aten::_unsafe_view",
+        "aten::adaptive_avg_pool2d", "aten::add.Tensor", "aten::add_.Tensor", "aten::avg_pool2d", "aten::cat",
+        "aten::constant_pad_nd", "aten::contiguous", "aten::div.Tensor", "aten::erf", "aten::expand",
+        "aten::flatten.using_ints", "aten::gelu", "aten::hardsigmoid", "aten::hardswish", "aten::hardtanh",
+        "aten::max_pool2d", "aten::mean.dim", "aten::mul.Tensor", "aten::narrow", "aten::numpy_T", "aten::pad",
+        "aten::permute", "aten::relu", "aten::relu6", "aten::reshape", "aten::select.int", "aten::sigmoid",
+        "aten::silu", "aten::slice.Tensor", "aten::squeeze", "aten::squeeze.dim", "aten::squeeze.dims",
+        "aten::sub.Tensor", "aten::sum.dim_IntList", "aten::t", "aten::tanh", "aten::transpose.int",
+        "aten::unflatten.int", "aten::unsqueeze", "aten::upsample_bilinear2d", "aten::upsample_bilinear2d.vec",
+        "aten::view", "ptlite::conv2d_packed", "ptlite::conv2d_pointwise_depthwise", "ptlite::conv2d_prepacked",
+        "ptlite::conv2d_winograd_v2", "ptlite::linear_packed", "ptlite::linear_prepacked"), "kernels"),
+    **dict.fromkeys(("aten::softmax.int", "aten::_softmax", "aten::layer_norm", "aten::scaled_dot_product_attention",
+                     "aten::matmul", "aten::mm"), "attention"),
+    **dict.fromkeys(("aten::lstm.input", "aten::gru.input", "aten::rnn_tanh.input", "aten::rnn_relu.input"),
+                    "recurrent"),
+}
 
 
 def library() -> Any:
@@ -67,10 +90,7 @@ class NativeBackend(Backend):
 
     def kernel(self, op: OpDef, node: Node | None = None) -> Kernel | None:
         if op.key not in self._kernels:
-            from .kernels import kernel_for
-
-            fn = kernel_for(op.key)
-            self._kernels[op.key] = None if fn is None else Kernel(fn, self.name, op.out)
+            self._kernels[op.key] = _Deferred(op.key, self.name, op.out) if op.key in OPERATORS else None
         return self._kernels[op.key]
 
     def delegates(self, graph: Graph, program: Program, kernels: dict[int, Kernel]) -> list[Delegate]:
@@ -86,6 +106,25 @@ class NativeBackend(Backend):
 
     def describe(self) -> str:
         return f"compiled kernels, {self.lib.isa()} ({self.lib.get_num_threads()} threads)"
+
+
+class _Deferred(Kernel):
+    """A native kernel whose module (OPERATORS) is imported when its function is first asked for."""
+
+    __slots__ = ("key", "_fn")
+
+    def __init__(self, key: str, backend: str, accepts_out: bool) -> None:
+        self.key, self._fn = key, None
+        self.backend = backend
+        self.accepts_out = accepts_out
+
+    @property
+    def fn(self) -> Any:
+        if self._fn is None:
+            from .kernels import kernel_for
+
+            self._fn = kernel_for(self.key)
+        return self._fn
 
 
 def create() -> NativeBackend:

@@ -7,13 +7,14 @@ KERNELS from the start.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from . import _native as lib
-from .kernels import F32, INF, KERNELS, _channels_last, _into, _kernel, _reference
+from .arguments import F32, INF, UNARY, pad_dims, unary_epilogue
+from .kernels import KERNELS, _channels_last, _into, _kernel, _reference
 from .views import OPS as VIEWS
 from .views import broadcast_shape, merge_dims, reduced
 
@@ -206,55 +207,8 @@ def _activation(key: str) -> Callable[..., Any]:
     return fn
 
 
-_GELU = {"none": lib.ACT_GELU, "tanh": lib.ACT_GELU_TANH}
-
-# The elementwise activations: operator -> its epilogue (the library's code, lo, hi) from the operator's arguments
-# after the input. The per-node kernels and the executor's steps both read it.
-UNARY: dict[str, Callable[..., tuple[int, float, float]]] = {
-    "aten::relu": lambda: (lib.ACT_RELU, 0.0, INF),
-    "aten::relu6": lambda: (lib.ACT_CLAMP, 0.0, 6.0),
-    "aten::hardtanh": lambda min_val=-1.0, max_val=1.0: (lib.ACT_CLAMP, float(min_val), float(max_val)),
-    "aten::hardswish": lambda: (lib.ACT_HARDSWISH, 0.0, INF),
-    "aten::silu": lambda: (lib.ACT_SILU, 0.0, INF),
-    "aten::sigmoid": lambda: (lib.ACT_SIGMOID, 0.0, INF),
-    "aten::tanh": lambda: (lib.ACT_TANH, 0.0, INF),
-    "aten::hardsigmoid": lambda: (lib.ACT_HARDSIGMOID, 0.0, INF),
-    "aten::gelu": lambda approximate="none": (_GELU[approximate], 0.0, INF),
-    "aten::erf": lambda: (lib.ACT_ERF, 0.0, INF),
-}
-
-
-def unary_epilogue(key: str, args: Sequence[Any],
-                   kwargs: dict[str, Any] | None = None) -> tuple[int, float, float] | None:
-    """An elementwise activation's (code, lo, hi) from its arguments after the input (keyword ones under the
-    schema's names); None where they are not what the library takes (the reference then says what is wrong)."""
-    kwargs = kwargs or {}
-    if any(isinstance(a, bool) or not isinstance(a, (int, float, str)) for a in (*args, *kwargs.values())):
-        return None
-    try:
-        return UNARY[key](*args, **kwargs)
-    except (TypeError, KeyError, ValueError):
-        return None
-
-
 for _key in UNARY:
     KERNELS[_key] = _activation(_key)
-
-
-def pad_dims(shape: Sequence[int], pad: Any, value: Any) -> tuple[list[int], list[int]] | None:
-    """aten::constant_pad_nd's output shape and each dimension's leading padding (negative: cropped), from its
-    `pad` ([before, after] of the last dimension, then of the one before, ...); None for what the library does not
-    take (a non-numeric value, more pairs than dimensions, an output or input with an empty dimension)."""
-    if not isinstance(pad, (list, tuple)) or len(pad) % 2 or len(pad) > 2 * len(shape) \
-            or not all(type(p) is int for p in pad) or isinstance(value, bool) or not isinstance(value, (int, float)) \
-            or not 1 <= len(shape) <= lib.COPY_MAX_DIMS or 0 in shape:
-        return None
-    out, before = list(shape), [0] * len(shape)
-    for i in range(len(pad) // 2):
-        d = len(shape) - 1 - i
-        before[d] = pad[2 * i]
-        out[d] += pad[2 * i] + pad[2 * i + 1]
-    return (out, before) if min(out) >= 1 else None
 
 
 @_kernel("aten::constant_pad_nd")

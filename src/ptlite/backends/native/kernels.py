@@ -16,13 +16,17 @@ from ptlite import ops
 from ptlite.backends.numpy import implementation
 
 from . import _native as lib
-
-F32 = np.dtype(np.float32)
-INF = float("inf")
-
-# The fused activations of ptlite's prepacked operators -> (code, lo, hi).
-_ACTIVATIONS = {"none": lib.ACT_NONE, "relu": lib.ACT_RELU, "clamp": lib.ACT_CLAMP, "hardswish": lib.ACT_HARDSWISH,
-                "silu": lib.ACT_SILU, "gelu": lib.ACT_GELU, "gelu_tanh": lib.ACT_GELU_TANH}
+from .arguments import (
+    BILINEAR,
+    F32,
+    activation_epilogue,
+    bilinear_size,
+    conv_out_size,
+    pair,
+    pool_args,
+    pool_out_size,
+    resize_table,
+)
 
 KERNELS: dict[str, Callable[..., Any]] = {}
 
@@ -39,17 +43,6 @@ def _reference(key: str) -> Callable[..., Any]:
     fn = implementation(key)
     assert fn is not None, key
     return fn
-
-
-def _epilogue(activation: Any, args: Any) -> tuple[int, float, float] | None:
-    """A fused activation and its arguments as the library takes them (code, lo, hi); None for anything the
-    reference's prepacked kernels would not take either (they then say what is wrong)."""
-    code = _ACTIVATIONS.get(activation) if isinstance(activation, str) else None
-    if code is None or not isinstance(args, (list, tuple)) or not all(isinstance(a, (int, float)) for a in args):
-        return None
-    if activation == "clamp":
-        return (code, float(args[0]), float(args[1])) if len(args) == 2 else None
-    return code, 0.0, INF
 
 
 def _nhwc(x: np.ndarray) -> np.ndarray:
@@ -75,10 +68,6 @@ def _into(out: Any, y: np.ndarray) -> np.ndarray:
         np.copyto(out, y)
         return out
     return y
-
-
-def _out_size(size: int, k: int, stride: int, before: int, after: int, dilation: int) -> int:
-    return (size + before + after - dilation * (k - 1) - 1) // stride + 1
 
 
 # ------------------------------------------------------------------------------------------------ convolution
@@ -112,8 +101,8 @@ def conv_nhwc(xh: np.ndarray, weight: np.ndarray, bias: np.ndarray | None, kerne
     if weight.dtype != F32 or (bias is not None and (bias.dtype != F32 or bias.shape != (o,))):
         return None
     top, bottom, left, right = padding
-    ho = _out_size(h, kh, stride[0], top, bottom, dilation[0])
-    wo = _out_size(w, kw, stride[1], left, right, dilation[1])
+    ho = conv_out_size(h, kh, stride[0], top, bottom, dilation[0])
+    wo = conv_out_size(w, kw, stride[1], left, right, dilation[1])
     if ho <= 0 or wo <= 0:
         return None  # the reference says what is wrong
     y = target if target is not None and target.shape == (n, ho, wo, o) else np.empty((n, ho, wo, o), F32)
@@ -126,15 +115,15 @@ def _conv(input, weight, bias, kernel_size, stride, padding, dilation, groups, a
           activation_args, out, out_channels=None, winograd=False):
     """A convolution of an (N, C, H, W) or (C, H, W) float32 image, its result channels-last (written into `out`
     when that is a channels-last array of its shape); None when the library does not take the arguments."""
-    epilogue = _epilogue(activation, activation_args)
+    epilogue = activation_epilogue(activation, activation_args)
     if input.dtype != F32 or input.ndim not in (3, 4) or epilogue is None:
         return None
     x = input[None] if input.ndim == 3 else input
     target = None
     if isinstance(out, np.ndarray) and out.ndim == input.ndim:
         o = out_channels if out_channels is not None else weight.shape[-1] if groups == 1 else x.shape[1]
-        ho = _out_size(x.shape[2], kernel_size[0], stride[0], padding[0], padding[1], dilation[0])
-        wo = _out_size(x.shape[3], kernel_size[1], stride[1], padding[2], padding[3], dilation[1])
+        ho = conv_out_size(x.shape[2], kernel_size[0], stride[0], padding[0], padding[1], dilation[0])
+        wo = conv_out_size(x.shape[3], kernel_size[1], stride[1], padding[2], padding[3], dilation[1])
         target = _nhwc_target(out[None] if input.ndim == 3 else out, (x.shape[0], o, ho, wo))
     y = conv_nhwc(_nhwc(x), weight, bias, kernel_size, stride, padding, dilation, int(groups), epilogue, target,
                   out_channels, winograd)
@@ -183,14 +172,14 @@ def conv2d_winograd_v2(input, weight, bias, padding, activation="none", activati
 def conv2d_pointwise_depthwise(input, pw_weight, pw_bias, pw_activation, pw_activation_args, dw_weight, dw_bias,
                                kernel_size, stride, padding, dilation, activation="none", activation_args=(), *,
                                out=None):
-    pw = _epilogue(pw_activation, pw_activation_args)
-    dw = _epilogue(activation, activation_args)
+    pw = activation_epilogue(pw_activation, pw_activation_args)
+    dw = activation_epilogue(activation, activation_args)
     if input.dtype == F32 and input.ndim == 4 and pw is not None and dw is not None:
         mid = conv_nhwc(_nhwc(input), pw_weight, pw_bias, (1, 1), (1, 1), (0, 0, 0, 0), (1, 1), 1, pw)
         if mid is not None:
             n, h, w, c = mid.shape
-            ho = _out_size(h, kernel_size[0], stride[0], padding[0], padding[1], dilation[0])
-            wo = _out_size(w, kernel_size[1], stride[1], padding[2], padding[3], dilation[1])
+            ho = conv_out_size(h, kernel_size[0], stride[0], padding[0], padding[1], dilation[0])
+            wo = conv_out_size(w, kernel_size[1], stride[1], padding[2], padding[3], dilation[1])
             target = None if out is None else _nhwc_target(out, (n, c, ho, wo))
             y = conv_nhwc(mid, dw_weight, dw_bias, kernel_size, stride, padding, dilation, c, dw, target)
             if y is not None:
@@ -203,7 +192,7 @@ def conv2d_pointwise_depthwise(input, pw_weight, pw_bias, pw_activation, pw_acti
 def _linear(input, weight, bias, activation, activation_args, out, out_features=None):
     """y = act(input @ W + bias) over the last dimension, by a (K, O) or panel-packed weight; None when the
     library does not take the arguments."""
-    epilogue = _epilogue(activation, activation_args)
+    epilogue = activation_epilogue(activation, activation_args)
     k = weight.shape[0] if out_features is None else weight.shape[1] if weight.ndim == 3 else -1
     if input.dtype != F32 or input.ndim < 1 or epilogue is None or input.shape[-1] != k or input.size == 0:
         return None
@@ -238,56 +227,10 @@ def linear_packed(input, weight, bias, out_features, activation="none", activati
 
 # ------------------------------------------------------------------------------------------------ pooling
 
-def _pool_out(size: int, k: int, s: int, p: int, d: int, ceil_mode: bool) -> int:
-    span = size + 2 * p - d * (k - 1) - 1
-    out = (span + (s - 1 if ceil_mode else 0)) // s + 1
-    if ceil_mode and (out - 1) * s >= size + p:  # PyTorch: the last window must start inside the input or padding
-        out -= 1
-    return out
-
-
-def _pair(v: Any, default: Sequence[int] | None = None) -> tuple[int, int] | None:
-    """An int or a list of one or two ints as a pair (an empty list: `default`); None for anything else."""
-    if isinstance(v, int):
-        return v, v
-    v = list(v) if isinstance(v, (list, tuple)) else None
-    if v is not None and not v and default is not None:
-        return tuple(default)
-    if v is None or len(v) not in (1, 2) or not all(isinstance(i, int) for i in v):
-        return None
-    return (v[0], v[-1])
-
-
 def _channels_last(x: np.ndarray) -> bool:
     """Whether a 4-D array's memory is NHWC (images the convolutions made): pooling keeps an NCHW image NCHW, so
     the reference takes those."""
     return x.transpose(0, 2, 3, 1).flags.c_contiguous
-
-
-POOLS = ("aten::max_pool2d", "aten::avg_pool2d")
-
-
-def pool_args(op: str, args: Sequence[Any]) -> tuple | None:
-    """(kernel, stride, padding, dilation, ceil_mode, the library's kind, divisor) from a 2-D pooling's arguments
-    after its input (aten::max_pool2d's or aten::avg_pool2d's), or None where the library does not take them."""
-    k = _pair(args[0]) if args else None
-    s = _pair(args[1], k) if len(args) > 1 and k else k
-    p = _pair(args[2]) if len(args) > 2 else (0, 0)
-    if op == "aten::max_pool2d":
-        d = _pair(args[3]) if len(args) > 3 else (1, 1)
-        ceil = args[4] if len(args) > 4 else False
-        kind, divisor = lib.POOL_MAX, 0.0
-    else:
-        d, ceil = (1, 1), args[3] if len(args) > 3 else False
-        include = args[4] if len(args) > 4 else True
-        override = args[5] if len(args) > 5 else None
-        if type(include) is not bool or not (override is None or type(override) is int and override > 0):
-            return None
-        kind, divisor = (lib.POOL_AVG if include else lib.POOL_AVG_EXCLUDE_PAD), float(override or 0)
-    if not (k and s and p and d) or type(ceil) is not bool or min(k + s + d) < 1 or min(p) < 0 \
-            or 2 * p[0] > k[0] or 2 * p[1] > k[1]:
-        return None
-    return k, s, p, d, ceil, kind, divisor
 
 
 def _pool(op: str, self: Any, args: Sequence[Any], out: Any) -> Any:
@@ -296,7 +239,7 @@ def _pool(op: str, self: Any, args: Sequence[Any], out: Any) -> Any:
             and _channels_last(self):
         k, s, p, d, ceil, kind, divisor = parsed
         n, c, h, w = self.shape
-        ho, wo = _pool_out(h, k[0], s[0], p[0], d[0], ceil), _pool_out(w, k[1], s[1], p[1], d[1], ceil)
+        ho, wo = pool_out_size(h, k[0], s[0], p[0], d[0], ceil), pool_out_size(w, k[1], s[1], p[1], d[1], ceil)
         if ho >= 1 and wo >= 1 and n * c * h * w > 0:
             target = None if out is None else _nhwc_target(out, (n, c, ho, wo))
             y = target if target is not None else np.empty((n, ho, wo, c), F32)
@@ -320,7 +263,7 @@ def avg_pool2d(self, kernel_size, stride=(), padding=0, ceil_mode=False, count_i
 
 @_kernel("aten::adaptive_avg_pool2d")
 def adaptive_avg_pool2d(self, output_size, *, out=None):
-    size = _pair(output_size)
+    size = pair(output_size)
     if self.dtype == F32 and self.ndim == 4 and size == (1, 1) and self.size > 0:
         n, c, h, w = self.shape
         y = out if isinstance(out, np.ndarray) and out.shape == (n, c, 1, 1) and out.dtype == F32 \
@@ -331,39 +274,6 @@ def adaptive_avg_pool2d(self, output_size, *, out=None):
 
 
 # ------------------------------------------------------------------------------------------------ resizing
-
-def resize_table(h: int, w: int, ho: int, wo: int, align_corners: bool, scales: Sequence[float | None]) -> np.ndarray:
-    """The library's bilinear table: per output row, then per output column, (i0, i1, w0, w1) as the reference
-    computes them (PyTorch's source-index arithmetic)."""
-    from ptlite.backends.numpy.upsample import linear_taps
-
-    rows = np.stack(linear_taps(h, ho, align_corners, scales[0]), axis=1)
-    cols = np.stack(linear_taps(w, wo, align_corners, scales[1]), axis=1)
-    return np.ascontiguousarray(np.concatenate([rows, cols]), F32)
-
-
-BILINEAR = ("aten::upsample_bilinear2d.vec", "aten::upsample_bilinear2d")
-
-
-def bilinear_size(op: str, shape: Sequence[int], args: Sequence[Any]) -> tuple[tuple[int, int], tuple] | None:
-    """(output H, W) and scales of a BILINEAR operator's arguments after its input (.vec: output_size,
-    align_corners, scale_factors; the other: output_size, align_corners, scales_h, scales_w), or None where they
-    are not plain values or give an empty output."""
-    from ptlite.backends.numpy.upsample import _output_size
-
-    if op == BILINEAR[0]:
-        try:
-            size = _output_size(tuple(shape[-2:]), args[0], args[2])
-        except (TypeError, ValueError, IndexError):
-            return None
-    else:
-        hw, scales = args[0], tuple(args[2:4]) + (None,) * (4 - len(args))
-        if not isinstance(hw, (list, tuple)) or len(hw) != 2 or not all(type(i) is int for i in hw) \
-                or not all(s is None or isinstance(s, float) for s in scales):
-            return None
-        size = (tuple(hw), scales)
-    return size if min(size[0]) >= 1 else None
-
 
 def _bilinear(x: Any, op: str, args: Sequence[Any]) -> np.ndarray | None:
     """A BILINEAR operator on a channels-last float32 image, or None (an NCHW image stays NCHW: the reference's)."""
@@ -392,20 +302,15 @@ def upsample_bilinear2d(self, output_size, align_corners, scales_h=None, scales_
     return y if y is not None else _reference(BILINEAR[1])(self, output_size, align_corners, scales_h, scales_w)
 
 
-# Operators whose kernels live in another module, imported when a program first asks for one (a load imports only
-# what its program runs).
-ELSEWHERE = {"aten::softmax.int": "attention", "aten::_softmax": "attention", "aten::layer_norm": "attention",
-             "aten::scaled_dot_product_attention": "attention", "aten::matmul": "attention", "aten::mm": "attention",
-             "aten::lstm.input": "recurrent", "aten::gru.input": "recurrent", "aten::rnn_tanh.input": "recurrent",
-             "aten::rnn_relu.input": "recurrent"}
-
-
 def kernel_for(key: str) -> Callable[..., Any] | None:
-    """The kernel for an operator key, importing the module that registers it where that is another."""
-    if key not in KERNELS and key in ELSEWHERE:
+    """The kernel for an operator key, importing the module that registers it where that is another
+    (ptlite.backends.native.OPERATORS)."""
+    from . import OPERATORS
+
+    if key not in KERNELS and key in OPERATORS:
         import importlib
 
-        importlib.import_module(f"{__package__}.{ELSEWHERE[key]}")
+        importlib.import_module(f"{__package__}.{OPERATORS[key]}")
     return KERNELS.get(key)
 
 

@@ -22,12 +22,24 @@ from ptlite.ir.graph import Graph, Node, Program, Value
 from ptlite.ir.memory_plan import OUT_ATTR
 
 from . import _native as lib
-from .elementwise import UNARY, pad_dims, unary_epilogue
-from .kernels import BILINEAR, POOLS, _epilogue, _out_size, _pair, _pool_out, bilinear_size, pool_args, resize_table
+from .arguments import (
+    BILINEAR,
+    F32,
+    POOLS,
+    UNARY,
+    activation_epilogue,
+    bilinear_size,
+    conv_out_size,
+    pad_dims,
+    pair,
+    pool_args,
+    pool_out_size,
+    resize_table,
+    unary_epilogue,
+)
 from .views import OPS as VIEWS
 from .views import broadcast_shape, broadcast_strides, is_contiguous, merge_dims, reduced, row_major, strided_view
 
-F32 = np.dtype(np.float32)
 NOT_CONSTANT = object()
 
 _CONVS = {ops.CONV2D_PACKED: True, ops.CONV2D_PREPACKED: False}  # op -> weight in panels
@@ -170,7 +182,7 @@ def _conv_step(node: Node, args: list, shapes: Shapes, panels: bool) -> Step | N
     x, (weight, bias) = node.inputs[0], args[1:3]
     shape = shapes.of(x)
     kernel, stride, pads, dilation = (_ints(args[i], n) for i, n in ((3, 2), (4, 2), (5, 4), (6, 2)))
-    epilogue = _epilogue(args[-2], args[-1])
+    epilogue = activation_epilogue(args[-2], args[-1])
     if shape is None or len(shape) != 4 or not isinstance(weight, np.ndarray) or weight.dtype != F32 \
             or not (bias is None or isinstance(bias, np.ndarray) and bias.dtype == F32 and bias.ndim == 1) \
             or None in (kernel, stride, pads, dilation) or epilogue is None or not shapes.layout(x, True):
@@ -185,8 +197,8 @@ def _conv_step(node: Node, args: list, shapes: Shapes, panels: bool) -> Step | N
         if type(groups) is not int or weight.ndim != 2 or groups not in (1, c):
             return None
         o = weight.shape[1] if groups == 1 else c
-    ho = _out_size(h, kernel[0], stride[0], pads[0], pads[1], dilation[0])
-    wo = _out_size(w, kernel[1], stride[1], pads[2], pads[3], dilation[1])
+    ho = conv_out_size(h, kernel[0], stride[0], pads[0], pads[1], dilation[0])
+    wo = conv_out_size(w, kernel[1], stride[1], pads[2], pads[3], dilation[1])
     shapes.set(node.outputs[0], (n, o, ho, wo), nhwc=True)
     ints = [n, h, w, c, o, *kernel, *stride, *pads, *dilation, ho, wo, groups, layout, epilogue[0]]
     return Step(lib.STEP_CONV, ints, (epilogue[1], epilogue[2], 0.0), [x, weight, bias], node.outputs[0])
@@ -197,7 +209,7 @@ def _winograd_step(node: Node, args: list, shapes: Shapes) -> Step | None:
     x, (weight, bias) = node.inputs[0], args[1:3]
     shape = shapes.of(x)
     pads = _ints(args[3], 4)
-    epilogue = _epilogue(args[4], args[5])
+    epilogue = activation_epilogue(args[4], args[5])
     if shape is None or len(shape) != 4 or not isinstance(weight, np.ndarray) or weight.dtype != F32 \
             or weight.ndim != 3 or weight.shape[:2] != (36, shape[1]) \
             or not (bias is None or isinstance(bias, np.ndarray) and bias.dtype == F32 and bias.ndim == 1) \
@@ -205,7 +217,7 @@ def _winograd_step(node: Node, args: list, shapes: Shapes) -> Step | None:
         return None
     n, c, h, w = shape
     o = weight.shape[2]
-    ho, wo = _out_size(h, 3, 1, pads[0], pads[1], 1), _out_size(w, 3, 1, pads[2], pads[3], 1)
+    ho, wo = conv_out_size(h, 3, 1, pads[0], pads[1], 1), conv_out_size(w, 3, 1, pads[2], pads[3], 1)
     shapes.set(node.outputs[0], (n, o, ho, wo), nhwc=True)
     ints = [n, h, w, c, o, 3, 3, 1, 1, *pads, 1, 1, ho, wo, 1, lib.WINOGRAD, epilogue[0]]
     return Step(lib.STEP_CONV, ints, (epilogue[1], epilogue[2], 0.0), [x, weight, bias], node.outputs[0])
@@ -214,7 +226,7 @@ def _winograd_step(node: Node, args: list, shapes: Shapes) -> Step | None:
 def _linear_step(node: Node, args: list, shapes: Shapes, panels: bool) -> Step | None:
     x, (weight, bias) = node.inputs[0], args[1:3]
     shape = shapes.of(x)
-    epilogue = _epilogue(args[-2], args[-1])
+    epilogue = activation_epilogue(args[-2], args[-1])
     if shape is None or len(shape) < 1 or not isinstance(weight, np.ndarray) or weight.dtype != F32 \
             or not (bias is None or isinstance(bias, np.ndarray) and bias.dtype == F32) or epilogue is None \
             or not shapes.layout(x, False):
@@ -358,7 +370,7 @@ def _pool_step(node: Node, args: list, shapes: Shapes) -> Step | None:
         return None
     k, s, p, d, ceil, kind, divisor = parsed
     n, c, h, w = shape
-    ho, wo = _pool_out(h, k[0], s[0], p[0], d[0], ceil), _pool_out(w, k[1], s[1], p[1], d[1], ceil)
+    ho, wo = pool_out_size(h, k[0], s[0], p[0], d[0], ceil), pool_out_size(w, k[1], s[1], p[1], d[1], ceil)
     if ho < 1 or wo < 1:
         return None
     shapes.set(node.outputs[0], (n, c, ho, wo), nhwc=True)
@@ -368,7 +380,7 @@ def _pool_step(node: Node, args: list, shapes: Shapes) -> Step | None:
 
 def _mean_step(node: Node, args: list, shapes: Shapes) -> Step | None:
     x, shape = node.inputs[0], shapes.of(node.inputs[0])
-    if shape is None or len(shape) != 4 or _pair(args[1]) != (1, 1) or not shapes.layout(x, True):
+    if shape is None or len(shape) != 4 or pair(args[1]) != (1, 1) or not shapes.layout(x, True):
         return None
     n, c, h, w = shape
     shapes.set(node.outputs[0], (n, c, 1, 1), nhwc=True)
