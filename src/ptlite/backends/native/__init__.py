@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from ptlite import ops
 from ptlite.backends import BackendUnavailable
 from ptlite.backends.base import Backend, Delegate, Kernel
 from ptlite.ir.graph import Graph, Node, Program
@@ -42,8 +43,8 @@ OPERATORS: dict[str, str] = {
         "aten::silu", "aten::slice.Tensor", "aten::squeeze", "aten::squeeze.dim", "aten::squeeze.dims",
         "aten::sub.Tensor", "aten::sum.dim_IntList", "aten::t", "aten::tanh", "aten::transpose.int",
         "aten::unflatten.int", "aten::unsqueeze", "aten::upsample_bilinear2d", "aten::upsample_bilinear2d.vec",
-        "aten::view", "ptlite::conv2d_packed", "ptlite::conv2d_pointwise_depthwise", "ptlite::conv2d_prepacked",
-        "ptlite::conv2d_winograd_v2", "ptlite::linear_packed", "ptlite::linear_prepacked"), "kernels"),
+        "aten::view", ops.CONV2D_PACKED, ops.CONV2D_POINTWISE_DEPTHWISE, ops.CONV2D_PREPACKED, ops.CONV2D_WINOGRAD_V2,
+        ops.LINEAR_PACKED, ops.LINEAR_PREPACKED), "kernels"),
     **dict.fromkeys(("aten::softmax.int", "aten::_softmax", "aten::layer_norm", "aten::scaled_dot_product_attention",
                      "aten::matmul", "aten::mm"), "attention"),
     **dict.fromkeys(("aten::lstm.input", "aten::gru.input", "aten::rnn_tanh.input", "aten::rnn_relu.input"),
