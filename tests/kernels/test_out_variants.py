@@ -51,6 +51,8 @@ CASES = [
     ("ptlite::linear_prepacked", (randn(2, 5, 16), randn(16, 8), randn(8), "clamp", [0.0, 6.0])),
     ("ptlite::conv2d_packed", (IMAGE, pack_panels(pack_conv2d_weight(randn(20, 8, 3, 3), 1)), randn(20), [3, 3],
                                [1, 1], [1, 1, 1, 1], [1, 1], 20, "relu", [])),
+    ("ptlite::conv2d_packed_gated", (IMAGE, randn(2, 8, 1, 1), pack_panels(pack_conv2d_weight(randn(20, 8, 1, 1), 1)),
+                                     randn(20), [1, 1], [1, 1], [0, 0, 0, 0], [1, 1], 20, "none", [])),
     ("ptlite::linear_packed", (randn(2, 5, 16), pack_panels(randn(16, 24)), randn(24), 24, "clamp", [0.0, 6.0])),
     ("ptlite::conv2d_pointwise_depthwise", (IMAGE, pack_conv2d_weight(randn(16, 8, 1, 1), 1), randn(16), "clamp",
                                             [0.0, 6.0], pack_conv2d_weight(randn(16, 1, 3, 3), 16), randn(16), [3, 3],

@@ -49,6 +49,30 @@ def test_conv2d_packed_fuses_activations(activation, args, torch_fn, rng):
             tol=1e-4)
 
 
+GATED = [((2, 24, 6, 7), (24, 1, 1), 0, (2, 24, 1, 1)),  # per-image factors (squeeze-and-excitation)
+         ((3, 16, 5, 5), (40, 3, 3), 1, (1, 16, 1, 1)),  # one set of factors for every image; 3x3 padded
+         ((1, 8, 4, 9), (17, 1, 1), 0, (1, 8, 1, 1))]
+
+
+@pytest.mark.parametrize("case", GATED, ids=[f"{c[0]}-{c[1]}-gate{c[3]}" for c in GATED])
+def test_conv2d_packed_gated_is_the_convolution_of_the_product(case, rng):
+    shape, (o, kh, kw), padding, gate_shape = case
+    x, gate, w, b = randn(rng, *shape), randn(rng, *gate_shape), randn(rng, o, shape[1], kh, kw), randn(rng, o)
+    expected = torch_conv(x * gate, w, b, 1, padding, 1, 1)
+    weight = pack_panels(pack_conv2d_weight(w, 1))
+    for layout, image in (("NCHW", x), ("channels-last", np.ascontiguousarray(x.transpose(0, 2, 3, 1))
+                                                        .transpose(0, 3, 1, 2))):
+        got = op("ptlite::conv2d_packed_gated")(image, gate, weight, b, [kh, kw], [1, 1], [padding] * 4, [1, 1], o)
+        compare(f"conv2d_packed_gated {case}, {layout} input", got, expected, tol=1e-4)
+
+
+def test_conv2d_packed_gated_names_a_gate_of_the_wrong_shape(rng):
+    x, weight = randn(rng, 2, 8, 5, 5), pack_panels(pack_conv2d_weight(randn(rng, 16, 8, 1, 1), 1))
+    for gate in (randn(rng, 2, 4, 1, 1), randn(rng, 3, 8, 1, 1), randn(rng, 2, 8, 5, 5), randn(rng, 8)):
+        with pytest.raises(ValueError, match=r"gate must be \(N, C, 1, 1\) factors .*\(2, 8, 5, 5\)"):
+            op("ptlite::conv2d_packed_gated")(x, gate, weight, None, [1, 1], [1, 1], [0, 0, 0, 0], [1, 1], 16)
+
+
 @pytest.mark.parametrize("shape,o", [((1, 1280), 1000), ((3, 5, 24), 17), ((2, 16), 16), ((1, 7), 33)])
 def test_linear_packed_matches_torch(shape, o, rng):
     x, w, b = randn(rng, *shape), randn(rng, o, shape[-1]), randn(rng, o)

@@ -30,6 +30,7 @@ TABLE_COMMAND = "python -m ptlite.ops --write-table"
 # in the family module named beside it.
 CONV2D_POINTWISE_DEPTHWISE = "ptlite::conv2d_pointwise_depthwise"  # ops/conv_block.py
 CONV2D_PACKED = "ptlite::conv2d_packed"  # ops/packed.py
+CONV2D_PACKED_GATED = "ptlite::conv2d_packed_gated"  # ops/packed.py
 LINEAR_PACKED = "ptlite::linear_packed"  # ops/packed.py
 CONV2D_PREPACKED = "ptlite::conv2d_prepacked"  # ops/prepacked.py
 LINEAR_PREPACKED = "ptlite::linear_prepacked"  # ops/prepacked.py

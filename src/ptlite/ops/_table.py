@@ -409,6 +409,7 @@ aten::instance_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_
 """,
     "packed": r"""
 ptlite::conv2d_packed(Tensor input, Tensor weight, Tensor? bias, int[2] kernel_size, int[2] stride, int[4] padding, int[2] dilation, int out_channels, str activation="none", float[] activation_args=[]) -> Tensor @out @dtypes(float32)
+ptlite::conv2d_packed_gated(Tensor input, Tensor gate, Tensor weight, Tensor? bias, int[2] kernel_size, int[2] stride, int[4] padding, int[2] dilation, int out_channels, str activation="none", float[] activation_args=[]) -> Tensor @out @dtypes(float32)
 ptlite::linear_packed(Tensor input, Tensor weight, Tensor? bias, int out_features, str activation="none", float[] activation_args=[]) -> Tensor  @out @dtypes(float32)
 """,
     "pool": r"""

@@ -5,6 +5,7 @@ own."""
 
 from __future__ import annotations
 
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -16,6 +17,7 @@ from test_format import _rewrite_program
 from torch import nn
 
 import ptlite
+from ptlite import ops
 from ptlite.runtime.interpreter import CompiledGraph, DelegateStep
 
 
@@ -170,6 +172,51 @@ def _matches_node_by_node_and_torch(compiled: CompiledGraph, path, model: nn.Mod
     np.testing.assert_allclose(got, one_by_one(x.numpy()), rtol=1e-5, atol=1e-5,
                                err_msg=f"{what}: regions vs node by node")
     assert_close(got, want, what=what, rtol=1e-4)
+
+
+class GatedProjection(nn.Module):
+    """EfficientNet's squeeze-and-excitation then projection, nothing reading the image after the product: the plan
+    may put the projection's output where the image was, which stops the executor folding the multiply in; folded
+    before the plan (GATE_CONVOLUTIONS), it cannot. `gate_first`: torchvision's `scale * input` order. The second
+    block's 4x4 image is smaller than its weight's columns: its multiply stays."""
+
+    def __init__(self, gate_first: bool) -> None:
+        super().__init__()
+        self.gate_first = gate_first
+        self.dw = nn.Conv2d(32, 32, 3, 1, 1, groups=32)
+        self.fc1, self.fc2 = nn.Conv2d(32, 8, 1), nn.Conv2d(8, 32, 1)
+        self.project = nn.Conv2d(32, 24, 1)
+        self.fc3, self.fc4 = nn.Conv2d(24, 8, 1), nn.Conv2d(8, 24, 1)
+        self.project2 = nn.Conv2d(24, 48, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = F.silu(self.dw(x))
+        s = torch.sigmoid(self.fc2(F.silu(self.fc1(F.adaptive_avg_pool2d(y, 1)))))
+        z = self.project(s * y if self.gate_first else y * s)
+        z = F.avg_pool2d(z, 4)
+        t = torch.sigmoid(self.fc4(F.relu(self.fc3(F.adaptive_avg_pool2d(z, 1)))))
+        return self.project2(z * t)
+
+
+@pytest.mark.parametrize("gate_first", [False, True])
+def test_a_gate_is_given_to_its_convolution_before_the_memory_plan(lib, gate_first, tmp_path):
+    torch.manual_seed(0)
+    model = GatedProjection(gate_first).eval()
+    x = torch.randn(2, 32, 16, 16)
+    path = tmp_path / "gated.ptlite"
+    compiled = _compiled_for_native(model, x, "export", path)
+    program = ptlite.load_program(path)
+    counts = Counter(n.op for n in program.methods["forward"].walk())
+    assert counts[ops.CONV2D_PACKED_GATED] == 1 and counts["aten::mul.Tensor"] == 1, counts
+    regions = [n.delegate.node_timer for n in compiled.nodes if isinstance(n, DelegateStep)]
+    assert [r.fused_scales for r in regions] == [1], "project takes s * y; project2's 4x4 image is too small"
+    _matches_node_by_node_and_torch(compiled, path, model, x, f"gated projection (gate first: {gate_first})")
+    with pytest.warns(RuntimeWarning, match="lowered for the 'native' backend"):
+        reference = ptlite.load(path, backends=("numpy",))
+    with torch.inference_mode():
+        want = model(x).numpy()
+    assert np.abs(want).max() > 0.1, "outputs large enough to compare"
+    assert_close(reference(x.numpy()), want, what="gated projection on the NumPy reference", rtol=1e-4)
 
 
 class ResidualAcrossSteps(nn.Module):

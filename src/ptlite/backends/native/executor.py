@@ -110,10 +110,11 @@ def _with_residual(conv: Step, add: Step, out: Value) -> Step:
 
 
 def _reads(members: list[tuple[Node, Step]]) -> dict[int, int]:
-    """Value id -> how many times the region's steps read it (operands, a fourth operand, a part's operands)."""
+    """Value id -> how many times the region's steps read it (operands, a fourth operand, an input scale, a part's
+    operands)."""
     uses: dict[int, int] = {}
     for _, step in members:
-        for operand in [*step.operands, step.extra, *(o for part in step.parts for o in part.operands)]:
+        for operand in [*step.operands, step.extra, step.scale, *(o for part in step.parts for o in part.operands)]:
             if isinstance(operand, Value):
                 uses[operand.id] = uses.get(operand.id, 0) + 1
     return uses
@@ -349,7 +350,8 @@ class _Region:
                 self.planned.append(index)
         self.where = where
         self.fused_adds = len(fused)  # additions a convolution's epilogue does (tests and inspection)
-        self.fused_scales = len(scaled)  # multiplies by channel factors a convolution's weight does
+        # multiplies by channel factors a convolution's weight does: found here, or made one node (GATE_CONVOLUTIONS)
+        self.fused_scales = len(scaled) + sum(step.scale is not None for _, step in members)
         self.times: np.ndarray | None = None  # per plan step, while profiling (start / stop / seconds)
         try:
             self.plan = lib.make_plan(np.array(ints, np.int64).tobytes(), np.array(floats, np.float64).tobytes(),

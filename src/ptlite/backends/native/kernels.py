@@ -14,6 +14,7 @@ import numpy as np
 
 from ptlite import ops
 from ptlite.backends.numpy import implementation
+from ptlite.backends.numpy.packed import check_gate
 
 from . import _native as lib
 from .arguments import (
@@ -155,6 +156,16 @@ def conv2d_packed(input, weight, bias, kernel_size, stride, padding, dilation, o
         return y
     return _reference(ops.CONV2D_PACKED)(input, weight, bias, kernel_size, stride, padding, dilation, out_channels,
                                          activation, activation_args, out=out)
+
+
+@_kernel(ops.CONV2D_PACKED_GATED)
+def conv2d_packed_gated(input, gate, weight, bias, kernel_size, stride, padding, dilation, out_channels,
+                        activation="none", activation_args=(), *, out=None):
+    """Node by node: the product (in the input's layout), then the convolution. The executor's step scales the
+    weight per image instead (pl_conv_run_scaled)."""
+    check_gate(input, gate)
+    return conv2d_packed(np.multiply(input, gate), weight, bias, kernel_size, stride, padding, dilation,
+                         out_channels, activation, activation_args, out=out)
 
 
 @_kernel(ops.CONV2D_WINOGRAD_V2)

@@ -132,6 +132,8 @@ def step_for(node: Node, program: Program, shapes: Shapes) -> Step | None:
     args = [constant(v, program) for v in node.inputs]
     if node.op in _CONVS:
         step = _conv_step(node, args, shapes, _CONVS[node.op])
+    elif node.op == ops.CONV2D_PACKED_GATED:
+        step = _gated_conv_step(node, args, shapes)
     elif node.op == ops.CONV2D_WINOGRAD_V2:
         step = _winograd_step(node, args, shapes)
     elif node.op in _LINEARS:
@@ -202,6 +204,21 @@ def _conv_step(node: Node, args: list, shapes: Shapes, panels: bool) -> Step | N
     shapes.set(node.outputs[0], (n, o, ho, wo), nhwc=True)
     ints = [n, h, w, c, o, *kernel, *stride, *pads, *dilation, ho, wo, groups, layout, epilogue[0]]
     return Step(lib.STEP_CONV, ints, (epilogue[1], epilogue[2], 0.0), [x, weight, bias], node.outputs[0])
+
+
+def _gated_conv_step(node: Node, args: list, shapes: Shapes) -> Step | None:
+    """ops.CONV2D_PACKED_GATED: the convolution's step with the gate as its input's per-image channel factors
+    (pl_conv_run_scaled scales a copy of the weight per image: a 1x1, stride-1, unpadded convolution by panels);
+    None for another (its kernel makes the product, then convolves)."""
+    x, gate = node.inputs[0], node.inputs[1]
+    shape = shapes.of(x)
+    if shape is None or len(shape) != 4 or shapes.of(gate) != (shape[0], shape[1], 1, 1) \
+            or args[4:7] != [[1, 1], [1, 1], [0, 0, 0, 0]] or not shapes.layout(gate, True):
+        return None
+    step = _conv_step(node, [args[0], *args[2:]], shapes, True)
+    if step is None:
+        return None
+    return Step(step.kind, step.ints, step.floats, step.operands, step.out, extra=step.extra, scale=gate)
 
 
 def _winograd_step(node: Node, args: list, shapes: Shapes) -> Step | None:

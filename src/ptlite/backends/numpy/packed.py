@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from ptlite.backends.numpy import kernel
-from ptlite.ops import CONV2D_PACKED, LINEAR_PACKED
+from ptlite.ops import CONV2D_PACKED, CONV2D_PACKED_GATED, LINEAR_PACKED
 
 from ._derived import derived
 from .prepacked import conv2d_prepacked, linear_prepacked
@@ -44,6 +44,25 @@ def conv2d_packed(input, weight, bias, kernel_size, stride, padding, dilation, o
     """2-D convolution (groups 1) by a panel-packed weight; otherwise as ptlite::conv2d_prepacked."""
     return conv2d_prepacked(input, unpack_panels(weight, out_channels), bias, kernel_size, stride, padding, dilation,
                             1, activation, activation_args, out=out)
+
+
+def check_gate(input: np.ndarray, gate: np.ndarray) -> None:
+    """ValueError unless `gate` holds a factor per image (or one for all) and input channel of `input`."""
+    if not (isinstance(gate, np.ndarray) and isinstance(input, np.ndarray) and input.ndim == 4 and gate.ndim == 4
+            and gate.shape[1:] == (input.shape[1], 1, 1) and gate.shape[0] in (1, input.shape[0])):
+        got = tuple(gate.shape) if isinstance(gate, np.ndarray) else type(gate).__name__
+        want = tuple(input.shape) if isinstance(input, np.ndarray) else type(input).__name__
+        raise ValueError(f"{CONV2D_PACKED_GATED}: the gate must be (N, C, 1, 1) factors for the (N, C, H, W) input "
+                         f"{want}, got {got}")
+
+
+@kernel(CONV2D_PACKED_GATED)
+def conv2d_packed_gated(input, gate, weight, bias, kernel_size, stride, padding, dilation, out_channels,
+                        activation="none", activation_args=(), *, out=None):
+    """conv2d_packed of `input * gate` (the product keeps the input's memory layout)."""
+    check_gate(input, gate)
+    return conv2d_packed(np.multiply(input, gate), weight, bias, kernel_size, stride, padding, dilation,
+                         out_channels, activation, activation_args, out=out)
 
 
 @kernel(LINEAR_PACKED)

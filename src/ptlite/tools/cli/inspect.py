@@ -168,10 +168,12 @@ def _flops(node, program: ptlite.Program) -> int | None:
     size = 1
     for d in shape:
         size *= d
-    weight_node = node.inputs[1].node if len(node.inputs) > 1 else None
+    at = 2 if node.op == ops.CONV2D_PACKED_GATED else 1  # where the weight is
+    weight_node = node.inputs[at].node if len(node.inputs) > at else None
     weight = program.weights.get(weight_node.attrs.get("weight")) \
         if weight_node is not None and weight_node.op == "prim::Constant" else None
-    if node.op in (ops.CONV2D_PACKED, ops.LINEAR_PACKED) and weight is not None and weight.ndim == 3:
+    if node.op in (ops.CONV2D_PACKED, ops.CONV2D_PACKED_GATED, ops.LINEAR_PACKED) and weight is not None \
+            and weight.ndim == 3:
         return 2 * size * weight.shape[1]  # (panels, K, 16): K multiply-adds per output
     if node.op in (ops.CONV2D_PREPACKED, ops.LINEAR_PREPACKED) and weight is not None:
         return 2 * size * weight.shape[-2 if weight.ndim == 3 else 0]  # dense/linear K, depthwise taps, grouped K/g

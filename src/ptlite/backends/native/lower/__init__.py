@@ -1,7 +1,8 @@
 """The native backend's lowering: convolution and linear weights prepacked (the reference's
 INSERT_FOLD_PREPACK_OPS), large 3x3 convolutions to Winograd F(4x4, 3x3) (the reference's WINOGRAD pass: the
 library has its own kernel for ptlite::conv2d_winograd_v2), activations fused, the other dense weights packed into
-the panels its GEMM micro-kernel reads (pack_panels), work on integers and booleans moved up to where its inputs
+the panels its GEMM micro-kernel reads (pack_panels), a squeeze-and-excitation gate given to the 1x1 convolution
+after it (gate_convolutions), work on integers and booleans moved up to where its inputs
 are made (hoist: so that it does not cut the executor's float32 regions), dead code dropped, and memory planned.
 Not the reference's NumPy-specific blocks (the fused pointwise-depthwise and squeeze-excite operators): the native
 kernels do that work in C.
@@ -20,6 +21,7 @@ from ptlite.passes import run_to_fixpoint
 from ptlite.passes.base import Pass
 from ptlite.passes.dead_code import DeadCode
 
+from .gate_convolutions import GateConvolutions
 from .hoist import HoistNonFloat
 from .pack_panels import PackPanels
 
@@ -28,6 +30,7 @@ PASSES: dict[str, type[Pass]] = {
     "WINOGRAD": Winograd,  # takes the runner: it runs the method on zeros to see output sizes
     "FUSE_ACTIVATIONS": FuseActivations,
     "PACK_PANELS": PackPanels,
+    "GATE_CONVOLUTIONS": GateConvolutions,
     "HOIST_NON_FLOAT": HoistNonFloat,
     "MEMORY_PLAN": PlanMemory,  # last; takes the runner
 }

@@ -17,6 +17,7 @@ from typing import Any
 from ptlite.ir.graph import Graph, Node, Program, Value
 from ptlite.ops import (
     CONV2D_PACKED,
+    CONV2D_PACKED_GATED,
     CONV2D_PREPACKED,
     CONV2D_WINOGRAD,
     CONV2D_WINOGRAD_V2,
@@ -27,7 +28,7 @@ from ptlite.passes.base import NOT_CONSTANT, ConstantPool, Pass, blocks, constan
 
 # every operator whose last two arguments are a fused activation and its arguments
 PRODUCERS = frozenset({CONV2D_PREPACKED, CONV2D_WINOGRAD, CONV2D_WINOGRAD_V2, LINEAR_PREPACKED, CONV2D_PACKED,
-                       LINEAR_PACKED})
+                       CONV2D_PACKED_GATED, LINEAR_PACKED})
 
 
 def fused_activation(node: Node) -> tuple[str, list[float]] | None:
