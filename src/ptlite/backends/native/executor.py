@@ -69,7 +69,7 @@ def delegates(backend: str, graph: Graph, program: Program, kernels: dict[int, K
         if step is None or (step.in_place and not any(n.outputs[0] is step.operands[0] for n, _ in current)):
             close()  # (an in-place write into a value from outside a region stays with its kernel)
             planned = node.attrs.get(OUT_ATTR)
-            if isinstance(planned, dict) and node.outputs:
+            if isinstance(planned, dict) and node.outputs and planned.get("dtype") == "float32":  # steps are float32
                 shapes.shape.setdefault(node.outputs[0].id, tuple(planned.get("shape", ())))
             continue
         current.append((node, step))

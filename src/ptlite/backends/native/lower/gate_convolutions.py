@@ -19,6 +19,8 @@ from ptlite.ir.graph import Graph, Node, Program, Value
 from ptlite.ops import CONV2D_PACKED, CONV2D_PACKED_GATED
 from ptlite.passes.base import ConstantPool, Pass, blocks, constant_value, rewrite_nodes, uses
 
+MIN_PIXELS_PER_COLUMN = 2  # taken where the image has this many pixels per (padded) output column, or more
+
 
 class GateConvolutions(Pass):
     name = "gate_convolutions"
@@ -65,7 +67,7 @@ def _gated_input(conv: Node, users: dict) -> tuple[Node, Value, Value] | None:
     kernel, stride, padding, out_channels = (constant_value(v) for v in (*conv.inputs[3:6], conv.inputs[7]))
     if kernel != [1, 1] or stride != [1, 1] or padding != [0, 0, 0, 0] or type(out_channels) is not int:
         return None
-    if shape[2] * shape[3] < 2 * -(-out_channels // PANEL) * PANEL:
+    if shape[2] * shape[3] < MIN_PIXELS_PER_COLUMN * -(-out_channels // PANEL) * PANEL:
         return None
     return mul, image, gate
 
