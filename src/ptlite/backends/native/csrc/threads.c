@@ -1,7 +1,10 @@
 /* The thread pool: pl_parallel(tasks, fn, ctx) runs fn(ctx, i) for every i < tasks on the calling thread and the
- * pool's workers, which claim tasks from a shared counter. One parallel run at a time: a caller that finds the
- * pool busy (another Python thread's call, with the GIL released) runs its tasks on its own thread instead of
- * waiting, so concurrent calls overlap. Workers spin briefly after a run (the next kernel usually follows within
+ * pool's workers. The tasks are cut in one contiguous share per thread (the caller first), each claimed from its
+ * own counter; a thread done with its share takes what is left of the others'. A kernel's tasks are its output in
+ * order (rows of pixels, mostly), so the same part of consecutive layers' images falls to the same thread, whose
+ * cache holds what it wrote there (a shared counter handed them out at random). One parallel run at a time: a caller
+ * that finds the pool busy (another Python thread's call, with the GIL released) runs its tasks on its own thread
+ * instead of waiting, so concurrent calls overlap. Workers spin briefly after a run (the next kernel usually follows within
  * microseconds), then sleep. A forked child starts with no workers and makes new ones on its first run.
  *
  * The caller waits for its tasks to be done, not for every worker to wake: a sleeping worker takes tens of
@@ -40,13 +43,16 @@ static struct {
     pl_task_fn fn;
     void *ctx;
     size_t tasks;
-    _Atomic size_t next;              /* the next task to claim */
+    int shares;                       /* threads the tasks are shared between (the caller and the workers) */
+    size_t share_end[PL_MAX_THREADS]; /* the end of each thread's share (the caller's is 0) */
+    _Atomic size_t next[PL_MAX_THREADS]; /* the next task of each share */
+    unsigned long born[PL_MAX_THREADS]; /* the generation when each worker was made (a run after it is new) */
     _Atomic size_t completed;         /* tasks of the current run done */
     _Atomic int open;                 /* the current run takes workers */
     _Atomic int busy;                 /* workers looking at the current run */
     _Atomic int sleeping;             /* workers asleep (or about to be) on `wake` */
 } pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER,
-          {0}, 0, 0, 0, 0, NULL, NULL, 0, 0, 0, 0, 0, 0};
+          {0}, 0, 0, 0, 0, NULL, NULL, 0, 0, {0}, {0}, {0}, 0, 0, 0, 0};
 
 static long long now_ns(void)
 {
@@ -79,16 +85,22 @@ static int spin_until(int (*done)(void))
     }
 }
 
-/* Claim and run tasks until none is left; whoever completes the last one wakes a caller that sleeps on it. */
-static void drain(int caller)
+/* Run the tasks of thread `self`'s share, then what is left of the others' (the next thread's first), until none is
+ * left; whoever completes the last task wakes a caller that sleeps on it (self 0: the caller). */
+static void drain(int self)
 {
-    size_t i, tasks = pool.tasks;
-    while ((i = atomic_fetch_add(&pool.next, 1)) < tasks) {
-        pool.fn(pool.ctx, i);
-        if (atomic_fetch_add(&pool.completed, 1) + 1 == tasks && !caller) {
-            pthread_mutex_lock(&pool.lock);
-            pthread_cond_signal(&pool.done);
-            pthread_mutex_unlock(&pool.lock);
+    const size_t tasks = pool.tasks;
+    const int shares = pool.shares;
+    for (int k = 0; k < shares; k++) {
+        const int s = (self + k) % shares;
+        size_t i;
+        while ((i = atomic_fetch_add(&pool.next[s], 1)) < pool.share_end[s]) {
+            pool.fn(pool.ctx, i);
+            if (atomic_fetch_add(&pool.completed, 1) + 1 == tasks && self != 0) {
+                pthread_mutex_lock(&pool.lock);
+                pthread_cond_signal(&pool.done);
+                pthread_mutex_unlock(&pool.lock);
+            }
         }
     }
 }
@@ -99,7 +111,8 @@ static int tasks_done(void) { return atomic_load(&pool.completed) >= pool.tasks;
 
 static void *worker(void *arg)
 {
-    unsigned long seen = (unsigned long)(uintptr_t)arg;  /* the generation when it was made: a run after is new */
+    const int self = (int)(uintptr_t)arg;  /* its share: 1 for the first worker */
+    unsigned long seen = pool.born[self - 1];
     for (;;) {
         worker_seen = seen;
         if (!spin_until(new_run)) {
@@ -113,7 +126,7 @@ static void *worker(void *arg)
         if (atomic_load(&pool.stop)) return NULL;
         seen = atomic_load(&pool.generation);
         atomic_fetch_add(&pool.busy, 1);
-        if (atomic_load(&pool.open)) drain(0);
+        if (atomic_load(&pool.open)) drain(self);
         atomic_fetch_sub(&pool.busy, 1);
     }
 }
@@ -134,8 +147,9 @@ static void start_workers(void)  /* with submit held */
 {
     int want = pool.threads - 1;
     while (pool.started < want) {
-        void *seen = (void *)(uintptr_t)atomic_load(&pool.generation);
-        if (pthread_create(&pool.workers[pool.started], NULL, worker, seen) != 0) break;  /* fewer threads, still right */
+        pool.born[pool.started] = atomic_load(&pool.generation);
+        if (pthread_create(&pool.workers[pool.started], NULL, worker, (void *)(uintptr_t)(pool.started + 1)) != 0)
+            break;  /* fewer threads, still right */
         pool.started++;
     }
 }
@@ -187,7 +201,11 @@ static void run(size_t tasks, pl_task_fn fn, void *ctx, double work)
     pool.fn = fn;
     pool.ctx = ctx;
     pool.tasks = tasks;
-    atomic_store(&pool.next, 0);
+    pool.shares = pool.started + 1;
+    for (int k = 0; k < pool.shares; k++) {
+        atomic_store(&pool.next[k], tasks * (size_t)k / (size_t)pool.shares);
+        pool.share_end[k] = tasks * (size_t)(k + 1) / (size_t)pool.shares;
+    }
     atomic_store(&pool.completed, 0);
     atomic_store(&pool.open, 1);
     atomic_fetch_add(&pool.generation, 1);
@@ -196,7 +214,7 @@ static void run(size_t tasks, pl_task_fn fn, void *ctx, double work)
         pthread_cond_broadcast(&pool.wake);
         pthread_mutex_unlock(&pool.lock);
     }
-    drain(1);
+    drain(0);
     if (!spin_until(tasks_done)) {
         pthread_mutex_lock(&pool.lock);
         while (atomic_load(&pool.completed) < tasks) pthread_cond_wait(&pool.done, &pool.lock);
