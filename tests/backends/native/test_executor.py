@@ -219,6 +219,39 @@ def test_a_gate_is_given_to_its_convolution_before_the_memory_plan(lib, gate_fir
     assert_close(reference(x.numpy()), want, what="gated projection on the NumPy reference", rtol=1e-4)
 
 
+class ScalarArithmetic(nn.Module):
+    """TorchScript writes arithmetic by a number as aten::*.Scalar (torch.export: a 0-d constant, *.Tensor); the
+    addition with alpha 2 is not a step (its kernel runs it)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.c, self.d = nn.Conv2d(3, 16, 3, 1, 1), nn.Conv2d(16, 16, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.c(x) * 0.5 + 1.0
+        z = self.d(y / 2.0 - 0.25)
+        return torch.add(z, 1.0, alpha=2)
+
+
+def test_scripted_arithmetic_by_a_number_stays_in_the_region(lib, tmp_path):
+    torch.manual_seed(0)
+    model = ScalarArithmetic().eval()
+    x = torch.randn(2, 3, 16, 16)
+    path = tmp_path / "scalar.ptlite"
+    ptlite.save(ptlite.optimize_for_mobile(ptlite.capture(model, (x,), method="script"), backend="native"), path)
+    module = ptlite.load(path)
+    with torch.inference_mode():
+        want = model(x).numpy()
+    assert_close(module(x.numpy()), want, what="scripted arithmetic by a number", rtol=1e-5)  # (specializes it)
+    placed = module.placements()
+    scalar = [p for p in placed if p.node.op.endswith(".Scalar")]
+    assert len(scalar) == 5 and all(p.backend == "native" for p in placed), [(p.node.op, p.backend) for p in placed]
+    in_region = [p for p in scalar if p.delegate]
+    assert len(in_region) == 4 and len({p.delegate for p in in_region}) == 1, [(p.node.op, p.delegate) for p in placed]
+    assert [p.node.op for p in scalar if not p.delegate] == ["aten::add.Scalar"], "alpha 2: its kernel runs it"
+    assert_close(module(x.numpy()), want, what="scripted arithmetic by a number, again", rtol=1e-5)
+
+
 class ResidualAcrossSteps(nn.Module):
     """y + s where steps between the convolution making y and the addition make and use up values the plan may put
     at the addition's place: the sum must not be written there before they are done (a 3x3 `c1` is Winograd's)."""

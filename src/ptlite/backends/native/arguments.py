@@ -16,6 +16,10 @@ from . import _native as lib
 F32 = np.dtype(np.float32)
 INF = float("inf")
 
+# Arithmetic by a number (TorchScript's `x * 0.5`): operator -> the library's operation (add and sub: alpha 1).
+SCALAR_ARITHMETIC = {"aten::add.Scalar": lib.ADD, "aten::sub.Scalar": lib.SUB, "aten::mul.Scalar": lib.MUL,
+                     "aten::div.Scalar": lib.DIV}
+
 # The fused activations of ptlite's prepacked operators -> (code, lo, hi).
 _ACTIVATIONS = {"none": lib.ACT_NONE, "relu": lib.ACT_RELU, "clamp": lib.ACT_CLAMP, "hardswish": lib.ACT_HARDSWISH,
                 "silu": lib.ACT_SILU, "gelu": lib.ACT_GELU, "gelu_tanh": lib.ACT_GELU_TANH}

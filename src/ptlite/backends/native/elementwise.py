@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from . import _native as lib
-from .arguments import F32, INF, UNARY, pad_dims, unary_epilogue
+from .arguments import F32, INF, SCALAR_ARITHMETIC, UNARY, pad_dims, unary_epilogue
 from .kernels import KERNELS, _channels_last, _into, _kernel, _reference
 from .views import OPS as VIEWS
 from .views import broadcast_shape, merge_dims, reduced
@@ -235,14 +235,14 @@ def pad(self, pad, mode="constant", value=None):
 
 def _by_reference(key: str) -> Callable[..., Any]:
     """An operator taken by this backend but run node by node by the reference's code: the view operators (they
-    compute nothing) and concatenation (NumPy's copy, as fast as a copy gets); taken so that the executor's regions
-    and the memory plan do not stop at them (in a region they are plan steps: an alias or a copy; a step per input
-    of a concatenation)."""
+    compute nothing), concatenation (NumPy's copy, as fast as a copy gets) and arithmetic by a number (one NumPy
+    pass); taken so that the executor's regions and the memory plan do not stop at them (in a region they are plan
+    steps: an alias, a copy, a step per input of a concatenation, an elementwise step)."""
     def fn(*args, **kwargs):
         return _reference(key)(*args, **kwargs)
     fn.__name__ = key.split("::")[1].replace(".", "_")
     return fn
 
 
-for _key in (*VIEWS, "aten::cat"):
+for _key in (*VIEWS, "aten::cat", *SCALAR_ARITHMETIC):
     KERNELS[_key] = _by_reference(_key)

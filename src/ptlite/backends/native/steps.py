@@ -26,6 +26,7 @@ from .arguments import (
     BILINEAR,
     F32,
     POOLS,
+    SCALAR_ARITHMETIC,
     UNARY,
     activation_epilogue,
     bilinear_size,
@@ -144,6 +145,8 @@ def step_for(node: Node, program: Program, shapes: Shapes) -> Step | None:
         step = _mul_step(node, args, shapes)
     elif node.op in _ARITHMETIC and (len(args) < 3 or args[2] == 1):
         step = _arithmetic_step(node, shapes, _ARITHMETIC[node.op], scalar=args[1])
+    elif node.op in SCALAR_ARITHMETIC and (len(args) < 3 or args[2] == 1):
+        step = _arithmetic_step(node, shapes, SCALAR_ARITHMETIC[node.op], scalar=args[1])
     elif node.op in _REDUCTIONS:
         step = _reduce_step(node, args, shapes, _REDUCTIONS[node.op])
     elif node.op in UNARY:
