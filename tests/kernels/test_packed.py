@@ -51,7 +51,8 @@ def test_conv2d_packed_fuses_activations(activation, args, torch_fn, rng):
 
 GATED = [((2, 24, 6, 7), (24, 1, 1), 0, (2, 24, 1, 1)),  # per-image factors (squeeze-and-excitation)
          ((3, 16, 5, 5), (40, 3, 3), 1, (1, 16, 1, 1)),  # one set of factors for every image; 3x3 padded
-         ((1, 8, 4, 9), (17, 1, 1), 0, (1, 8, 1, 1))]
+         ((1, 8, 4, 9), (17, 1, 1), 0, (1, 8, 1, 1)),
+         ((1, 8, 4, 5), (16, 1, 1), 0, (3, 8, 1, 1))]  # one image, three sets of factors: three results
 
 
 @pytest.mark.parametrize("case", GATED, ids=[f"{c[0]}-{c[1]}-gate{c[3]}" for c in GATED])

@@ -219,6 +219,37 @@ def test_a_gate_is_given_to_its_convolution_before_the_memory_plan(lib, gate_fir
     assert_close(reference(x.numpy()), want, what="gated projection on the NumPy reference", rtol=1e-4)
 
 
+class TwoGates(nn.Module):
+    """An image times two sets of factors, then a 1x1 convolution, the image also returned (alive after it, so the
+    plan keeps it apart): GATE_CONVOLUTIONS gives the second multiply to the convolution, and the executor must not
+    fold the first one in as well (it would replace the factors, not multiply them)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1, self.fc2 = nn.Conv2d(32, 32, 1), nn.Conv2d(32, 32, 1)
+        self.project = nn.Conv2d(32, 24, 1)
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        y = F.silu(x)
+        pooled = F.adaptive_avg_pool2d(y, 1)
+        s, t = torch.sigmoid(self.fc1(pooled)), torch.sigmoid(self.fc2(pooled))
+        return self.project(y * s * t), y
+
+
+def test_a_gated_convolution_takes_no_second_gate(lib, tmp_path):
+    torch.manual_seed(0)
+    model = TwoGates().eval()
+    x = torch.randn(2, 32, 16, 16)
+    path = tmp_path / "two_gates.ptlite"
+    compiled = _compiled_for_native(model, x, "export", path)
+    assert Counter(n.op for n in ptlite.load_program(path).methods["forward"].walk())[ops.CONV2D_PACKED_GATED] == 1
+    with torch.inference_mode():
+        want = [t.numpy() for t in model(x)]
+    got = compiled(x.numpy())[0]
+    for i, (g, w) in enumerate(zip(got, want)):
+        assert_close(g, w, what=f"two gates before a convolution, output {i}", rtol=1e-4)
+
+
 class ScalarArithmetic(nn.Module):
     """TorchScript writes arithmetic by a number as aten::*.Scalar (torch.export: a 0-d constant, *.Tensor); the
     addition with alpha 2 is not a step (its kernel runs it)."""

@@ -125,7 +125,8 @@ def _scaled_inputs(members: list[tuple[Node, Step]], outputs: list[Value], shape
     weight by each image's channel factors): member index of the convolution -> the multiply's, where the multiply
     of an image by (N, C, 1, 1) factors comes right before the convolution, which alone reads its output, and the
     image is at least twice the weight's size (the copy is made on one thread, the multiply on all: a 14x14 image
-    before 112 outputs is not taken, nor a late 7x7 block's)."""
+    before 112 outputs is not taken, nor a late 7x7 block's), and the convolution has no factors of its own yet (a
+    gated one's: folding a second multiply in would replace them)."""
     uses = _reads(members)
     leaving = {v.id for v in outputs}
     found: dict[int, int] = {}
@@ -133,6 +134,7 @@ def _scaled_inputs(members: list[tuple[Node, Step]], outputs: list[Value], shape
         mul, conv = members[index - 1][1], members[index][1]
         if mul.kind != lib.STEP_BINARY or mul.ints[0] != lib.MUL or mul.ints[1] != lib.ACT_NONE or mul.in_place \
                 or conv.kind != lib.STEP_CONV or not conv.operands or conv.operands[0] is not mul.out \
+                or conv.scale is not None \
                 or uses.get(mul.out.id) != 1 or mul.out.id in leaving or not isinstance(mul.operands[1], Value):
             continue
         n, c, h, w = shapes.shape[mul.out.id] if len(shapes.shape[mul.out.id]) == 4 else (0, 0, 0, 0)

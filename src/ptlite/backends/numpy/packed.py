@@ -47,9 +47,11 @@ def conv2d_packed(input, weight, bias, kernel_size, stride, padding, dilation, o
 
 
 def check_gate(input: np.ndarray, gate: np.ndarray) -> None:
-    """ValueError unless `gate` holds a factor per image (or one for all) and input channel of `input`."""
+    """ValueError unless `gate` holds a factor per image and input channel of `input` (a batch of 1 on either side
+    broadcasts, as the multiply does)."""
     if not (isinstance(gate, np.ndarray) and isinstance(input, np.ndarray) and input.ndim == 4 and gate.ndim == 4
-            and gate.shape[1:] == (input.shape[1], 1, 1) and gate.shape[0] in (1, input.shape[0])):
+            and gate.shape[1:] == (input.shape[1], 1, 1)
+            and (gate.shape[0] == input.shape[0] or 1 in (gate.shape[0], input.shape[0]))):
         got = tuple(gate.shape) if isinstance(gate, np.ndarray) else type(gate).__name__
         want = tuple(input.shape) if isinstance(input, np.ndarray) else type(input).__name__
         raise ValueError(f"{CONV2D_PACKED_GATED}: the gate must be (N, C, 1, 1) factors for the (N, C, H, W) input "

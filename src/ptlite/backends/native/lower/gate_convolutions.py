@@ -9,7 +9,8 @@ the image saved: EfficientNet has sixteen such blocks). Done here, before the me
 from y; the executor's own fusion of a multiply and the convolution after it (at load, for files without this pass)
 must give up wherever the plan put y over x. Taken where the shapes are known and the image has at least twice as
 many pixels as the weight has (padded) output columns: scaling the weight costs a pass over it per image, which a
-small late-stage image (7x7 before 320 outputs) does not repay.
+small late-stage image (7x7 before 320 outputs) does not repay. The multiply must be in the convolution's block,
+with nothing between them writing the image or the factors (the convolution reads them where the multiply did).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from ptlite.backends.numpy.packed import PANEL
 from ptlite.ir.graph import Graph, Node, Program, Value
 from ptlite.ops import CONV2D_PACKED, CONV2D_PACKED_GATED
 from ptlite.passes.base import ConstantPool, Pass, blocks, constant_value, rewrite_nodes, uses
+from ptlite.passes.mutation import Mutations
 
 MIN_PIXELS_PER_COLUMN = 2  # taken where the image has this many pixels per (padded) output column, or more
 
@@ -27,15 +29,23 @@ class GateConvolutions(Pass):
 
     def run(self, graph: Graph, program: Program) -> bool:
         users = uses(graph)
+        mutations: Mutations | None = None  # made when first needed
         gated: dict[int, tuple[Value, Value]] = {}  # id(convolution) -> (image, gate)
         dropped: set[int] = set()  # id(multiply) of each taken
         for block in blocks(graph):
+            position = {id(n): i for i, n in enumerate(block.nodes)}
             for node in block.nodes:
                 found = _gated_input(node, users) if node.op == CONV2D_PACKED else None
-                if found is not None:
-                    mul, image, gate = found
-                    gated[id(node)] = (image, gate)
-                    dropped.add(id(mul))
+                if found is None or id(found[0]) not in position:  # the multiply in another block: not taken
+                    continue
+                mul, image, gate = found
+                # the convolution reads image and gate where the multiply did: nothing in between may write them
+                mutations = Mutations(graph) if mutations is None else mutations
+                between = block.nodes[position[id(mul)] + 1:position[id(node)]]
+                if mutations.written_by(image, between) or mutations.written_by(gate, between):
+                    continue
+                gated[id(node)] = (image, gate)
+                dropped.add(id(mul))
         if not gated:
             return False
 
@@ -60,6 +70,8 @@ def _gated_input(conv: Node, users: dict) -> tuple[Node, Value, Value] | None:
     first = _shape(image)
     if first is not None and len(first) == 4 and first[2:] == (1, 1):  # torchvision writes `scale * input`
         image, gate = gate, image
+    if gate.node is not None and gate.node.op == "prim::Constant":
+        return None  # constant factors: the executor's steps take no constant gate (the convolution would leave them)
     shape, factors = _shape(image), _shape(gate)
     if shape is None or len(shape) != 4 or factors != (shape[0], shape[1], 1, 1) or _shape(product) != shape \
             or shape[2] * shape[3] == 1:
