@@ -174,6 +174,19 @@ def _matches_node_by_node_and_torch(compiled: CompiledGraph, path, model: nn.Mod
     assert_close(got, want, what=what, rtol=1e-4)
 
 
+class Excite(nn.Module):
+    """A squeeze-and-excitation gate: (N, C, 1, 1) factors from the image's channel means, through two 1x1
+    convolutions with SiLU (or ReLU) between them."""
+
+    def __init__(self, channels: int, hidden: int, relu: bool = False) -> None:
+        super().__init__()
+        self.down, self.up, self.relu = nn.Conv2d(channels, hidden, 1), nn.Conv2d(hidden, channels, 1), relu
+
+    def forward(self, image: torch.Tensor) -> torch.Tensor:
+        hidden = self.down(F.adaptive_avg_pool2d(image, 1))
+        return torch.sigmoid(self.up(F.relu(hidden) if self.relu else F.silu(hidden)))
+
+
 class GatedProjection(nn.Module):
     """EfficientNet's squeeze-and-excitation then projection, nothing reading the image after the product: the plan
     may put the projection's output where the image was, which stops the executor folding the multiply in; folded
@@ -184,18 +197,14 @@ class GatedProjection(nn.Module):
         super().__init__()
         self.gate_first = gate_first
         self.dw = nn.Conv2d(32, 32, 3, 1, 1, groups=32)
-        self.fc1, self.fc2 = nn.Conv2d(32, 8, 1), nn.Conv2d(8, 32, 1)
-        self.project = nn.Conv2d(32, 24, 1)
-        self.fc3, self.fc4 = nn.Conv2d(24, 8, 1), nn.Conv2d(8, 24, 1)
-        self.project2 = nn.Conv2d(24, 48, 1)
+        self.gate, self.project = Excite(32, 8), nn.Conv2d(32, 24, 1)
+        self.gate2, self.project2 = Excite(24, 8, relu=True), nn.Conv2d(24, 48, 1)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         y = F.silu(self.dw(x))
-        s = torch.sigmoid(self.fc2(F.silu(self.fc1(F.adaptive_avg_pool2d(y, 1)))))
-        z = self.project(s * y if self.gate_first else y * s)
-        z = F.avg_pool2d(z, 4)
-        t = torch.sigmoid(self.fc4(F.relu(self.fc3(F.adaptive_avg_pool2d(z, 1)))))
-        return self.project2(z * t)
+        s = self.gate(y)
+        z = F.avg_pool2d(self.project(s * y if self.gate_first else y * s), 4)
+        return self.project2(z * self.gate2(z))
 
 
 @pytest.mark.parametrize("gate_first", [False, True])
@@ -346,19 +355,15 @@ class SqueezeExcite(nn.Module):
     def __init__(self) -> None:
         super().__init__()
         self.dw = nn.Conv2d(24, 24, 3, 1, 1, groups=24)
-        self.fc1, self.fc2 = nn.Conv2d(24, 8, 1), nn.Conv2d(8, 24, 1)
-        self.project = nn.Conv2d(24, 24, 1)
+        self.gate, self.project = Excite(24, 8), nn.Conv2d(24, 24, 1)
         self.expand = nn.Conv2d(24, 48, 1)
-        self.fc3, self.fc4 = nn.Conv2d(48, 8, 1), nn.Conv2d(8, 48, 1)
-        self.project2 = nn.Conv2d(48, 40, 1)
+        self.gate2, self.project2 = Excite(48, 8, relu=True), nn.Conv2d(48, 40, 1)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         y = F.silu(self.dw(x))
-        s = torch.sigmoid(self.fc2(F.silu(self.fc1(F.adaptive_avg_pool2d(y, 1)))))
-        out = self.project(y * s) + x
+        out = self.project(y * self.gate(y)) + x
         z = F.silu(self.expand(F.max_pool2d(out + y, 6)))
-        t = torch.sigmoid(self.fc4(F.relu(self.fc3(F.adaptive_avg_pool2d(z, 1)))))
-        return self.project2(z * t)
+        return self.project2(z * self.gate2(z))
 
 
 @pytest.mark.parametrize("method", ["export", "script"])

@@ -142,7 +142,7 @@ def _scaled_inputs(members: list[tuple[Node, Step]], outputs: list[Value], shape
         if shapes.shape.get(mul.operands[1].id) != (n, c, 1, 1) or not shapes.nhwc.get(mul.out.id) \
                 or ints[:4] != [n, h, w, c] or ints[5:13] != [1, 1, 1, 1, 0, 0, 0, 0] or ints[17] != 1 \
                 or ints[18] != lib.PANELS \
-                or h * w < 2 * -(-ints[4] // lib.PANEL) * lib.PANEL:
+                or h * w < 2 * -(-ints[4] // lib.PANEL) * lib.PANEL:  # (GATE_CONVOLUTIONS' rule)
             continue
         found[index] = index - 1
     return found

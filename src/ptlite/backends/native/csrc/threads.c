@@ -4,8 +4,8 @@
  * order (rows of pixels, mostly), so the same part of consecutive layers' images falls to the same thread, whose
  * cache holds what it wrote there (a shared counter handed them out at random). One parallel run at a time: a caller
  * that finds the pool busy (another Python thread's call, with the GIL released) runs its tasks on its own thread
- * instead of waiting, so concurrent calls overlap. Workers spin briefly after a run (the next kernel usually follows within
- * microseconds), then sleep. A forked child starts with no workers and makes new ones on its first run.
+ * instead of waiting, so concurrent calls overlap. Workers spin briefly after a run (the next kernel usually follows
+ * within microseconds), then sleep. A forked child starts with no workers and makes new ones on its first run.
  *
  * The caller waits for its tasks to be done, not for every worker to wake: a sleeping worker takes tens of
  * microseconds to wake, and by then the caller may have run every task itself. A run is open from its start until

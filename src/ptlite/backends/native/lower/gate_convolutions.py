@@ -21,7 +21,9 @@ from ptlite.ops import CONV2D_PACKED, CONV2D_PACKED_GATED
 from ptlite.passes.base import ConstantPool, Pass, blocks, constant_value, rewrite_nodes, uses
 from ptlite.passes.mutation import Mutations
 
-MIN_PIXELS_PER_COLUMN = 2  # taken where the image has this many pixels per (padded) output column, or more
+# taken where the image has this many pixels per (padded) output column, or more (the executor's own folding,
+# executor._scaled_inputs, for files converted without this pass, applies the same rule)
+MIN_PIXELS_PER_COLUMN = 2
 
 
 class GateConvolutions(Pass):
