@@ -253,7 +253,7 @@ def test_first_call_specializes_shapes_winograd_included(tmp_path):
     x = torch.randn(1, 3, 24, 24)
     with torch.inference_mode():
         expected = model(x).numpy()
-    module = ptlite.load(path, backends=("numpy",))  # the NumPy backend's lowering (the native one has no Winograd)
+    module = ptlite.load(path, backends=("numpy",))  # the NumPy backend's lowering
     assert not {"ptlite::conv2d_winograd", "ptlite::conv2d_winograd_v2"} & set(module.program.operator_names())
     for call in range(2):
         assert_close(module(x.numpy()), expected, what=f"cnn.ptl call {call + 1}", rtol=2e-5)

@@ -1,7 +1,8 @@
-"""Winograd F(4x4, 3x3) convolution against PyTorch (float64 reference): sizes that are and are not multiples of
-the tile, padding, batches, fused activations, channels-last inputs; and its rounding error stays small. Both
-operators: ptlite::conv2d_winograd_v2 (points 0, 1, -1, 2, -1/2, what the WINOGRAD pass writes) and
-ptlite::conv2d_winograd (Lavin & Gray's points, in files written before)."""
+"""Winograd F(4x4, 3x3) and F(2x2, 3x3) convolution against PyTorch (float64 reference): sizes that are and are not
+multiples of the tile, padding, batches, fused activations, channels-last inputs; and its rounding error stays
+small. Every operator: ptlite::conv2d_winograd_v2 (points 0, 1, -1, 2, -1/2, what the WINOGRAD pass writes for large
+images), ptlite::conv2d_winograd (Lavin & Gray's points, in files written before) and ptlite::conv2d_winograd_2x2
+(F(2x2, 3x3), the native lowering's for smaller images)."""
 
 from __future__ import annotations
 
@@ -10,13 +11,14 @@ import pytest
 from oracle import compare, op, randn, torch
 
 from ptlite.backends.numpy._layout import is_channels_last
-from ptlite.backends.numpy.winograd import AT, BT, LAVIN_G, G, pack_winograd_weight
+from ptlite.backends.numpy.winograd import AT, AT_2X2, BT, BT_2X2, G_2X2, LAVIN_G, G, pack_winograd_weight
 
 F = torch.nn.functional
 
 # operator -> how its weight is packed
 VARIANTS = {"ptlite::conv2d_winograd_v2": lambda w: pack_winograd_weight(w),
-            "ptlite::conv2d_winograd": lambda w: pack_winograd_weight(w, LAVIN_G)}
+            "ptlite::conv2d_winograd": lambda w: pack_winograd_weight(w, LAVIN_G),
+            "ptlite::conv2d_winograd_2x2": lambda w: pack_winograd_weight(w, G_2X2)}
 
 
 def reference(x, w, b, padding):
@@ -57,22 +59,29 @@ def test_winograd_fused_activation_and_rounding_error(rng):
         assert errors[name] < 2e-5, f"{name} rounding error {errors[name]:.2e} relative to the largest output"
     # the reason for v2's points: a lower rounding error than Lavin & Gray's (1.5-3.5x in benchmarks/bench_winograd.py)
     assert errors["ptlite::conv2d_winograd_v2"] < 0.8 * errors["ptlite::conv2d_winograd"], errors
+    # F(2x2, 3x3)'s transforms scale little: its error is below F(4x4)'s
+    assert errors["ptlite::conv2d_winograd_2x2"] < errors["ptlite::conv2d_winograd_v2"], errors
 
 
-def test_winograd_v2_matrices_are_exact():
-    # Bt, G and At compute a 4-wide correlation of a 6-wide input with a 3-tap filter exactly: every (input, filter)
-    # basis pair in float64 gives the correlation to rounding
-    for i in range(6):
+@pytest.mark.parametrize("bt,g,at", [(BT, G, AT), (BT_2X2, G_2X2, AT_2X2)], ids=["4x4", "2x2"])
+def test_winograd_matrices_are_exact(bt, g, at):
+    # Bt, G and At compute an m-wide correlation of an (m + 2)-wide input with a 3-tap filter exactly: every (input,
+    # filter) basis pair in float64 gives the correlation to rounding
+    size, tile = len(bt), len(at)
+    for i in range(size):
         for k in range(3):
-            d, g = np.eye(6)[i], np.eye(3)[k]
-            y = AT.astype(np.float64) @ ((G @ g) * (BT.astype(np.float64) @ d))
-            want = [g[j] if 0 <= (j := i - t) < 3 else 0.0 for t in range(4)]
+            d, f = np.eye(size)[i], np.eye(3)[k]
+            y = at.astype(np.float64) @ ((g @ f) * (bt.astype(np.float64) @ d))
+            want = [f[j] if 0 <= (j := i - t) < 3 else 0.0 for t in range(tile)]
             assert np.abs(y - want).max() < 1e-12, (i, k, y, want)
 
 
 def test_winograd_rejects_mismatched_weight(rng):
     with pytest.raises(ValueError, match="does not match the packed weight"):
         op("ptlite::conv2d_winograd_v2")(randn(rng, 1, 4, 8, 8), np.zeros((36, 5, 4), np.float32), None, [1, 1, 1, 1])
+    with pytest.raises(ValueError, match="expected \\(16, 4, O\\)"):  # an F(4x4) weight given to F(2x2)
+        op("ptlite::conv2d_winograd_2x2")(randn(rng, 1, 4, 8, 8), np.zeros((36, 4, 4), np.float32), None,
+                                          [1, 1, 1, 1])
     with pytest.raises(ValueError, match="needs a 3x3 kernel"):
         pack_winograd_weight(np.zeros((4, 4, 5, 5), np.float32))
 

@@ -14,7 +14,7 @@ from ptlite import ops
 from ptlite.backends.numpy._layout import is_channels_last
 from ptlite.backends.numpy.lower.prepack import pack_conv2d_weight
 from ptlite.backends.numpy.packed import pack_panels
-from ptlite.backends.numpy.winograd import LAVIN_G, pack_winograd_weight
+from ptlite.backends.numpy.winograd import G_2X2, LAVIN_G, pack_winograd_weight
 
 RNG = np.random.default_rng(0)
 
@@ -46,6 +46,8 @@ CASES = [
     ("ptlite::conv2d_prepacked", conv_args(randn(8, 9, 9), 6, 3, 1, 1, 1)),       # unbatched
     ("ptlite::conv2d_winograd_v2", (IMAGE, pack_winograd_weight(randn(12, 8, 3, 3)), randn(12), [1, 1, 1, 1],
                                     "relu", [])),
+    ("ptlite::conv2d_winograd_2x2", (IMAGE, pack_winograd_weight(randn(12, 8, 3, 3), G_2X2), randn(12), [1, 1, 1, 1],
+                                     "relu", [])),
     ("ptlite::conv2d_winograd", (IMAGE, pack_winograd_weight(randn(12, 8, 3, 3), LAVIN_G), randn(12), [1, 1, 1, 1],
                                  "relu", [])),
     ("ptlite::linear_prepacked", (randn(2, 5, 16), randn(16, 8), randn(8), "clamp", [0.0, 6.0])),

@@ -41,6 +41,7 @@ MODULE_STATE = "ptlite::module_state"  # ops/state.py
 SET_ATTR = "ptlite::set_attr"  # ops/state.py
 CONV2D_WINOGRAD = "ptlite::conv2d_winograd"  # ops/winograd.py
 CONV2D_WINOGRAD_V2 = "ptlite::conv2d_winograd_v2"  # ops/winograd.py
+CONV2D_WINOGRAD_2X2 = "ptlite::conv2d_winograd_2x2"  # ops/winograd.py
 
 # Computes an operator's results from its arguments: evaluate("aten::add.Tensor", [a, b, 1]). Compile-time
 # evaluation (constant folding, the .ptl translator) is handed one: the reference backend's kernels.

@@ -858,6 +858,7 @@ aten::upsample_nearest2d(Tensor self, SymInt[2] output_size, float? scales_h=Non
 """,
     "winograd": r"""
 ptlite::conv2d_winograd_v2(Tensor input, Tensor weight, Tensor? bias, int[4] padding, str activation="none", float[] activation_args=[]) -> Tensor  @out @dtypes(float32,float64)
+ptlite::conv2d_winograd_2x2(Tensor input, Tensor weight, Tensor? bias, int[4] padding, str activation="none", float[] activation_args=[]) -> Tensor  @out @dtypes(float32,float64)
 ptlite::conv2d_winograd(Tensor input, Tensor weight, Tensor? bias, int[4] padding, str activation="none", float[] activation_args=[]) -> Tensor  @out @dtypes(float32,float64)
 """,
 }

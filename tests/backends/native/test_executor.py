@@ -138,22 +138,28 @@ class Residuals(nn.Module):
 
 
 @pytest.mark.parametrize("method", ["export", "script"])
-def test_residual_additions_are_done_by_the_convolution_before_them(lib, method, tmp_path):
+@pytest.mark.parametrize("size,winograd", [((21, 23), "ptlite::conv2d_winograd_v2"),
+                                           ((13, 11), "ptlite::conv2d_winograd_2x2")], ids=["4x4", "2x2"])
+def test_residual_additions_are_done_by_the_convolution_before_them(lib, method, size, winograd, tmp_path):
     """A convolution whose output only an addition reads adds the other operand in its epilogue (then the
     addition's relu), where that operand exists before it runs and the memory plan allows; the results are the
-    node-by-node kernels' and PyTorch's."""
+    node-by-node kernels' and PyTorch's. The image's size makes `b` Winograd F(4x4, 3x3) or F(2x2, 3x3)."""
     torch.manual_seed(0)
     model = Residuals().eval()
-    x = torch.randn(2, 20, 21, 23)
+    x = torch.randn(2, 20, *size)
     path = tmp_path / f"residuals.{method}.ptlite"
     compiled = _compiled_for_native(model, x, method, path)
     if method == "export":  # (a scripted method's regions are made at its first call, for the shapes it sees)
-        assert "ptlite::conv2d_winograd_v2" in ptlite.load(path).program.operator_names(), "b is Winograd's"
+        assert winograd in ptlite.load(path).program.operator_names(), f"b is {winograd}"
         regions = [n.delegate.node_timer for n in compiled.nodes if isinstance(n, DelegateStep)]
         assert [r.fused_adds for r in regions] == [4], \
             "one region (y * 0.5 by a 0-d constant in it); x + conv(x), out += identity (Winograd), y + conv(y) and " \
             "out + shortcut(z) fused"
-    _matches_node_by_node_and_torch(compiled, path, model, x, f"residual additions ({method})")
+    else:  # TorchScript has no shapes at conversion: the first call chooses Winograd
+        module = ptlite.load(path)
+        module(x.numpy())
+        assert winograd in module._method("forward").program.operator_names(), f"b is {winograd} after a call"
+    _matches_node_by_node_and_torch(compiled, path, model, x, f"residual additions ({method}, {winograd})")
 
 
 def _compiled_for_native(model: nn.Module, x: torch.Tensor, method: str, path) -> CompiledGraph:

@@ -44,7 +44,7 @@ OPERATORS: dict[str, str] = {
         "aten::sub.Scalar", "aten::sub.Tensor", "aten::sum.dim_IntList", "aten::t", "aten::tanh", "aten::transpose.int",
         "aten::unflatten.int", "aten::unsqueeze", "aten::upsample_bilinear2d", "aten::upsample_bilinear2d.vec",
         "aten::view", ops.CONV2D_PACKED, ops.CONV2D_PACKED_GATED, ops.CONV2D_POINTWISE_DEPTHWISE, ops.CONV2D_PREPACKED,
-        ops.CONV2D_WINOGRAD_V2, ops.LINEAR_PACKED, ops.LINEAR_PREPACKED), "kernels"),
+        ops.CONV2D_WINOGRAD_2X2, ops.CONV2D_WINOGRAD_V2, ops.LINEAR_PACKED, ops.LINEAR_PREPACKED), "kernels"),
     **dict.fromkeys(("aten::softmax.int", "aten::_softmax", "aten::layer_norm", "aten::scaled_dot_product_attention",
                      "aten::matmul", "aten::mm"), "attention"),
     **dict.fromkeys(("aten::lstm.input", "aten::gru.input", "aten::rnn_tanh.input", "aten::rnn_relu.input"),

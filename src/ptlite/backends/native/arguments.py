@@ -20,6 +20,9 @@ INF = float("inf")
 SCALAR_ARITHMETIC = {"aten::add.Scalar": lib.ADD, "aten::sub.Scalar": lib.SUB, "aten::mul.Scalar": lib.MUL,
                      "aten::div.Scalar": lib.DIV}
 
+# Winograd's transformed weights (positions, C, O): the positions -> the library's layout (F(4x4, 3x3), F(2x2, 3x3)).
+WINOGRAD_LAYOUTS = {36: lib.WINOGRAD, 16: lib.WINOGRAD_2X2}
+
 # The fused activations of ptlite's prepacked operators -> (code, lo, hi).
 _ACTIVATIONS = {"none": lib.ACT_NONE, "relu": lib.ACT_RELU, "clamp": lib.ACT_CLAMP, "hardswish": lib.ACT_HARDSWISH,
                 "silu": lib.ACT_SILU, "gelu": lib.ACT_GELU, "gelu_tanh": lib.ACT_GELU_TANH}

@@ -30,6 +30,7 @@ from ptlite.ir.liveness import last_reads, region_values
 from ptlite.ir.memory_plan import OUT_ATTR, method_plan
 
 from . import _native as lib
+from .arguments import WINOGRAD_LAYOUTS
 from .steps import F32, NOT_CONSTANT, Shapes, Step, constant, step_for, tensor_list
 
 MIN_NODES = 2  # a region of one node gains nothing over its kernel
@@ -157,8 +158,8 @@ def _with_scale(conv: Step, mul: Step) -> Step:
 def _copies_rows(ints: list[int]) -> bool:
     """Whether a convolution step's library kernel copies its rows whole (native.h: pl_conv_copies_rows)."""
     c, kh, kw, groups, layout = ints[3], ints[5], ints[6], ints[17], ints[18]
-    return groups == 1 and layout != lib.WINOGRAD and 1 <= c < lib.COPY_ROWS_BELOW_CHANNELS and kh * kw > 1 \
-        and kh * kw * c <= lib.COPY_ROWS_MAX_K
+    return groups == 1 and layout not in WINOGRAD_LAYOUTS.values() and 1 <= c < lib.COPY_ROWS_BELOW_CHANNELS \
+        and kh * kw > 1 and kh * kw * c <= lib.COPY_ROWS_MAX_K
 
 
 def _planar_inputs(members: list[tuple[Node, Step]], data: list[Value], outputs: list[Value],
@@ -193,8 +194,9 @@ def _residual_adds(members: list[tuple[Node, Step]], data: list[Value], outputs:
             and step.ints[1] in (lib.ACT_NONE, lib.ACT_RELU) for k in (0, 1) if isinstance(step.operands[k], Value)}
     found: dict[int, int] = {}
     for index, (_, step) in enumerate(members):
-        if step.kind != lib.STEP_CONV or step.ints[17] != 1 or step.ints[18] not in (lib.PANELS, lib.WINOGRAD) \
-                or step.ints[19] != lib.ACT_NONE or uses.get(step.out.id) != 1 or step.out.id in leaving \
+        if step.kind != lib.STEP_CONV or step.ints[17] != 1 \
+                or step.ints[18] not in (lib.PANELS, *WINOGRAD_LAYOUTS.values()) or step.ints[19] != lib.ACT_NONE \
+                or uses.get(step.out.id) != 1 or step.out.id in leaving \
                 or id(step.out) not in adds:
             continue
         at, k = adds[id(step.out)]

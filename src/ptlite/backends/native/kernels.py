@@ -20,6 +20,7 @@ from . import _native as lib
 from .arguments import (
     BILINEAR,
     F32,
+    WINOGRAD_LAYOUTS,
     activation_epilogue,
     bilinear_size,
     conv_out_size,
@@ -78,17 +79,17 @@ def conv_nhwc(xh: np.ndarray, weight: np.ndarray, bias: np.ndarray | None, kerne
               epilogue: tuple[int, float, float], target: np.ndarray | None = None,
               out_channels: int | None = None, winograd: bool = False) -> np.ndarray | None:
     """The convolution of C-contiguous NHWC float32 `xh` by a prepacked weight (dense (K, O) or depthwise), by
-    panels of 16 output channels when `out_channels` is given (ops/packed.py), or by Winograd F(4x4, 3x3)'s
-    transformed weight (36, C, O) when `winograd`, into `target` (an NHWC array) or a new one; None if the library
-    does not take these arguments."""
+    panels of 16 output channels when `out_channels` is given (ops/packed.py), or by Winograd's transformed weight
+    when `winograd` (F(4x4, 3x3): (36, C, O); F(2x2, 3x3): (16, C, O)), into `target` (an NHWC array) or a new one;
+    None if the library does not take these arguments."""
     n, h, w, c = xh.shape
     kh, kw = kernel_size
     layout = lib.ROWS
     if winograd:
-        if weight.ndim != 3 or weight.shape[:2] != (36, c) or groups != 1 or (kh, kw) != (3, 3) \
-                or tuple(stride) != (1, 1) or tuple(dilation) != (1, 1):
+        if weight.ndim != 3 or weight.shape[0] not in WINOGRAD_LAYOUTS or weight.shape[1] != c or groups != 1 \
+                or (kh, kw) != (3, 3) or tuple(stride) != (1, 1) or tuple(dilation) != (1, 1):
             return None
-        o, layout = weight.shape[2], lib.WINOGRAD
+        o, layout = weight.shape[2], WINOGRAD_LAYOUTS[weight.shape[0]]
     elif out_channels is not None:
         o, layout = out_channels, lib.PANELS
         if groups != 1 or weight.ndim != 3 or weight.shape != (-(-o // lib.PANEL), kh * kw * c, lib.PANEL):
@@ -177,6 +178,17 @@ def conv2d_winograd_v2(input, weight, bias, padding, activation="none", activati
     if y is not None:
         return y
     return _reference(ops.CONV2D_WINOGRAD_V2)(input, weight, bias, padding, activation, activation_args, out=out)
+
+
+@_kernel(ops.CONV2D_WINOGRAD_2X2)
+def conv2d_winograd_2x2(input, weight, bias, padding, activation="none", activation_args=(), *, out=None):
+    y = None
+    if isinstance(weight, np.ndarray) and weight.ndim == 3 and weight.shape[0] == 16:
+        y = _conv(input, weight, bias, (3, 3), (1, 1), padding, (1, 1), 1, activation, activation_args, out,
+                  winograd=True)
+    if y is not None:
+        return y
+    return _reference(ops.CONV2D_WINOGRAD_2X2)(input, weight, bias, padding, activation, activation_args, out=out)
 
 
 @_kernel(ops.CONV2D_POINTWISE_DEPTHWISE)

@@ -177,6 +177,9 @@ def _flops(node, program: ptlite.Program) -> int | None:
         return 2 * size * weight.shape[1]  # (panels, K, 16): K multiply-adds per output
     if node.op in (ops.CONV2D_PREPACKED, ops.LINEAR_PREPACKED) and weight is not None:
         return 2 * size * weight.shape[-2 if weight.ndim == 3 else 0]  # dense/linear K, depthwise taps, grouped K/g
+    if node.op in (ops.CONV2D_WINOGRAD, ops.CONV2D_WINOGRAD_V2, ops.CONV2D_WINOGRAD_2X2) and weight is not None \
+            and weight.ndim == 3:
+        return 2 * size * 9 * weight.shape[1]  # (positions, C, O): the 3x3 convolution's, as if computed directly
     if node.op.startswith("ptlite::"):
-        return None  # fused blocks and Winograd: no simple count
+        return None  # fused blocks: no simple count
     return size

@@ -371,7 +371,7 @@ int pl_conv_run_residual(const pl_conv *p, const float *x, const float *w, const
                          (double)(p->n * p->ho) * (double)per_row);
         return 0;
     }
-    if (p->layout == PL_WINOGRAD) return pl_winograd_run(p, isa, x, w, bias, res, y);
+    if (pl_layout_winograd(p->layout)) return pl_winograd_run(p, isa, x, w, bias, res, y);
     return dense_run(p, isa, x, w, bias, res, y);
 }
 

@@ -22,10 +22,12 @@ typedef struct {
 /* A 2-D convolution of an NHWC image: dense (groups == 1) or depthwise (groups == c == o, weight (kh*kw, c)).
  * A dense weight is the (K, o) matrix, K = kh*kw*c with rows ordered kh, kw, c: row-major (PL_ROWS), or in panels
  * of PL_PANEL columns, (ceil(o / PL_PANEL), K, PL_PANEL) with the columns past o zero (PL_PANELS); or, for a 3x3
- * stride-1 undilated convolution, Winograd F(4x4, 3x3)'s transformed weight U = G g Gt, (36, c, o) (PL_WINOGRAD).
+ * stride-1 undilated convolution, Winograd F(4x4, 3x3)'s transformed weight U = G g Gt, (36, c, o) (PL_WINOGRAD), or
+ * F(2x2, 3x3)'s, (16, c, o) (PL_WINOGRAD_2X2).
  * Padding is top, bottom, left, right. */
 #define PL_PANEL 16
-enum pl_layout { PL_ROWS = 0, PL_PANELS = 1, PL_WINOGRAD = 2 };
+enum pl_layout { PL_ROWS = 0, PL_PANELS = 1, PL_WINOGRAD = 2, PL_WINOGRAD_2X2 = 3 };
+static inline int pl_layout_winograd(int64_t layout) { return layout == PL_WINOGRAD || layout == PL_WINOGRAD_2X2; }
 typedef struct {
     int64_t n, h, w, c, o;
     int64_t kh, kw, sh, sw, pt, pb, pl, pr, dh, dw;
@@ -42,7 +44,7 @@ typedef struct {
 #define PL_COPY_ROWS_MAX_K 1024
 static inline int pl_conv_copies_rows(const pl_conv *p)
 {
-    return p->groups == 1 && p->layout != PL_WINOGRAD && p->c >= 1 && p->c < PL_COPY_ROWS_BELOW_CHANNELS
+    return p->groups == 1 && !pl_layout_winograd(p->layout) && p->c >= 1 && p->c < PL_COPY_ROWS_BELOW_CHANNELS
            && p->kh >= 1 && p->kw >= 1 && p->kh <= PL_COPY_ROWS_MAX_K && p->kw <= PL_COPY_ROWS_MAX_K
            && p->kh * p->kw > 1 && p->kh * p->kw * p->c <= PL_COPY_ROWS_MAX_K;
 }
@@ -186,10 +188,10 @@ typedef struct {
     void (*rnn)(const pl_rnn *p, const float *x, const float *w_ih, const float *w_hh, const float *b_ih,
                 const float *b_hh, const float *h0, const float *c0, float *out, float *h_n, float *c_n,
                 float *scratch);
-    /* Winograd F(4x4, 3x3) (PL_WINOGRAD): the input transform of the 6x6 patch at (iy0, ix0) of image n, its 36
-     * rows of c values at v + q * ldv; the output transform of one tile's 36 rows of output channels [o0, o1) at
-     * m + q * ldm, with the bias, the residual res (NULL: none; laid out as the output) and the epilogue, into the
-     * output pixels at (oy0, ox0) of image n that exist. */
+    /* Winograd (PL_WINOGRAD, F(4x4, 3x3): a = 6; PL_WINOGRAD_2X2, F(2x2, 3x3): a = 4): the input transform of the
+     * a x a patch at (iy0, ix0) of image n, its a * a rows of c values at v + q * ldv; the output transform of one
+     * tile's a * a rows of output channels [o0, o1) at m + q * ldm, with the bias, the residual res (NULL: none; laid
+     * out as the output) and the epilogue, into the output pixels at (oy0, ox0) of image n that exist. */
     void (*wino_input)(const pl_conv *p, const float *x, int64_t n, int64_t iy0, int64_t ix0, float *v, size_t ldv);
     void (*wino_output)(const pl_conv *p, const float *m, size_t ldm, size_t o0, size_t o1, const float *bias,
                         const float *res, float *y, int64_t n, int64_t oy0, int64_t ox0);
@@ -257,7 +259,7 @@ int pl_conv_run_residual(const pl_conv *p, const float *x, const float *w, const
                          float *y);
 static inline int pl_conv_takes_residual(const pl_conv *p)
 {
-    return p->groups == 1 && (p->layout == PL_PANELS || p->layout == PL_WINOGRAD);
+    return p->groups == 1 && (p->layout == PL_PANELS || pl_layout_winograd(p->layout));
 }
 /* The same with x's channels multiplied by per-image factors first (scale: (n, c), NULL: none), as a
  * squeeze-and-excitation multiply before a 1x1 convolution: the factors (copied first: scale may lie anywhere)

@@ -56,19 +56,21 @@ int pl_conv_check(const pl_conv *p, size_t x_len, size_t w_len, size_t b_len, si
         return fail(err, cap, "convolution: output size %lldx%lld does not follow from the input, kernel, stride, "
                     "padding and dilation", p->ho, p->wo);
     int depthwise = p->groups > 1;
-    if (p->layout != PL_ROWS && ((p->layout != PL_PANELS && p->layout != PL_WINOGRAD) || depthwise))
+    if (p->layout != PL_ROWS && ((p->layout != PL_PANELS && !pl_layout_winograd(p->layout)) || depthwise))
         return fail(err, cap, "convolution: weight layout %lld is not one of the dense layouts%.0lld", p->layout, 0);
     if (p->planar != 0 && (p->planar != 1 || !pl_conv_copies_rows(p)))
         return fail(err, cap, "convolution: an NCHW input only for a dense convolution of under %lld channels (C=%lld)",
                     PL_COPY_ROWS_BELOW_CHANNELS, p->c);
-    if (p->layout == PL_WINOGRAD && (p->kh != 3 || p->kw != 3 || p->sh != 1 || p->sw != 1 || p->dh != 1 || p->dw != 1))
+    if (pl_layout_winograd(p->layout)
+        && (p->kh != 3 || p->kw != 3 || p->sh != 1 || p->sw != 1 || p->dh != 1 || p->dw != 1))
         return fail(err, cap, "convolution: Winograd takes 3x3, stride 1, undilated (kernel %lldx%lld)", p->kh, p->kw);
     if (p->groups != 1 && !(p->groups == p->c && p->c == p->o))
         return fail(err, cap, "convolution: groups=%lld is neither 1 nor depthwise (C=%lld)", p->groups, p->c);
     int64_t xs = product(p->n, p->h, p->w, p->c), ys = product(p->n, ho, wo, p->o);
     const int64_t columns = p->layout == PL_PANELS ? (p->o + PL_PANEL - 1) / PL_PANEL * PL_PANEL : p->o;
     int64_t ws = depthwise ? product(p->kh, p->kw, p->c, 1)
-                 : p->layout == PL_WINOGRAD ? product(36, p->c, p->o, 1) : product(p->kh, p->kw, p->c, columns);
+                 : p->layout == PL_WINOGRAD ? product(36, p->c, p->o, 1)
+                 : p->layout == PL_WINOGRAD_2X2 ? product(16, p->c, p->o, 1) : product(p->kh, p->kw, p->c, columns);
     if (xs < 0 || ys < 0 || ws < 0) return fail(err, cap, "convolution: tensor sizes overflow%.0lld%.0lld", 0, 0);
     if ((size_t)xs > x_len) return fail(err, cap, "convolution: input holds %lld values, its shape needs %lld",
                                         (long long)x_len, xs);

@@ -167,52 +167,57 @@ static void test_convolutions(const char *isa)
     }
 }
 
-/* Winograd F(4x4, 3x3): U = G g Gt from a rows-layout 3x3 weight (G of the points 0, 1, -1, 2, -1/2, infinity), run
- * against the direct reference on that weight. */
+/* Winograd F(4x4, 3x3) and F(2x2, 3x3): U = G g Gt from a rows-layout 3x3 weight (G of the points 0, 1, -1, 2, -1/2,
+ * infinity; of 0, 1, -1, infinity), run against the direct reference on that weight. */
 static const double WINO_G[6][3] = {{1, 0, 0}, {-1.0 / 3, -1.0 / 3, -1.0 / 3}, {1.0 / 3, -1.0 / 3, 1.0 / 3},
                                     {1.0 / 15, 2.0 / 15, 4.0 / 15}, {-16.0 / 15, 8.0 / 15, -4.0 / 15}, {0, 0, 1}};
+static const double WINO2_G[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
 
 static void test_winograd(const char *isa)
 {
     static const int cases[][8] = {  /* n, c, h, w, o, pt/pb, pl/pr, threads */
         {1, 16, 20, 20, 16, 1, 1, 1}, {2, 13, 9, 11, 21, 1, 1, 3}, {1, 64, 30, 30, 80, 1, 1, 3},
-        {1, 5, 3, 3, 7, 2, 0, 1}, {1, 9, 7, 5, 33, 0, 2, 3},
+        {1, 5, 3, 3, 7, 2, 0, 1}, {1, 9, 7, 5, 33, 0, 2, 3}, {1, 40, 14, 14, 36, 1, 1, 2},
     };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        const int *k = cases[i];
-        const pl_epilogue ep = {PL_ACT_RELU, 0, INFINITY};
-        pl_conv p = {k[0], k[2], k[3], k[1], k[4], 3, 3, 1, 1, k[5], k[5], k[6], k[6], 1, 1, 0, 0, 1, PL_ROWS, ep, 0};
-        p.ho = p.h + 2 * p.pt - 2;
-        p.wo = p.w + 2 * p.pl - 2;
-        const size_t c = (size_t)p.c, o = (size_t)p.o, xs = (size_t)(p.n * p.h * p.w) * c;
-        const size_t ys = (size_t)(p.n * p.ho * p.wo) * o;
-        float *x = randoms(xs, 2), *w = randoms(9 * c * o, 1), *b = randoms(o, 1), *u = malloc(36 * c * o * 4);
-        float *y = malloc(ys * sizeof(float));
-        double *want = malloc(ys * sizeof(double));
-        for (size_t ci = 0; ci < c; ci++)
-            for (size_t oi = 0; oi < o; oi++)
-                for (int a = 0; a < 6; a++)
-                    for (int bb = 0; bb < 6; bb++) {
-                        double s = 0;
-                        for (int ky = 0; ky < 3; ky++)
-                            for (int kx = 0; kx < 3; kx++)
-                                s += WINO_G[a][ky] * WINO_G[bb][kx] * w[((size_t)(ky * 3 + kx) * c + ci) * o + oi];
-                        u[((size_t)(6 * a + bb) * c + ci) * o + oi] = (float)s;
-                    }
-        conv_reference(&p, x, w, b, want);
-        p.layout = PL_WINOGRAD;
-        char err[256], what[160];
-        pl_set_threads(k[7]);
-        if (pl_conv_check(&p, xs, 36 * c * o, o, ys, err, sizeof err) != 0) {
-            printf("FAIL %s Winograd case %zu refused: %s\n", isa, i, err);
-            failures++;
-        } else {
-            pl_conv_run(&p, x, u, b, y);
-            snprintf(what, sizeof what, "%s Winograd case %zu", isa, i);
-            expect_close(what, y, want, ys, 1e-4);
+    for (int small = 0; small < 2; small++)
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+            const int *k = cases[i], a_side = small ? 4 : 6;
+            const size_t positions = (size_t)(a_side * a_side);
+            const pl_epilogue ep = {PL_ACT_RELU, 0, INFINITY};
+            pl_conv p = {k[0], k[2], k[3], k[1], k[4], 3, 3, 1, 1, k[5], k[5], k[6], k[6], 1, 1, 0, 0, 1, PL_ROWS, ep,
+                         0};
+            p.ho = p.h + 2 * p.pt - 2;
+            p.wo = p.w + 2 * p.pl - 2;
+            const size_t c = (size_t)p.c, o = (size_t)p.o, xs = (size_t)(p.n * p.h * p.w) * c;
+            const size_t ys = (size_t)(p.n * p.ho * p.wo) * o;
+            float *x = randoms(xs, 2), *w = randoms(9 * c * o, 1), *b = randoms(o, 1);
+            float *u = malloc(positions * c * o * sizeof(float)), *y = malloc(ys * sizeof(float));
+            double *want = malloc(ys * sizeof(double));
+            for (size_t ci = 0; ci < c; ci++)
+                for (size_t oi = 0; oi < o; oi++)
+                    for (int a = 0; a < a_side; a++)
+                        for (int bb = 0; bb < a_side; bb++) {
+                            double s = 0;
+                            for (int ky = 0; ky < 3; ky++)
+                                for (int kx = 0; kx < 3; kx++)
+                                    s += (small ? WINO2_G[a][ky] * WINO2_G[bb][kx] : WINO_G[a][ky] * WINO_G[bb][kx])
+                                         * w[((size_t)(ky * 3 + kx) * c + ci) * o + oi];
+                            u[((size_t)(a_side * a + bb) * c + ci) * o + oi] = (float)s;
+                        }
+            conv_reference(&p, x, w, b, want);
+            p.layout = small ? PL_WINOGRAD_2X2 : PL_WINOGRAD;
+            char err[256], what[160];
+            pl_set_threads(k[7]);
+            if (pl_conv_check(&p, xs, positions * c * o, o, ys, err, sizeof err) != 0) {
+                printf("FAIL %s Winograd %s case %zu refused: %s\n", isa, small ? "2x2" : "4x4", i, err);
+                failures++;
+            } else {
+                pl_conv_run(&p, x, u, b, y);
+                snprintf(what, sizeof what, "%s Winograd %s case %zu", isa, small ? "2x2" : "4x4", i);
+                expect_close(what, y, want, ys, 1e-4);
+            }
+            free(x); free(w); free(b); free(u); free(y); free(want);
         }
-        free(x); free(w); free(b); free(u); free(y); free(want);
-    }
 }
 
 /* Bilinear resizing by a table of source rows and columns (clamped where hostile), against float64 loops. */

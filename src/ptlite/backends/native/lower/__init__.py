@@ -1,11 +1,11 @@
-"""The native backend's lowering: convolution and linear weights prepacked (the reference's
-INSERT_FOLD_PREPACK_OPS), large 3x3 convolutions to Winograd F(4x4, 3x3) (the reference's WINOGRAD pass: the
-library has its own kernel for ptlite::conv2d_winograd_v2), activations fused, the other dense weights packed into
-the panels its GEMM micro-kernel reads (pack_panels), a squeeze-and-excitation gate given to the 1x1 convolution
-after it (gate_convolutions), work on integers and booleans moved up to where its inputs
-are made (hoist: so that it does not cut the executor's float32 regions), dead code dropped, and memory planned.
-Not the reference's NumPy-specific blocks (the fused pointwise-depthwise and squeeze-excite operators): the native
-kernels do that work in C.
+"""The native backend's lowering: convolution and linear weights prepacked (the reference's INSERT_FOLD_PREPACK_OPS),
+3x3 convolutions to Winograd (the reference's WINOGRAD pass with its small tiles: F(4x4, 3x3) on large images,
+F(2x2, 3x3) on smaller ones; the library has its own kernels), activations fused, the other dense weights packed
+into the panels its GEMM micro-kernel reads (pack_panels), a squeeze-and-excitation gate given to the 1x1
+convolution after it (gate_convolutions), work on integers and booleans moved up to where its inputs are made
+(hoist: so that it does not cut the executor's float32 regions), dead code dropped, and memory planned. Not the
+reference's NumPy-specific blocks (the fused pointwise-depthwise and squeeze-excite operators): the native kernels
+do that work in C.
 """
 
 from __future__ import annotations
@@ -24,10 +24,12 @@ from ptlite.passes.dead_code import DeadCode
 from .gate_convolutions import GateConvolutions
 from .hoist import HoistNonFloat
 from .pack_panels import PackPanels
+from .winograd_2x2 import Winograd2x2
 
 PASSES: dict[str, type[Pass]] = {
     "INSERT_FOLD_PREPACK_OPS": Prepack,
     "WINOGRAD": Winograd,  # takes the runner: it runs the method on zeros to see output sizes
+    "WINOGRAD_2X2": Winograd2x2,  # likewise
     "FUSE_ACTIVATIONS": FuseActivations,
     "PACK_PANELS": PackPanels,
     "GATE_CONVOLUTIONS": GateConvolutions,
@@ -37,7 +39,7 @@ PASSES: dict[str, type[Pass]] = {
 
 
 def lower(program: Program, context: LoweringContext) -> list[str]:
-    blocked = context.blocklist
+    blocked = _blocked(context)
     passes: list[Pass] = [_make(cls, context) for name, cls in PASSES.items()
                           if name not in blocked and cls is not PlanMemory]
     if "DEAD_CODE" not in blocked:
@@ -53,11 +55,20 @@ def specialize(program: Program, method: str, context: LoweringContext) -> bool:
     reference's)."""
     if context.run is None:
         return False
-    return reference_specialize(program, method, context)
+    shape_passes = {"WINOGRAD": Winograd, "WINOGRAD_2X2": Winograd2x2}
+    context = LoweringContext(_blocked(context), context.run, context.lowered)
+    return reference_specialize(program, method, context, shape_passes)
+
+
+def _blocked(context: LoweringContext) -> frozenset[str]:
+    """The blocklist, with WINOGRAD_2X2 where WINOGRAD is (a user who blocks Winograd for its rounding error means
+    both)."""
+    blocked = frozenset(context.blocklist)
+    return blocked | {"WINOGRAD_2X2"} if "WINOGRAD" in blocked else blocked
 
 
 def _make(cls: type[Pass], context: LoweringContext) -> Pass:
-    if cls is not Winograd:
+    if cls not in (Winograd, Winograd2x2):
         return cls()
     if context.run is None:
         raise ValueError("the native backend's lowering runs methods on zeros: its LoweringContext needs a runner")

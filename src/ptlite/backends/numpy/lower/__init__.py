@@ -9,7 +9,9 @@ them, and the memory plan (plan_memory) comes last: a plan holds only for the gr
 
 from __future__ import annotations
 
-from ptlite.backends.base import LoweringContext
+from collections.abc import Callable, Mapping
+
+from ptlite.backends.base import LoweringContext, Runner
 from ptlite.ir.graph import Program
 from ptlite.ir.memory_plan import METADATA_KEY
 from ptlite.passes import run_to_fixpoint
@@ -47,12 +49,18 @@ def lower(program: Program, context: LoweringContext) -> list[str]:
     return applied
 
 
-def specialize(program: Program, method: str, context: LoweringContext) -> bool:
-    """At a first call (the method's input specs hold its shapes): choose Winograd where the shapes say it wins, if
-    this backend lowered the program, then plan the method's memory. Whether it made a plan (without one, the
-    method runs as loaded)."""
+def specialize(program: Program, method: str, context: LoweringContext,
+               shape_passes: Mapping[str, Callable[[Runner], Pass]] | None = None) -> bool:
+    """At a first call (the method's input specs hold its shapes): run the passes that needed them, if this backend
+    lowered the program (`shape_passes`, by blocklist name; default: Winograd where the shapes say it wins), then
+    plan the method's memory. Whether it made a plan (without one, the method runs as loaded)."""
     graph = program.methods[method]
-    if context.lowered and "WINOGRAD" not in context.blocklist and Winograd(_runner(context)).run(graph, program):
+    changed = False
+    if context.lowered:
+        for name, make in (shape_passes or {"WINOGRAD": Winograd}).items():
+            if name not in context.blocklist:
+                changed = make(_runner(context)).run(graph, program) or changed
+    if changed:
         DeadCode().run(graph, program)
     plan = plan_method(graph, program, _runner(context))
     if plan is None:

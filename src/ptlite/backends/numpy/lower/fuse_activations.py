@@ -20,6 +20,7 @@ from ptlite.ops import (
     CONV2D_PACKED_GATED,
     CONV2D_PREPACKED,
     CONV2D_WINOGRAD,
+    CONV2D_WINOGRAD_2X2,
     CONV2D_WINOGRAD_V2,
     LINEAR_PACKED,
     LINEAR_PREPACKED,
@@ -27,8 +28,8 @@ from ptlite.ops import (
 from ptlite.passes.base import NOT_CONSTANT, ConstantPool, Pass, blocks, constant_value, owners, replace_all_uses, uses
 
 # every operator whose last two arguments are a fused activation and its arguments
-PRODUCERS = frozenset({CONV2D_PREPACKED, CONV2D_WINOGRAD, CONV2D_WINOGRAD_V2, LINEAR_PREPACKED, CONV2D_PACKED,
-                       CONV2D_PACKED_GATED, LINEAR_PACKED})
+PRODUCERS = frozenset({CONV2D_PREPACKED, CONV2D_WINOGRAD, CONV2D_WINOGRAD_V2, CONV2D_WINOGRAD_2X2, LINEAR_PREPACKED,
+                       CONV2D_PACKED, CONV2D_PACKED_GATED, LINEAR_PACKED})
 
 
 def fused_activation(node: Node) -> tuple[str, list[float]] | None:
