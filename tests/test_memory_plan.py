@@ -55,6 +55,31 @@ def test_consecutive_calls_match_pytorch(case, images):
     assert arena.buffer.any(), f"{name}: the calls did not run the planned steps (the arena was never written)"
 
 
+def test_arenas_start_on_a_cache_line(case, images):
+    """Planned values sit at multiples of 64 bytes in the arena, and the arena itself starts on a 64-byte boundary
+    (NumPy's arrays start 16 bytes past one: every 64-byte vector load would straddle two cache lines)."""
+    from ptlite.ir.memory_plan import ALIGN, aligned_empty
+
+    for count, dtype in ((1, np.uint8), (1000, np.float32), (3, np.float64), (0, np.float32)):
+        a = aligned_empty(count, dtype)
+        assert a.ctypes.data % ALIGN == 0 and a.shape == (count,) and a.dtype == dtype and a.flags.writeable
+    name, _, program, _ = case
+    module = ptlite.Module(program)
+    module(images[:1].numpy())
+    assert arena_of(module).buffer.ctypes.data % ALIGN == 0, f"{name}: the NumPy backend's arena"
+    native = ptlite.Module(ptlite.optimize_for_mobile(ptlite.capture(getattr(zoo, name)(), (images[:1],)),
+                                                      backend="native"))
+    native(images[:1].numpy())
+    regions = [step.delegate for step in native._method("forward")._compiled.nodes if hasattr(step, "delegate")]
+    for region in regions:
+        owner = getattr(region.run, "__self__", None)
+        if owner is not None and hasattr(owner, "arenas"):
+            assert owner.arenas.get().ctypes.data % ALIGN == 0, f"{name}: a native region's arena"
+            break
+    else:
+        pytest.skip("no native region here (the native backend is not built)")
+
+
 def test_arena_is_smaller_than_the_intermediates(case):
     name, _, program, _ = case
     plan = ptlite.Module(program).memory_plan()

@@ -153,7 +153,9 @@ class Backend:
     def allocate(self, nbytes: int) -> Any:
         """A buffer of `nbytes` bytes: the arena the values of a memory plan this backend made live in (the runtime
         uses the plan only when this backend runs every node of the method)."""
-        return np.empty(nbytes, dtype=np.uint8)
+        from ptlite.ir.memory_plan import aligned_empty
+
+        return aligned_empty(nbytes, np.uint8)
 
     def describe(self) -> str:
         """One line on what runs here (versions, instruction sets, devices)."""

@@ -32,6 +32,17 @@ MAX_RANK = 64
 _ITEMSIZE = {name: np.dtype(name).itemsize for name in SUPPORTED_NUMPY}
 
 
+def aligned_empty(count: int, dtype: Any) -> np.ndarray:
+    """A new 1-D array of `count` elements whose data starts on an ALIGN-byte boundary. NumPy's own start 16 bytes
+    past one, so that every vector load of 64 bytes from an aligned offset would straddle two cache lines (the
+    native depthwise convolutions ran 1.3x slower with AVX-512 for it)."""
+    dtype = np.dtype(dtype)
+    nbytes = max(count, 1) * dtype.itemsize
+    raw = np.empty(nbytes + ALIGN, dtype=np.uint8)
+    start = -raw.ctypes.data % ALIGN
+    return raw[start:start + nbytes].view(dtype)[:count]
+
+
 def align(nbytes: int) -> int:
     """nbytes rounded up to a multiple of ALIGN."""
     return -(-nbytes // ALIGN) * ALIGN

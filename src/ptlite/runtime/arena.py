@@ -80,4 +80,4 @@ def view(buffer: np.ndarray, entry: dict[str, Any]) -> np.ndarray:
 
 
 def _allocate(nbytes: int) -> np.ndarray:
-    return np.empty(nbytes, dtype=np.uint8)
+    return memory_plan.aligned_empty(nbytes, np.uint8)

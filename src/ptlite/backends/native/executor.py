@@ -27,7 +27,7 @@ from ptlite.backends.base import Delegate, Kernel
 from ptlite.errors import FormatError
 from ptlite.ir.graph import Graph, Node, Program, Value
 from ptlite.ir.liveness import last_reads, region_values
-from ptlite.ir.memory_plan import OUT_ATTR, method_plan
+from ptlite.ir.memory_plan import OUT_ATTR, aligned_empty, method_plan
 
 from . import _native as lib
 from .arguments import WINOGRAD_LAYOUTS
@@ -223,7 +223,7 @@ class _Arenas:
     def get(self) -> np.ndarray:
         arena = getattr(self.local, "arena", None)
         if arena is None:
-            arena = self.local.arena = np.empty(max(self.floats, 1), F32)
+            arena = self.local.arena = aligned_empty(max(self.floats, 1), F32)
         return arena
 
 
@@ -392,7 +392,7 @@ class _Region:
         buffers[0], buffers[1] = self.arenas.get(), self.scratch.get()
         buffers[2:2 + len(prepared)] = prepared
         for index, count in self.fresh:
-            buffers[index] = np.empty(count, F32)
+            buffers[index] = aligned_empty(count, F32)
         lib.run_plan(self.plan, buffers, self.times)
         return [self._value(v, buffers) for v in self.outputs]
 
