@@ -387,7 +387,7 @@ int pl_conv_run_scaled(const pl_conv *p, const float *x, const float *w, const f
         return -1;
     /* the factors first (they may lie in y, which the first image's output overwrites), then one image's weight
      * copy at a time, (panels, c, PL_PANEL): row r reads x's channel r % c */
-    float *factors = malloc(factors_bytes ? factors_bytes : 1), *scaled = malloc(weight_bytes ? weight_bytes : 1);
+    float *factors = malloc(factors_bytes ? factors_bytes : 1), *scaled = pl_aligned_alloc(weight_bytes);
     if (!factors || !scaled) { free(factors); free(scaled); return -1; }
     memcpy(factors, scale, factors_bytes);
     pl_conv one = *p;

@@ -60,7 +60,7 @@ int pl_matmul_run(const pl_matmul *p, const float *a, const float *b, float *y)
 {
     const pl_isa *isa = pl_isa_current();
     const int64_t panels = (p->n + PL_PANEL - 1) / PL_PANEL, b_entries = p->sb_b ? p->batch : 1;
-    float *packed = malloc((size_t)(b_entries * panels * p->k * PL_PANEL) * sizeof(float));
+    float *packed = pl_aligned_alloc((size_t)(b_entries * panels * p->k * PL_PANEL) * sizeof(float));
     if (!packed) return -1;
     const int64_t tiles = (p->m + isa->mr - 1) / isa->mr;
     const int64_t want = TASKS_PER_THREAD * (int64_t)pl_get_threads();

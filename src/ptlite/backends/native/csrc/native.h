@@ -8,6 +8,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 /* Activations fused into a kernel's output (the IR's names: none, relu, clamp, hardswish, silu, sigmoid, tanh,
  * hardsigmoid, gelu, gelu_tanh; erf, elementwise only). */
@@ -249,6 +250,15 @@ int pl_pad_check(const pl_pad *p, size_t x_len, size_t y_len, char *err, size_t 
 int pl_matmul_check(const pl_matmul *p, size_t a_len, size_t b_len, size_t y_len, char *err, size_t cap);
 int pl_rows_check(int norm, int64_t rows, int64_t n, size_t x_len, size_t gamma_len, size_t beta_len, size_t y_len,
                   char *err, size_t cap);
+
+/* Scratch that kernels load as vectors: 64-byte aligned, as the arenas and the file's weights are (a vector load
+ * then spans one cache line); free() releases it. NULL if out of memory. */
+static inline void *pl_aligned_alloc(size_t bytes)
+{
+    const size_t rounded = (bytes + 63) / 64 * 64;
+    return rounded >= bytes ? aligned_alloc(64, rounded ? rounded : 64) : NULL;
+}
+#define PL_ALIGNED_FLOATS(n) (((n) + 15) / 16 * 16)  /* a float count rounded up to a whole cache line */
 
 /* Kernels over whole tensors (threaded), after their check passed. */
 int pl_conv_run(const pl_conv *p, const float *x, const float *w, const float *bias, float *y);

@@ -20,7 +20,7 @@
 typedef struct {
     const pl_conv *p;
     const pl_isa *isa;
-    const float *x, *u, *bias, *res, *edge_u;  /* edge_u: the last columns of each U[q] zero-padded to nr, (a*a, c, nr) */
+    const float *x, *u, *bias, *res, *edge_u;  /* edge_u: each U[q]'s last columns zero-padded to nr, (a*a, c, nr) */
     float *y, *scratch;
     size_t m, positions;  /* the tile's side, a * a */
     size_t th, tw, tiles, block, tile_blocks, cols, slots, slot_floats;
@@ -45,7 +45,7 @@ static void wino_task(void *vjob, size_t task)
     const size_t o0 = cb * j->cols, o1 = o0 + j->cols < o ? o0 + j->cols : o, width = o1 - o0;
     const size_t positions = j->positions;
     const int64_t side = (int64_t)j->m;
-    float *v = j->scratch + slot * j->slot_floats, *m = v + positions * j->block * c;
+    float *v = j->scratch + slot * j->slot_floats, *m = v + PL_ALIGNED_FLOATS(positions * j->block * c);
     const size_t t0 = tb * j->block, t1 = t0 + j->block < j->tiles ? t0 + j->block : j->tiles, count = t1 - t0;
     const size_t per_image = j->th * j->tw;
     for (size_t t = t0; t < t1; t++) {
@@ -97,14 +97,17 @@ int pl_winograd_run(const pl_conv *p, const pl_isa *isa, const float *x, const f
     size_t cols = ((o + col_blocks - 1) / col_blocks + nr - 1) / nr * nr;
     col_blocks = (o + cols - 1) / cols;
     const size_t tasks = blocks * col_blocks;
-    const size_t slots = threads < tasks ? threads : tasks, slot_floats = positions * block * (c + cols);
+    const size_t slots = threads < tasks ? threads : tasks;
+    const size_t slot_floats = PL_ALIGNED_FLOATS(positions * block * c) + PL_ALIGNED_FLOATS(positions * block * cols);
     const size_t tail = o % nr;
-    float *scratch = malloc(slots * slot_floats * sizeof(float));
-    float *edge = tail ? calloc(positions * c * nr, sizeof(float)) : NULL;
+    float *scratch = pl_aligned_alloc(slots * slot_floats * sizeof(float));
+    float *edge = tail ? pl_aligned_alloc(positions * c * nr * sizeof(float)) : NULL;
     _Atomic int *busy = calloc(slots, sizeof *busy);
     if (!scratch || !busy || (tail && !edge)) { free(scratch); free(edge); free(busy); return -1; }
-    if (tail)
+    if (tail) {
+        memset(edge, 0, positions * c * nr * sizeof(float));
         for (size_t r = 0; r < positions * c; r++) memcpy(edge + r * nr, u + r * o + (o - tail), tail * sizeof(float));
+    }
     wino_job job = {p, isa, x, u, bias, res, edge, y, scratch, side, positions, th, tw, tiles, block, blocks, cols,
                     slots, slot_floats, busy};
     pl_parallel_work(tasks, wino_task, &job, (double)positions * (double)tiles * (double)c * (double)o);
