@@ -79,6 +79,8 @@ def test_winograd_matrices_are_exact(bt, g, at):
 def test_winograd_rejects_mismatched_weight(rng):
     with pytest.raises(ValueError, match="does not match the packed weight"):
         op("ptlite::conv2d_winograd_v2")(randn(rng, 1, 4, 8, 8), np.zeros((36, 5, 4), np.float32), None, [1, 1, 1, 1])
+    with pytest.raises(ValueError, match="expected \\(36, 4, O\\)"):  # an F(2x2) weight given to F(4x4)
+        op("ptlite::conv2d_winograd_v2")(randn(rng, 1, 4, 8, 8), np.zeros((16, 4, 4), np.float32), None, [1, 1, 1, 1])
     with pytest.raises(ValueError, match="expected \\(16, 4, O\\)"):  # an F(4x4) weight given to F(2x2)
         op("ptlite::conv2d_winograd_2x2")(randn(rng, 1, 4, 8, 8), np.zeros((36, 4, 4), np.float32), None,
                                           [1, 1, 1, 1])

@@ -80,3 +80,29 @@ def test_first_call_chooses_the_small_tiles_too(tmp_path):
     assert {"ptlite::conv2d_winograd_v2", "ptlite::conv2d_winograd_2x2"} <= set(specialized), specialized
     assert_close(module(x.numpy()), want, what="pyramid.ptl second call", rtol=1e-4)
     np.testing.assert_array_equal(module(x.numpy()), module(x.numpy()))
+
+
+def test_first_call_observes_once_and_blocking_winograd_blocks_both(tmp_path, monkeypatch):
+    """The two passes share one run on zeros at a first call; a program optimized with WINOGRAD blocked gets neither
+    tile size then either."""
+    from ptlite.backends.numpy.lower import winograd
+
+    torch.manual_seed(0)
+    model = Pyramid().eval()
+    path = tmp_path / "pyramid.ptl"
+    torch.jit.script(model)._save_for_lite_interpreter(str(path))
+    x = torch.randn(1, 16, 24, 24)
+    with torch.inference_mode():
+        want = model(x).numpy()
+    runs = []
+    observe = winograd.observed_shapes
+    monkeypatch.setattr(winograd, "observed_shapes", lambda *args: runs.append(1) or observe(*args))
+    module = ptlite.load(path)  # (no shapes yet: the passes find none)
+    runs.clear()
+    module(x.numpy())
+    assert len(runs) == 1, f"{len(runs)} runs on zeros to observe shapes at the first call"
+    blocked = ptlite.Module(ptlite.optimize_for_mobile(ptlite.load_program(path), optimization_blocklist=["WINOGRAD"],
+                                                       backend="native"))
+    assert_close(blocked(x.numpy()), want, what="pyramid.ptl, WINOGRAD blocked", rtol=1e-4)
+    ops = set(blocked._method("forward").program.operator_names())
+    assert not {"ptlite::conv2d_winograd_v2", "ptlite::conv2d_winograd_2x2"} & ops, ops

@@ -172,7 +172,7 @@ def conv2d_packed_gated(input, gate, weight, bias, kernel_size, stride, padding,
 @_kernel(ops.CONV2D_WINOGRAD_V2)
 def conv2d_winograd_v2(input, weight, bias, padding, activation="none", activation_args=(), *, out=None):
     y = None
-    if isinstance(weight, np.ndarray) and weight.ndim == 3:
+    if isinstance(weight, np.ndarray) and weight.ndim == 3 and weight.shape[0] == 36:
         y = _conv(input, weight, bias, (3, 3), (1, 1), padding, (1, 1), 1, activation, activation_args, out,
                   winograd=True)
     if y is not None:

@@ -251,12 +251,12 @@ int pl_matmul_check(const pl_matmul *p, size_t a_len, size_t b_len, size_t y_len
 int pl_rows_check(int norm, int64_t rows, int64_t n, size_t x_len, size_t gamma_len, size_t beta_len, size_t y_len,
                   char *err, size_t cap);
 
-/* Scratch that kernels load as vectors: 64-byte aligned, as the arenas and the file's weights are (a vector load
- * then spans one cache line); free() releases it. NULL if out of memory. */
+/* Scratch that kernels load as vectors: 64-byte aligned, as the arenas and a loaded file's weights are (a vector
+ * load then spans one cache line); free() releases it. NULL if out of memory. */
 static inline void *pl_aligned_alloc(size_t bytes)
 {
-    const size_t rounded = (bytes + 63) / 64 * 64;
-    return rounded >= bytes ? aligned_alloc(64, rounded ? rounded : 64) : NULL;
+    void *p = NULL;
+    return posix_memalign(&p, 64, bytes ? bytes : 64) == 0 ? p : NULL;
 }
 #define PL_ALIGNED_FLOATS(n) (((n) + 15) / 16 * 16)  /* a float count rounded up to a whole cache line */
 

@@ -15,7 +15,7 @@ from ptlite.backends.numpy.lower import specialize as reference_specialize
 from ptlite.backends.numpy.lower.fuse_activations import FuseActivations
 from ptlite.backends.numpy.lower.plan_memory import PlanMemory
 from ptlite.backends.numpy.lower.prepack import Prepack
-from ptlite.backends.numpy.lower.winograd import Winograd
+from ptlite.backends.numpy.lower.winograd import Observed, Winograd
 from ptlite.ir.graph import Program
 from ptlite.passes import run_to_fixpoint
 from ptlite.passes.base import Pass
@@ -40,7 +40,8 @@ PASSES: dict[str, type[Pass]] = {
 
 def lower(program: Program, context: LoweringContext) -> list[str]:
     blocked = _blocked(context)
-    passes: list[Pass] = [_make(cls, context) for name, cls in PASSES.items()
+    observed: Observed = Observed()  # the Winograd passes share one run on zeros
+    passes: list[Pass] = [_make(cls, context, observed) for name, cls in PASSES.items()
                           if name not in blocked and cls is not PlanMemory]
     if "DEAD_CODE" not in blocked:
         passes.append(DeadCode())
@@ -55,7 +56,9 @@ def specialize(program: Program, method: str, context: LoweringContext) -> bool:
     reference's)."""
     if context.run is None:
         return False
-    shape_passes = {"WINOGRAD": Winograd, "WINOGRAD_2X2": Winograd2x2}
+    observed: Observed = Observed()
+    shape_passes = {"WINOGRAD": lambda run: Winograd(run, observed),
+                    "WINOGRAD_2X2": lambda run: Winograd2x2(run, observed)}
     context = LoweringContext(_blocked(context), context.run, context.lowered)
     return reference_specialize(program, method, context, shape_passes)
 
@@ -67,9 +70,9 @@ def _blocked(context: LoweringContext) -> frozenset[str]:
     return blocked | {"WINOGRAD_2X2"} if "WINOGRAD" in blocked else blocked
 
 
-def _make(cls: type[Pass], context: LoweringContext) -> Pass:
+def _make(cls: type[Pass], context: LoweringContext, observed: Observed) -> Pass:
     if cls not in (Winograd, Winograd2x2):
         return cls()
     if context.run is None:
         raise ValueError("the native backend's lowering runs methods on zeros: its LoweringContext needs a runner")
-    return cls(context.run)
+    return cls(context.run, observed)

@@ -31,14 +31,18 @@ MIN_SIZE = 20  # output height and width (pixels) from which Winograd is used
 MIN_CHANNELS = 16
 
 
+Observed = weakref.WeakKeyDictionary  # Graph -> {value id: shape} seen in a run on zeros
+
+
 class Winograd(Pass):
     name = "winograd"
 
-    def __init__(self, run: Runner) -> None:
+    def __init__(self, run: Runner, observed: Observed | None = None) -> None:
         self.run_method = run  # compiles a method for the run on zeros that observes shapes
         # Shapes seen in a graph's run on zeros, kept for the pipeline's later rounds (which would otherwise run the
-        # method again for the candidates left too small); redone once per round if a candidate is missing.
-        self._observed: weakref.WeakKeyDictionary[Graph, dict[int, tuple[int, ...]]] = weakref.WeakKeyDictionary()
+        # method again for the candidates left too small) and for another pass given the same mapping (the native
+        # lowering's F(2x2) pass); redone once per round if a candidate is missing.
+        self._observed: Observed = weakref.WeakKeyDictionary() if observed is None else observed
 
     def run(self, graph: Graph, program: Program) -> bool:
         changed = False
