@@ -3,6 +3,7 @@
  * product (vectors across keys, no horizontal sums), then runs the instruction set's rows kernel. */
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "native.h"
 
@@ -22,14 +23,16 @@ static void attention_task(void *vjob, size_t task)
     const int64_t entry = (int64_t)task / j->blocks, i0 = ((int64_t)task % j->blocks) * j->rows_per_block;
     const int64_t i1 = i0 + j->rows_per_block < p->l ? i0 + j->rows_per_block : p->l;
     if (i0 >= i1) return;
-    float *scratch = malloc((size_t)(p->e * p->s + p->s) * sizeof(float));
+    const size_t vw = (size_t)j->isa->vw, kt_floats = (size_t)(p->e * p->s) + vw;  /* vw readable after kt */
+    float *scratch = malloc((kt_floats + (size_t)p->s) * sizeof(float));
     if (!scratch) { atomic_store(&j->failed, 1); return; }
+    memset(scratch + kt_floats - vw, 0, vw * sizeof(float));
     const float *k = j->k + entry * p->s * p->e;
     for (int64_t r = 0; r < p->s; r++)
         for (int64_t d = 0; d < p->e; d++) scratch[d * p->s + r] = k[r * p->e + d];
     const float *mask = j->mask ? j->mask + (entry / p->b2) * p->ms[0] + (entry % p->b2) * p->ms[1] : NULL;
     j->isa->attention_rows(p, j->q + entry * p->l * p->e, scratch, j->v + entry * p->s * p->ev, mask,
-                           j->y + entry * p->l * p->ev, i0, i1, scratch + p->e * p->s);
+                           j->y + entry * p->l * p->ev, i0, i1, scratch + kt_floats);
     free(scratch);
 }
 

@@ -388,7 +388,7 @@ int pl_conv_run_scaled(const pl_conv *p, const float *x, const float *w, const f
     /* the factors first (they may lie in y, which the first image's output overwrites), then one image's weight
      * copy at a time, (panels, c, PL_PANEL): row r reads x's channel r % c */
     float *factors = malloc(factors_bytes ? factors_bytes : 1), *scaled = pl_aligned_alloc(weight_bytes);
-    if (!factors || !scaled) { free(factors); free(scaled); return -1; }
+    if (!factors || !scaled) { free(factors); pl_aligned_free(scaled); return -1; }
     memcpy(factors, scale, factors_bytes);
     pl_conv one = *p;
     one.n = 1;
@@ -402,7 +402,7 @@ int pl_conv_run_scaled(const pl_conv *p, const float *x, const float *w, const f
         }
         failed = dense_run(&one, pl_isa_current(), x + i * in, scaled, bias, res ? res + i * out : NULL, y + i * out);
     }
-    free(scaled);
+    pl_aligned_free(scaled);
     free(factors);
     return failed;
 }

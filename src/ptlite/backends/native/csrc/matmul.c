@@ -72,6 +72,6 @@ int pl_matmul_run(const pl_matmul *p, const float *a, const float *b, float *y)
     pl_parallel_work((size_t)(b_entries * panels), pack_task, &job, (double)(b_entries * panels * p->k * PL_PANEL));
     pl_parallel_work((size_t)(p->batch * job.tasks_per_entry), gemm_task, &job,
                      (double)p->batch * (double)p->m * (double)p->k * (double)p->n);
-    free(packed);
+    pl_aligned_free(packed);
     return 0;
 }

@@ -181,7 +181,8 @@ typedef struct {
     void (*layer_norm_rows)(const float *x, const float *gamma, const float *beta, float *y, size_t rows, size_t n,
                             float eps);
     /* Attention for query rows [i0, i1) of one batch entry (pl_attention): q, v and y that entry's, kt its keys
-     * transposed (e, s), mask its mask (ms[2], ms[3] apply) or NULL; scores: s floats of scratch. */
+     * transposed (e, s) followed by vw readable floats, mask its mask (ms[2], ms[3] apply) or NULL; scores: s
+     * floats of scratch. */
     void (*attention_rows)(const pl_attention *p, const float *q, const float *kt, const float *v, const float *mask,
                            float *y, int64_t i0, int64_t i1, float *scores);
     /* A recurrent layer's direction (pl_rnn); h0 and c0 (LSTM only, else NULL) are read before h_n and c_n are
@@ -252,11 +253,21 @@ int pl_rows_check(int norm, int64_t rows, int64_t n, size_t x_len, size_t gamma_
                   char *err, size_t cap);
 
 /* Scratch that kernels load as vectors: 64-byte aligned, as the arenas and a loaded file's weights are (a vector
- * load then spans one cache line); free() releases it. NULL if out of memory. */
+ * load then spans one cache line); pl_aligned_free releases it. NULL if out of memory. Plain malloc underneath,
+ * the block's own pointer kept before the aligned address: aligned_alloc and posix_memalign are missing from some
+ * of the C libraries ptlite runs on (Android before API 28, macOS before 10.15) or from strict C11 headers. */
 static inline void *pl_aligned_alloc(size_t bytes)
 {
-    void *p = NULL;
-    return posix_memalign(&p, 64, bytes ? bytes : 64) == 0 ? p : NULL;
+    if (bytes > SIZE_MAX - 64 - sizeof(void *)) return NULL;
+    unsigned char *raw = malloc(bytes + 64 + sizeof(void *));
+    if (!raw) return NULL;
+    void **at = (void **)(((uintptr_t)(raw + sizeof(void *)) + 63) & ~(uintptr_t)63);
+    at[-1] = raw;
+    return at;
+}
+static inline void pl_aligned_free(void *p)
+{
+    if (p) free(((void **)p)[-1]);
 }
 #define PL_ALIGNED_FLOATS(n) (((n) + 15) / 16 * 16)  /* a float count rounded up to a whole cache line */
 

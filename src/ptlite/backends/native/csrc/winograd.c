@@ -103,7 +103,12 @@ int pl_winograd_run(const pl_conv *p, const pl_isa *isa, const float *x, const f
     float *scratch = pl_aligned_alloc(slots * slot_floats * sizeof(float));
     float *edge = tail ? pl_aligned_alloc(positions * c * nr * sizeof(float)) : NULL;
     _Atomic int *busy = calloc(slots, sizeof *busy);
-    if (!scratch || !busy || (tail && !edge)) { free(scratch); free(edge); free(busy); return -1; }
+    if (!scratch || !busy || (tail && !edge)) {
+        pl_aligned_free(scratch);
+        pl_aligned_free(edge);
+        free(busy);
+        return -1;
+    }
     if (tail) {
         memset(edge, 0, positions * c * nr * sizeof(float));
         for (size_t r = 0; r < positions * c; r++) memcpy(edge + r * nr, u + r * o + (o - tail), tail * sizeof(float));
@@ -112,7 +117,7 @@ int pl_winograd_run(const pl_conv *p, const pl_isa *isa, const float *x, const f
                     slots, slot_floats, busy};
     pl_parallel_work(tasks, wino_task, &job, (double)positions * (double)tiles * (double)c * (double)o);
     free(busy);
-    free(edge);
-    free(scratch);
+    pl_aligned_free(edge);
+    pl_aligned_free(scratch);
     return 0;
 }
