@@ -64,22 +64,27 @@ def test_blocklist(blocked, left):
     assert_close(ptlite.Module(program)(x), want, what=f"Pyramid without {blocked}", rtol=1e-4)
 
 
-def test_first_call_chooses_the_small_tiles_too(tmp_path):
-    """A .ptl file has no shapes at load: the first call's specialization picks both tile sizes."""
+def _pyramid_ptl(tmp_path):
+    """Pyramid saved for PyTorch's lite interpreter (no shapes in the file): its path, an input, eager's output."""
     torch.manual_seed(0)
     model = Pyramid().eval()
     path = tmp_path / "pyramid.ptl"
     torch.jit.script(model)._save_for_lite_interpreter(str(path))
     x = torch.randn(1, 16, 24, 24)
     with torch.inference_mode():
-        want = model(x).numpy()
+        return path, x.numpy(), model(x).numpy()
+
+
+def test_first_call_chooses_the_small_tiles_too(tmp_path):
+    """A .ptl file has no shapes at load: the first call's specialization picks both tile sizes."""
+    path, x, want = _pyramid_ptl(tmp_path)
     module = ptlite.load(path)
     assert not {"ptlite::conv2d_winograd_v2", "ptlite::conv2d_winograd_2x2"} & set(module.program.operator_names())
-    assert_close(module(x.numpy()), want, what="pyramid.ptl first call", rtol=1e-4)
+    assert_close(module(x), want, what="pyramid.ptl first call", rtol=1e-4)
     specialized = module._method("forward").program.operator_names()
     assert {"ptlite::conv2d_winograd_v2", "ptlite::conv2d_winograd_2x2"} <= set(specialized), specialized
-    assert_close(module(x.numpy()), want, what="pyramid.ptl second call", rtol=1e-4)
-    np.testing.assert_array_equal(module(x.numpy()), module(x.numpy()))
+    assert_close(module(x), want, what="pyramid.ptl second call", rtol=1e-4)
+    np.testing.assert_array_equal(module(x), module(x))
 
 
 def test_first_call_observes_once_and_blocking_winograd_blocks_both(tmp_path, monkeypatch):
@@ -87,22 +92,16 @@ def test_first_call_observes_once_and_blocking_winograd_blocks_both(tmp_path, mo
     tile size then either."""
     from ptlite.backends.numpy.lower import winograd
 
-    torch.manual_seed(0)
-    model = Pyramid().eval()
-    path = tmp_path / "pyramid.ptl"
-    torch.jit.script(model)._save_for_lite_interpreter(str(path))
-    x = torch.randn(1, 16, 24, 24)
-    with torch.inference_mode():
-        want = model(x).numpy()
+    path, x, want = _pyramid_ptl(tmp_path)
     runs = []
     observe = winograd.observed_shapes
     monkeypatch.setattr(winograd, "observed_shapes", lambda *args: runs.append(1) or observe(*args))
     module = ptlite.load(path)  # (no shapes yet: the passes find none)
     runs.clear()
-    module(x.numpy())
+    module(x)
     assert len(runs) == 1, f"{len(runs)} runs on zeros to observe shapes at the first call"
     blocked = ptlite.Module(ptlite.optimize_for_mobile(ptlite.load_program(path), optimization_blocklist=["WINOGRAD"],
                                                        backend="native"))
-    assert_close(blocked(x.numpy()), want, what="pyramid.ptl, WINOGRAD blocked", rtol=1e-4)
+    assert_close(blocked(x), want, what="pyramid.ptl, WINOGRAD blocked", rtol=1e-4)
     ops = set(blocked._method("forward").program.operator_names())
     assert not {"ptlite::conv2d_winograd_v2", "ptlite::conv2d_winograd_2x2"} & ops, ops

@@ -11,6 +11,8 @@ from typing import Any
 
 import numpy as np
 
+from ptlite import ops
+
 from . import _native as lib
 
 F32 = np.dtype(np.float32)
@@ -20,7 +22,9 @@ INF = float("inf")
 SCALAR_ARITHMETIC = {"aten::add.Scalar": lib.ADD, "aten::sub.Scalar": lib.SUB, "aten::mul.Scalar": lib.MUL,
                      "aten::div.Scalar": lib.DIV}
 
-# Winograd's transformed weights (positions, C, O): the positions -> the library's layout (F(4x4, 3x3), F(2x2, 3x3)).
+# Winograd's operators -> the positions of their transformed weight (positions, C, O), and the positions -> the
+# library's layout: F(4x4, 3x3) and F(2x2, 3x3).
+WINOGRAD_POSITIONS = {ops.CONV2D_WINOGRAD_V2: 36, ops.CONV2D_WINOGRAD_2X2: 16}
 WINOGRAD_LAYOUTS = {36: lib.WINOGRAD, 16: lib.WINOGRAD_2X2}
 
 # The fused activations of ptlite's prepacked operators -> (code, lo, hi).

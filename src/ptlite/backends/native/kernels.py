@@ -21,6 +21,7 @@ from .arguments import (
     BILINEAR,
     F32,
     WINOGRAD_LAYOUTS,
+    WINOGRAD_POSITIONS,
     activation_epilogue,
     bilinear_size,
     conv_out_size,
@@ -169,26 +170,24 @@ def conv2d_packed_gated(input, gate, weight, bias, kernel_size, stride, padding,
                          out_channels, activation, activation_args, out=out)
 
 
-@_kernel(ops.CONV2D_WINOGRAD_V2)
-def conv2d_winograd_v2(input, weight, bias, padding, activation="none", activation_args=(), *, out=None):
-    y = None
-    if isinstance(weight, np.ndarray) and weight.ndim == 3 and weight.shape[0] == 36:
-        y = _conv(input, weight, bias, (3, 3), (1, 1), padding, (1, 1), 1, activation, activation_args, out,
-                  winograd=True)
-    if y is not None:
-        return y
-    return _reference(ops.CONV2D_WINOGRAD_V2)(input, weight, bias, padding, activation, activation_args, out=out)
+def _winograd(key: str) -> Callable[..., Any]:
+    """The kernel of a Winograd operator: its weight must have the operator's positions (WINOGRAD_POSITIONS), or the
+    reference runs it (and says what is wrong)."""
+    positions = WINOGRAD_POSITIONS[key]
+
+    def fn(input, weight, bias, padding, activation="none", activation_args=(), *, out=None):
+        y = None
+        if isinstance(weight, np.ndarray) and weight.ndim == 3 and weight.shape[0] == positions:
+            y = _conv(input, weight, bias, (3, 3), (1, 1), padding, (1, 1), 1, activation, activation_args, out,
+                      winograd=True)
+        return y if y is not None else _reference(key)(input, weight, bias, padding, activation, activation_args,
+                                                       out=out)
+    fn.__name__ = key.split("::")[1]
+    return _kernel(key)(fn)
 
 
-@_kernel(ops.CONV2D_WINOGRAD_2X2)
-def conv2d_winograd_2x2(input, weight, bias, padding, activation="none", activation_args=(), *, out=None):
-    y = None
-    if isinstance(weight, np.ndarray) and weight.ndim == 3 and weight.shape[0] == 16:
-        y = _conv(input, weight, bias, (3, 3), (1, 1), padding, (1, 1), 1, activation, activation_args, out,
-                  winograd=True)
-    if y is not None:
-        return y
-    return _reference(ops.CONV2D_WINOGRAD_2X2)(input, weight, bias, padding, activation, activation_args, out=out)
+conv2d_winograd_v2 = _winograd(ops.CONV2D_WINOGRAD_V2)
+conv2d_winograd_2x2 = _winograd(ops.CONV2D_WINOGRAD_2X2)
 
 
 @_kernel(ops.CONV2D_POINTWISE_DEPTHWISE)

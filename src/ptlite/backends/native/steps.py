@@ -29,6 +29,7 @@ from .arguments import (
     SCALAR_ARITHMETIC,
     UNARY,
     WINOGRAD_LAYOUTS,
+    WINOGRAD_POSITIONS,
     activation_epilogue,
     bilinear_size,
     conv_out_size,
@@ -136,7 +137,7 @@ def step_for(node: Node, program: Program, shapes: Shapes) -> Step | None:
         step = _conv_step(node, args, shapes, _CONVS[node.op])
     elif node.op == ops.CONV2D_PACKED_GATED:
         step = _gated_conv_step(node, args, shapes)
-    elif node.op in (ops.CONV2D_WINOGRAD_V2, ops.CONV2D_WINOGRAD_2X2):
+    elif node.op in WINOGRAD_POSITIONS:
         step = _winograd_step(node, args, shapes)
     elif node.op in _LINEARS:
         step = _linear_step(node, args, shapes, _LINEARS[node.op])
@@ -225,9 +226,6 @@ def _gated_conv_step(node: Node, args: list, shapes: Shapes) -> Step | None:
     return Step(step.kind, step.ints, step.floats, step.operands, step.out, extra=step.extra, scale=gate)
 
 
-_POSITIONS = {ops.CONV2D_WINOGRAD_V2: 36, ops.CONV2D_WINOGRAD_2X2: 16}  # Winograd's operators: a * a
-
-
 def _winograd_step(node: Node, args: list, shapes: Shapes) -> Step | None:
     """A Winograd convolution: 3x3, stride 1, by the transformed weight, (36, C, O) for F(4x4, 3x3)
     (ops.CONV2D_WINOGRAD_V2), (16, C, O) for F(2x2, 3x3) (ops.CONV2D_WINOGRAD_2X2)."""
@@ -236,7 +234,7 @@ def _winograd_step(node: Node, args: list, shapes: Shapes) -> Step | None:
     pads = _ints(args[3], 4)
     epilogue = activation_epilogue(args[4], args[5])
     if shape is None or len(shape) != 4 or not isinstance(weight, np.ndarray) or weight.dtype != F32 \
-            or weight.ndim != 3 or weight.shape[:2] != (_POSITIONS[node.op], shape[1]) \
+            or weight.ndim != 3 or weight.shape[:2] != (WINOGRAD_POSITIONS[node.op], shape[1]) \
             or not (bias is None or isinstance(bias, np.ndarray) and bias.dtype == F32 and bias.ndim == 1) \
             or pads is None or epilogue is None or not shapes.layout(x, True):
         return None
