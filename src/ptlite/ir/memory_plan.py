@@ -39,7 +39,7 @@ def aligned_empty(count: int, dtype: Any) -> np.ndarray:
     dtype = np.dtype(dtype)
     nbytes = max(count, 1) * dtype.itemsize
     raw = np.empty(nbytes + ALIGN, dtype=np.uint8)
-    start = -raw.ctypes.data % ALIGN
+    start = -raw.__array_interface__["data"][0] % ALIGN  # (raw.ctypes: 20 us more a call where caches are cold)
     return raw[start:start + nbytes].view(dtype)[:count]
 
 
