@@ -1,8 +1,10 @@
-"""The build of ptlite's native kernels (src/ptlite/backends/native/csrc), as part of `pip install`.
+"""The build of ptlite's C extensions, as part of `pip install`: the native kernels (src/ptlite/backends/native/csrc)
+and the guarded map of model files (src/ptlite/format/csrc/mapped.c).
 
-The C extension is optional: when the machine has no C compiler, or the build fails, the install still succeeds
-without it and ptlite runs on its NumPy backend; the reason is kept in the package (native/_build_failure.txt), and
-`ptlite.backends()` says it. Everything else about the package is in pyproject.toml.
+Both are optional: when the machine has no C compiler, or a build fails, the install still succeeds without it; the
+reason is kept in the package (`_build_failure.txt` next to where the extension would be). Without the kernels ptlite
+runs on its NumPy backend, and `ptlite.backends()` says why; without the guarded map it reads model files into memory
+instead of mapping them (docs/reliability.md). Everything else about the package is in pyproject.toml.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from setuptools.command.build_ext import build_ext
 
 NATIVE = "ptlite.backends.native._native"
 CSRC = os.path.join("src", "ptlite", "backends", "native", "csrc")
+MAPPED = "ptlite.format._mapped"
 FAILURE_FILE = "_build_failure.txt"
 
 
@@ -43,7 +46,9 @@ class OptionalBuildExt(build_ext):
 
     def _record(self, ext: Extension, exc: BaseException) -> None:
         reason = f"{type(exc).__name__}: {exc}".strip()
-        print(f"ptlite: the native kernels were not built ({reason}); ptlite will run on NumPy", file=sys.stderr)
+        what = "the native kernels were not built" if ext.name == NATIVE else f"{ext.name} was not built"
+        then = "ptlite will run on NumPy" if ext.name == NATIVE else "ptlite will read model files into memory"
+        print(f"ptlite: {what} ({reason}); {then}", file=sys.stderr)
         path = self._failure_path(ext)
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path, "w", encoding="utf-8") as f:
@@ -68,6 +73,8 @@ SOURCES = ["module.c", "plan.c", "conv.c", "winograd.c", "rows.c", "attention.c"
 setup(
     ext_modules=[Extension(NATIVE, sources=[os.path.join(CSRC, s) for s in SOURCES],
                            depends=[os.path.join(CSRC, h) for h in ("native.h", "plan.h", "kernels.inc")],
-                           extra_compile_args=_compile_args(), extra_link_args=_link_args())],
+                           extra_compile_args=_compile_args(), extra_link_args=_link_args()),
+                 Extension(MAPPED, sources=[os.path.join("src", "ptlite", "format", "csrc", "mapped.c")],
+                           extra_compile_args=_compile_args())],
     cmdclass={"build_ext": OptionalBuildExt},
 )

@@ -14,5 +14,6 @@ def test_ruff_clean():
     ruff = shutil.which("ruff") or str(Path(sys.executable).parent / "ruff")
     if not Path(ruff).exists():
         pytest.skip("ruff is not installed (pip install -e '.[dev]')")
-    result = subprocess.run([ruff, "check", "src", "tests", "benchmarks"], cwd=ROOT, capture_output=True, text=True)
+    result = subprocess.run([ruff, "check", "src", "tests", "benchmarks", "fuzz"], cwd=ROOT, capture_output=True,
+                            text=True)
     assert result.returncode == 0, result.stdout[-4000:]

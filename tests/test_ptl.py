@@ -699,6 +699,8 @@ def _opcode_check_reference(data: bytes) -> str | None:
             return f"pickle opcode {bytes([op])!r} at byte {i - 1}"
     else:
         return "ends without STOP"
+    if i < n:
+        return "bytes follow the pickle's STOP"
     return "truncated" if i > n else None
 
 

@@ -25,6 +25,7 @@ from .backends.base import Backend
 from .errors import (
     CaptureError,
     ExecutionError,
+    FileChangedError,
     FormatError,
     InputError,
     PtliteError,
@@ -38,7 +39,7 @@ from .version import __version__
 __all__ = ["capture", "optimize_for_mobile", "save", "load", "load_program", "export_opnames", "backends",
            "set_num_threads", "get_num_threads", "Program", "Module", "ValueSpec", "Backend", "BackendInfo",
            "PtliteError", "FormatError", "CaptureError", "InputError", "UnsupportedOperatorError", "ExecutionError",
-           "ScriptError", "__version__"]
+           "FileChangedError", "ScriptError", "__version__"]
 
 
 def capture(model: Any, example_inputs: tuple | None = None, method: str = "auto", **options: Any) -> Program:
@@ -111,17 +112,19 @@ def save(program: Program, path: str | os.PathLike) -> None:
     _save(program, path)
 
 
-def load_program(path: str | os.PathLike, methods: Iterable[str] | None = None) -> Program:
+def load_program(path: str | os.PathLike, methods: Iterable[str] | None = None, in_memory: bool = False) -> Program:
     """Read a .ptlite file into a Program without preparing it to run. A PyTorch Mobile file (.ptl, recognised by
     its content) is translated into the same IR, without torch and without running anything from it.
 
     methods: for a PyTorch Mobile file, the methods to translate (default: forward and the other public ones;
         name helpers such as torchvision's `_forward_impl` to get them). A .ptlite file holds the methods it was
-        saved with: ValueError if this is given for one."""
-    return _read(path, methods)[0]
+        saved with: ValueError if this is given for one.
+    in_memory: copy the file into memory instead of mapping it (see `load`)."""
+    return _read(path, methods, in_memory)[0]
 
 
-def _read(path: str | os.PathLike, methods: Iterable[str] | None = None) -> tuple[Program, bool]:
+def _read(path: str | os.PathLike, methods: Iterable[str] | None = None,
+          in_memory: bool = False) -> tuple[Program, bool]:
     """The program in a file, and whether it came from a PyTorch Mobile file."""
     from .format.reader import is_ptlite_file, read_program
 
@@ -134,15 +137,15 @@ def _read(path: str | os.PathLike, methods: Iterable[str] | None = None) -> tupl
 
         if sniff_file(path) is not None:
             chosen = None if methods is None else list(methods)
-            return read_ptl(path, chosen, evaluate=backends.reference().evaluate), True
+            return read_ptl(path, chosen, evaluate=backends.reference().evaluate, in_memory=in_memory), True
     if methods is not None:
         raise ValueError(f"{os.fspath(path)}: methods= chooses what to translate from a PyTorch Mobile file; a .ptlite "
                          "file holds the methods it was saved with")
-    return read_program(path), False
+    return read_program(path, in_memory), False
 
 
 def load(path: str | os.PathLike, optimize: bool | None = None,
-         backends: Iterable[str | Backend] | str | None = None) -> Module:
+         backends: Iterable[str | Backend] | str | None = None, in_memory: bool = False) -> Module:
     """Load a .ptlite (or PyTorch Mobile .ptl) file, check that every operator it uses is available, and return a
     runnable Module.
 
@@ -157,10 +160,16 @@ def load(path: str | os.PathLike, optimize: bool | None = None,
         optimized it unless told not to (if optimizing a .ptl program fails, a warning says why and it runs as
         translated). True: optimize any file (errors raise); False: never.
 
-    The Module's weights are read-only: a .ptlite file's map them, and those made at load (a .ptl file's, folded
-    and packed ones) are sealed (`ptlite.ir.weights.seal`).
+    in_memory: copy the whole file into memory at load instead of mapping it (docs/reliability.md). Mapped (the
+        default where ptlite's `_mapped` extension is built), loading copies nothing and the file may still change
+        on disk without harm to the process: replacing it (os.replace) leaves the module reading the old file, and
+        truncating or overwriting it in place makes the calls after raise FileChangedError (never a crash, never
+        results from the changed bytes).
+
+    The Module's weights are read-only: a .ptlite file's are views of the file, and those made at load (a .ptl
+    file's, folded and packed ones) are sealed (`ptlite.ir.weights.seal`).
     """
-    program, legacy = _read(path)
+    program, legacy = _read(path, in_memory=in_memory)
     if optimize or (optimize is None and legacy):
         from .format.reader import gc_paused
 
@@ -181,7 +190,10 @@ def load(path: str | os.PathLike, optimize: bool | None = None,
         from .ir.weights import seal
 
         program.weights = {name: seal(w) for name, w in program.weights.items()}
-    return Module(program, backends)
+    from .format.source import check_sources, sources_of
+
+    sources = sources_of(program.weights.values())  # the guarded maps the weights read: checked after each call
+    return Module(program, backends, after_call=(lambda: check_sources(sources)) if sources else None)
 
 
 def export_opnames(program_or_path: Program | str | os.PathLike) -> list[str]:

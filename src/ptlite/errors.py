@@ -25,6 +25,17 @@ class ExecutionError(PtliteError, RuntimeError):
     """A kernel failed while running a node; says which node and where it came from in the model."""
 
 
+class KernelArgumentError(ValueError):
+    """A kernel cannot take an argument it was given (its rank, a size, a dtype), checked before it computes. The
+    interpreter turns it into an InputError naming the input where the node reads one of the method's inputs, and
+    into an ExecutionError naming the node otherwise."""
+
+
+class FileChangedError(ExecutionError):
+    """The model file a loaded module reads its weights from was truncated or overwritten in place after it was
+    loaded: the call's results are discarded. Load the file again; replace files in use with os.replace."""
+
+
 class ScriptError(PtliteError, RuntimeError):
     """An exception the model raised itself (`raise ValueError(...)` in TorchScript); the message is the model's.
 

@@ -32,6 +32,8 @@ LAYER_CASES = [
     ("gru", dict(input_size=6, hidden_size=4, num_layers=2, bias=False, bidirectional=True), 1, 3),
     ("rnn_tanh", dict(input_size=6, hidden_size=7, num_layers=2, batch_first=True, bidirectional=True), 2, 5),
     ("rnn_relu", dict(input_size=6, hidden_size=7, num_layers=2), 3, 4),
+    ("gru", dict(input_size=6, hidden_size=5, num_layers=2, batch_first=True, bidirectional=True), 0, 4),  # empty
+    ("lstm", dict(input_size=5, hidden_size=8, num_layers=2, proj_size=3, bidirectional=True), 0, 3),  # batch
 ]
 
 

@@ -1,9 +1,8 @@
-"""Read a .ptlite file, checking every size and offset before use; weights are memory-mapped, not copied."""
+"""Read a .ptlite file, checking every size and offset before use; weights are views of the file's bytes, not copies."""
 
 from __future__ import annotations
 
 import gc
-import mmap
 import os
 import zlib
 from collections.abc import Iterator
@@ -18,6 +17,7 @@ from ptlite.ir.verifier import verify_graph
 
 from .encoding import decode_constant, decode_graph, parse_json
 from .layout import ALIGN, FORMAT_VERSION, HEADER, HEADER_SIZE, MAGIC, MAX_PROGRAM_BYTES, WEIGHT_DTYPES
+from .source import open_source
 
 
 def is_ptlite_file(head: bytes) -> bool:
@@ -92,16 +92,14 @@ def _element_count(shape: Any) -> int | None:
     return count
 
 
-def read_program(path: str | os.PathLike) -> Program:
-    """Read and validate a .ptlite file into a Program whose weights are read-only memory-mapped arrays."""
+def read_program(path: str | os.PathLike, in_memory: bool = False) -> Program:
+    """Read and validate a .ptlite file into a Program whose weights are read-only views of the file's bytes
+    (mapped and guarded, or copied into memory: see ptlite.format.source)."""
     name = os.fspath(path)
-    with open(path, "rb") as f:
-        size = os.fstat(f.fileno()).st_size
-        if size == 0:
-            raise FormatError(f"{name}: file is empty")
-        buf = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    buf = open_source(path, in_memory)
+    size = len(buf)
     prog_off, prog_size, data_off, data_size, crc = _read_header(buf, size, name)
-    body = buf[prog_off:prog_off + prog_size]
+    body = bytes(buf[prog_off:prog_off + prog_size])
     if zlib.crc32(body) != crc:
         raise FormatError(f"{name}: program section checksum mismatch; the file is corrupt")
     with gc_paused():

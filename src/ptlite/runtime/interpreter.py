@@ -19,7 +19,7 @@ import numpy as np
 from ptlite import ops
 from ptlite.backends import REFERENCE
 from ptlite.backends.base import Backend, Delegate
-from ptlite.errors import ExecutionError, PtliteError, UnsupportedOperatorError
+from ptlite.errors import ExecutionError, InputError, KernelArgumentError, PtliteError, UnsupportedOperatorError
 from ptlite.ir.graph import Block, Graph, Node, Program
 from ptlite.ir.liveness import all_values, last_reads
 from ptlite.ops import MODULE_STATE
@@ -43,6 +43,7 @@ class _Compiler:
         self.constants: dict[int, Any] = {}
         self.kernels: dict[int, Any] = {}  # id(node) -> the Kernel dispatch chose (planned steps reuse it)
         self.placed: list[tuple[Node, str, str | None]] = []  # (node, backend, delegate): Placement's fields
+        self.method_inputs: dict[int, str] = {}  # value id -> name of the method's inputs (for errors)
 
     def slot(self, value: Any) -> int:
         if value.id not in self.slots:
@@ -124,7 +125,7 @@ class _Compiler:
                 impl(*[env[i] for i in ins])
         else:
             step = _unpacking(impl, ins, outs)
-        step = _located(step, node)
+        step = _located(step, node, self.method_inputs)
         return step if self.instrument is None else self.instrument(step, node)
 
     def delegate_step(self, delegate: Delegate) -> tuple[Step, DelegateStep]:
@@ -248,14 +249,21 @@ def _unpacking(fn: Callable[..., Any], ins: list[int], outs: list[int]) -> Step:
     return step
 
 
-def _located(step: Step, node: Node) -> Step:
-    """Wrap a step so that a kernel failure names the node (or delegate) and where it came from in the model."""
+def _located(step: Step, node: Node, method_inputs: dict[int, str] | None = None) -> Step:
+    """Wrap a step so that a kernel failure names the node (or delegate) and where it came from in the model. A
+    KernelArgumentError (an argument a kernel checked and cannot take) on a node reading one of the method's inputs
+    itself is an InputError naming that input: the caller's array is what does not fit."""
+    given = [name for v in node.inputs if (name := (method_inputs or {}).get(v.id)) is not None]
 
     def located(env: list) -> None:
         try:
             step(env)
         except PtliteError:  # includes ScriptError: an exception the model raised itself
             raise
+        except KernelArgumentError as exc:
+            if given:
+                raise InputError(f"input '{given[0]}' cannot be used by {where(node)}: {exc}") from exc
+            raise ExecutionError(f"{where(node)} failed: {exc}") from exc
         except Exception as exc:
             raise ExecutionError(f"{where(node)} failed: {type(exc).__name__}: {exc}") from exc
     return located
@@ -292,6 +300,7 @@ class CompiledGraph:
                  state: dict[str, Any] | None = None, dispatcher: Dispatcher | None = None) -> None:
         dispatcher = dispatcher or reference_dispatcher()
         compiler = _Compiler(program, dispatcher, instrument, state)
+        compiler.method_inputs = {v.id: v.name or f"#{i}" for i, v in enumerate(graph.inputs)}
         self.input_slots = [compiler.slot(v) for v in graph.inputs]
         delegates: list[Delegate] = []
         if any(type(b).delegates is not Backend.delegates for b in dispatcher.backends):

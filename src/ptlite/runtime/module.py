@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 import warnings
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import Any
 
@@ -40,8 +40,9 @@ class Method:
     runtime/interpreter.py, _arena); a specialization that fails leaves the method as loaded."""
 
     def __init__(self, graph: Graph, program: Program, state: dict[str, Any] | None = None,
-                 dispatcher: Dispatcher | None = None) -> None:
+                 dispatcher: Dispatcher | None = None, after_call: Callable[[], None] | None = None) -> None:
         self.name = graph.name
+        self._after_call = after_call  # see Module
         self.input_specs: list[ValueSpec] = list(graph.input_specs)
         self.output_specs: list[ValueSpec] = list(graph.output_specs)
         self.program = program  # what the compiled graph runs: the module's program, or a copy planned at first call
@@ -73,6 +74,8 @@ class Method:
         checked = self.check_args(args, kwargs)
         self.prepare(checked)
         outputs = self._compiled(*checked)
+        if self._after_call is not None:
+            self._after_call()
         return outputs[0] if self._single_output else tuple(outputs)
 
     def prepare(self, args: list[Any]) -> None:
@@ -153,9 +156,14 @@ class Module:
     always added last; None: every backend available here, the one the program was lowered for first: its lowering
     shaped the program for its kernels (weight layouts, fusions, the memory plan), so a program lowered for the
     reference runs on it alone). A program lowered for a backend that is not among them runs on the others
-    (the reference runs every operator), with one warning saying so."""
+    (the reference runs every operator), with one warning saying so.
 
-    def __init__(self, program: Program, backends: Iterable[str | Backend] | str | None = None) -> None:
+    `after_call`, if given, runs after each call of a method, before its results are returned: `ptlite.load` passes
+    the check that raises FileChangedError when the file the weights are read from has changed under its map
+    (ptlite.format.source)."""
+
+    def __init__(self, program: Program, backends: Iterable[str | Backend] | str | None = None,
+                 after_call: Callable[[], None] | None = None) -> None:
         self.program = program
         _check_operators(program)  # one error naming every missing operator, whichever method uses it
         lowered = program.lowered_for
@@ -169,7 +177,7 @@ class Module:
         # Attributes the model changes while running (ptlite::set_attr), by attribute path; kept across calls and
         # shared by the methods. Attributes not set yet hold their initial values; clear() restores those.
         self.state: dict[str, Any] = {}
-        self._methods: dict[str, Method] = {name: Method(g, program, self.state, self._dispatcher)
+        self._methods: dict[str, Method] = {name: Method(g, program, self.state, self._dispatcher, after_call)
                                             for name, g in program.methods.items()}
 
     def _method(self, name: str) -> Method:

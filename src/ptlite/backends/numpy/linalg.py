@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ptlite.backends.numpy import kernel
+from ptlite.errors import KernelArgumentError
 
 
 def _add_into(out: np.ndarray, other) -> np.ndarray:
@@ -38,6 +39,9 @@ def _scaled(value: np.ndarray, factor) -> np.ndarray:
 @kernel("aten::linear")
 def linear(input, weight, bias=None):
     """input @ weight.T + bias, over any number of leading dimensions (one GEMM for all of them)."""
+    if input.ndim == 0 or weight.ndim == 0:
+        raise KernelArgumentError(f"linear: both arguments need at least 1 dimension, got {input.ndim}-d and "
+                                  f"{weight.ndim}-d")
     out = _matmul(input, weight.T)
     return out if bias is None else _add_into(out, bias)
 

@@ -23,6 +23,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from ptlite.backends.numpy import kernel
+from ptlite.errors import KernelArgumentError
 from ptlite.ops import CONV2D_PREPACKED, LINEAR_PREPACKED
 
 from ._fastnp import clip, strided_view, tile_cols, tile_row
@@ -506,8 +507,11 @@ def linear_prepacked(input, weight, bias, activation="none", activation_args=(),
     `out` (and returned) when it is a C-contiguous array of the result's shape and dtype."""
     check_activation(activation, activation_args)
     k, o = weight.shape
+    if input.ndim == 0:
+        raise KernelArgumentError("linear: the input is a 0-d array (a scalar); it needs at least 1 dimension, the "
+                                  f"last holding the {k} input features")
     if input.shape[-1] != k:
-        raise ValueError(f"linear: input's last dimension is {input.shape[-1]}, the weight expects {k}")
+        raise KernelArgumentError(f"linear: input's last dimension is {input.shape[-1]}, the weight expects {k}")
     dtype = np.result_type(input.dtype, weight.dtype)
     lead = input.shape[:-1]
     x2 = input.reshape(-1, k)

@@ -127,7 +127,7 @@ def _run_layer(mode: str, x: np.ndarray, layer: _Layer, h0: np.ndarray, c0: np.n
     steps, batch, _ = x.shape
     num_dirs, hidden_gates = layer.w_ih.shape[:2]
     hidden = hidden_gates // _GATES[mode]
-    xp = np.matmul(layer.w_ih, x.reshape(steps * batch, -1).T)  # (D, G*H, T*B)
+    xp = np.matmul(layer.w_ih, x.reshape(steps * batch, x.shape[2]).T)  # (D, G*H, T*B); sizes, not -1: B may be 0
     xp += layer.bias_x
     xp = np.ascontiguousarray(xp.reshape(num_dirs, hidden_gates, steps, batch).transpose(0, 2, 1, 3))
     if num_dirs == 2:
@@ -159,7 +159,7 @@ def _run_layer(mode: str, x: np.ndarray, layer: _Layer, h0: np.ndarray, c0: np.n
     h_n = np.ascontiguousarray(h.transpose(0, 2, 1))  # before the reversal below: h may be a view of out
     if num_dirs == 2:
         out[1] = out[1, ::-1].copy()
-    output = out.transpose(1, 3, 0, 2).reshape(steps, batch, -1)
+    output = out.transpose(1, 3, 0, 2).reshape(steps, batch, num_dirs * out.shape[2])
     return output, h_n, None if c is None else np.ascontiguousarray(c.transpose(0, 2, 1))
 
 

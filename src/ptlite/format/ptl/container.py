@@ -1,13 +1,12 @@
-"""The zip container of a PyTorch Mobile .ptl file: records by name, checked sizes, storages mapped without copying.
+"""The zip container of a PyTorch Mobile .ptl file: records by name, checked sizes, storages viewed without copying.
 
 `PyTorchStreamWriter` names every record `<archive>/<record>` and stores tensor data uncompressed and 64-byte
-aligned, so a stored record is exposed as a read-only NumPy view of the memory-mapped file; other records are read
-(and CRC-checked) by `zipfile`. Every size and offset is checked against the file before use.
+aligned, so a stored record is exposed as a read-only NumPy view of the file's bytes (ptlite.format.source); other
+records are read (and CRC-checked) by `zipfile`. Every size and offset is checked against the file before use.
 """
 
 from __future__ import annotations
 
-import mmap
 import os
 import struct
 import zipfile
@@ -15,24 +14,31 @@ import zipfile
 import numpy as np
 
 from ptlite.errors import FormatError
+from ptlite.format.source import open_source
 
 ZIP_MAGIC = b"PK\x03\x04"
 FLATBUFFER_MAGIC = b"PTMF"  # the flatbuffers file identifier, at bytes 4-7
 
 MAX_PICKLE_BYTES = 1 << 30  # a pickle record larger than this is refused before it is read
+# What the deflated records of one file may inflate to, together: INFLATE_RATIO times the file's size plus
+# INFLATE_SLACK (PyTorch stores records uncompressed; a file zipped again with deflate inflates ~1.1x for weights and
+# 5-10x for pickles). A zip bomb is refused before it is inflated.
+INFLATE_RATIO = 32
+INFLATE_SLACK = 64 << 20
 _LOCAL_HEADER = struct.Struct("<4sHHHHHIIIHH")  # signature ... name length, extra length (30 bytes)
 
 
 class Archive:
     """An open .ptl zip: `read(name)` for small records, `array(name, dtype, count)` for storages."""
 
-    def __init__(self, path: str | os.PathLike) -> None:
+    def __init__(self, path: str | os.PathLike, in_memory: bool = False) -> None:
         self.path = os.fspath(path)
-        with open(self.path, "rb") as f:
-            self.size = os.fstat(f.fileno()).st_size
-            if self.size < len(ZIP_MAGIC):
-                raise FormatError(f"{self.path}: file is {self.size} bytes, too short for a PyTorch Mobile file")
-            self._map = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        if os.path.getsize(self.path) < len(ZIP_MAGIC):
+            raise FormatError(f"{self.path}: file is {os.path.getsize(self.path)} bytes, too short for a PyTorch "
+                              "Mobile file")
+        self._map = open_source(self.path, in_memory)  # mapped and guarded, or read (ptlite.format.source)
+        self.size = len(self._map)
+        self._inflated = 0  # bytes the deflated records read so far inflated to
         try:
             self._zip = zipfile.ZipFile(self.path)
         except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, ValueError, EOFError, struct.error,
@@ -84,6 +90,15 @@ class Archive:
         if info.file_size > limit:
             raise FormatError(f"{self.path}: record {name!r} is {info.file_size} bytes, more than the "
                               f"{limit} this reader accepts")
+        if info.compress_type != zipfile.ZIP_STORED:
+            budget = INFLATE_RATIO * self.size + INFLATE_SLACK
+            if self._inflated + info.file_size > budget:
+                raise FormatError(f"{self.path}: record {name!r} inflates from {info.compress_size} to "
+                                  f"{info.file_size} bytes, past the {budget} bytes that this {self.size}-byte "
+                                  f"file's deflated records may inflate to ({INFLATE_RATIO}x its size + "
+                                  f"{INFLATE_SLACK >> 20} MiB); PyTorch stores records uncompressed: the file is "
+                                  "crafted or was zipped again")
+            self._inflated += info.file_size
         try:
             data = self._zip.read(info)
         except (zipfile.BadZipFile, OSError, ValueError, EOFError, NotImplementedError, RuntimeError,

@@ -8,7 +8,6 @@ before it is read; values reference each other by index, resolved once each, wit
 
 from __future__ import annotations
 
-import mmap
 import os
 import struct
 from typing import Any
@@ -16,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from ptlite.errors import FormatError, UnsupportedOperatorError
+from ptlite.format.source import open_source
 
 from .bytecode import OPCODE_ORDER, Argument, Function, Operator, check_instructions
 from .quantized import refuse_quantized
@@ -287,14 +287,13 @@ class _Values:
         return Argument(table.string(0), table.string(1), self.get(table.scalar(2, "<I")))
 
 
-def read_flatbuffer(path: str | os.PathLike) -> tuple[int, int, dict[str, Function], Any]:
+def read_flatbuffer(path: str | os.PathLike, in_memory: bool = False) -> tuple[int, int, dict[str, Function], Any]:
     """(bytecode version, operator version, functions by qualified name, root object) of a flatbuffer file."""
     name = os.fspath(path)
-    with open(path, "rb") as f:
-        size = os.fstat(f.fileno()).st_size
-        if size < 8:
-            raise FormatError(f"{name}: file is {size} bytes, too short for a PyTorch Mobile file")
-        data = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    size = os.path.getsize(name)
+    if size < 8:
+        raise FormatError(f"{name}: file is {size} bytes, too short for a PyTorch Mobile file")
+    data = open_source(name, in_memory)  # mapped and guarded, or read (ptlite.format.source)
     buf = _Buffer(data, name)
     module = _Table(buf, buf.target(0))
     version = module.scalar(0, "<I")

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from ptlite import ops
-from ptlite.errors import UnsupportedOperatorError
+from ptlite.errors import FormatError, UnsupportedOperatorError
 from ptlite.ir.graph import Block, Node, Value
 from ptlite.ir.types import check_type
 from ptlite.ops import GET_ATTR, ISINSTANCE, SET_ATTR
@@ -27,6 +27,22 @@ _DICT_INDEX = {"str": "aten::__getitem__.Dict_str", "int": "aten::__getitem__.Di
                "bool": "aten::__getitem__.Dict_bool", "float": "aten::__getitem__.Dict_float"}
 _FIXED_LIST = re.compile(r"(?:int|SymInt|float|bool)\[(\d+)\]")
 
+
+# A schema's scalar argument types -> the scalar types an argument of it may have (an int constant may stand for a
+# float: TorchScript writes `2` for 2.0 in some constants tables; never the other way, and a bool is neither).
+_SCALAR_ACCEPTS = {"int": {"int"}, "SymInt": {"int"}, "float": {"float", "int"}, "bool": {"bool"}}
+_SCALAR_TYPES = {"int", "float", "bool"}
+
+MAX_ATTRIBUTE_PATH = 4096  # characters of a dotted attribute path; real models use well under 200
+
+
+def join_path(base: str, name: str) -> str:
+    """base.name, refused past MAX_ATTRIBUTE_PATH characters: each path is a string of its own, so a file nesting
+    thousands of modules with long (pickle-memoized, so cheap) names would otherwise build gigabytes of them."""
+    if len(base) + len(name) + 1 > MAX_ATTRIBUTE_PATH:
+        raise FormatError(f"an attribute path ({(base + '.' + name)[:80]}...) is longer than {MAX_ATTRIBUTE_PATH} "
+                          "characters: the module nests too deeply or its names are too long; the file is crafted")
+    return f"{base}.{name}" if base else name
 
 class Instructions:
     """Instruction and operator handlers, mixed into Translator, whose stack and register helpers (pop, read,
@@ -153,7 +169,7 @@ class Instructions:
 
     def attribute_path(self, target: ScriptObject, x: int) -> str:
         path = self.paths.get(id(target), target.qualname)
-        return f"{path}.{target.names[x]}" if path else target.names[x]
+        return join_path(path, target.names[x])
 
     def op_CREATE_OBJECT(self, frame: Frame, pc: int, x: int, n: int) -> None:
         self.fail(frame, pc, "the model creates a TorchScript object while running; ptlite cannot translate this "
@@ -398,10 +414,25 @@ class Instructions:
             args = upgrade.adapt_arguments(args, Const)
         if not varargs:
             args = self.fill_defaults(frame, pc, opdef, args)
+            self.check_scalars(frame, pc, opdef, args)
         if upgrade is not None and upgrade.rewrite is not None:
             upgrade.rewrite(self, frame, pc, key, args)
             return
         self.apply(frame, pc, key, args, None)
+
+    def check_scalars(self, frame: Frame, pc: int, opdef: Any, args: list[Any]) -> None:
+        """Refuse a scalar of another type where the schema wants an int, a float or a bool, as TorchScript's
+        compiler would never pass one: bool is not int (a loop counter stepped by `add.int` with False never ends),
+        and neither converts to the other implicitly."""
+        for arg, entry in zip(opdef.schema.arguments, args):
+            wanted = _SCALAR_ACCEPTS.get(arg.type)
+            if wanted is None or isinstance(entry, Static):
+                continue
+            got = entry_type(entry)
+            if got in _SCALAR_TYPES and got not in wanted:
+                shown = f" ({str(entry.value)[:20]})" if isinstance(entry, Const) else ""
+                self.fail(frame, pc, f"{opdef.key} argument '{arg.name}' is {arg.type}, the file passes a {got}"
+                                     f"{shown}, which TorchScript never does: the file is corrupt or crafted")
 
     def fill_defaults(self, frame: Frame, pc: int, opdef: Any, args: list[Any]) -> list[Any]:
         arguments = opdef.schema.arguments

@@ -44,7 +44,8 @@ def is_pytorch_mobile(path: str | os.PathLike) -> bool:
         return False
 
 
-def read_ptl(path: str | os.PathLike, methods: Sequence[str] | None = None, *, evaluate: ops.Evaluate) -> Program:
+def read_ptl(path: str | os.PathLike, methods: Sequence[str] | None = None, *, evaluate: ops.Evaluate,
+             in_memory: bool = False) -> Program:
     """Translate a .ptl file into a Program whose methods are the root module's methods, forward first.
 
     methods: the names of the methods to translate; by default forward and the other public methods (those
@@ -52,13 +53,14 @@ def read_ptl(path: str | os.PathLike, methods: Sequence[str] | None = None, *, e
     a method calls them (torchvision's `_forward_impl`, which forward already inlines); name them to get them.
     evaluate: computes a pure operator whose arguments the bytecode fixes, so that the translation keeps its result
     instead (the reference backend's `evaluate`: ptlite.load_program hands it in).
+    in_memory: copy the file into memory instead of mapping it (ptlite.format.source).
     """
     name = os.fspath(path)
     kind = sniff_file(name)
     if kind == "flatbuffer":
-        version, operator_version, functions, root = read_flatbuffer(name)
+        version, operator_version, functions, root = read_flatbuffer(name, in_memory)
     elif kind == "zip":
-        version, operator_version, functions, root = _read_zip(name)
+        version, operator_version, functions, root = _read_zip(name, in_memory)
     else:
         raise FormatError(f"{name}: not a PyTorch Mobile file (neither a zip archive nor a flatbuffer)")
     if not isinstance(root, ScriptObject):
@@ -74,9 +76,9 @@ def read_ptl(path: str | os.PathLike, methods: Sequence[str] | None = None, *, e
     return program
 
 
-def _read_zip(name: str) -> tuple[int, int, dict[str, Function], Any]:
+def _read_zip(name: str, in_memory: bool) -> tuple[int, int, dict[str, Function], Any]:
     """(bytecode version, operator version, functions, root object) of the zip variant."""
-    with Archive(name) as archive:
+    with Archive(name, in_memory) as archive:
         if not archive.has("bytecode.pkl"):
             raise FormatError(f"{name}: a zip archive without bytecode.pkl, so not a PyTorch Mobile file (a file "
                               "saved with torch.jit.save needs torch: convert it with 'ptlite convert')")

@@ -28,7 +28,7 @@ from ptlite.ir.types import type_arguments
 from ptlite.ops import MODULE_STATE, Evaluate
 
 from .bytecode import Argument, Function
-from .instructions import Instructions
+from .instructions import Instructions, join_path
 from .state import StateSlot
 from .types import parse_type, type_of, unify
 from .unpickler import Device, ScriptObject
@@ -433,6 +433,6 @@ def _object_paths(root: ScriptObject, limit: int = 1 << 20) -> dict[int, str]:
             if isinstance(value, ScriptObject) and id(value) not in paths:
                 if len(paths) >= limit:
                     raise FormatError("the module holds too many objects")
-                paths[id(value)] = f"{base}.{name}" if base else name
+                paths[id(value)] = join_path(base, name)
                 queue.append(value)
     return paths

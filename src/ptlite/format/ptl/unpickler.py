@@ -311,6 +311,8 @@ def check_opcodes(data: bytes, where: str) -> None:
         _fail(f"{where}: the pickle ends without STOP; the file is truncated or corrupt")
     if i > n:
         _fail(f"{where}: the pickle is truncated")
+    if i < n:
+        _fail(f"{where}: {n - i} bytes follow the pickle's STOP; PyTorch writes none: the file is corrupt or crafted")
 
 
 # ---------------------------------------------------------------------------------------------------------

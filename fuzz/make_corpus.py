@@ -1,0 +1,97 @@
+"""Seed corpora for the fuzz targets (needs torch): small models of each kind ptlite reads, as .ptlite files lowered
+for NumPy (target `ptlite`) and for the native backend (`native`) and as PyTorch Mobile .ptl files, zip and
+flatbuffer (`ptl`). Small weights, so that mutations land on the structure.
+
+    python fuzz/make_corpus.py OUT_DIR      # writes OUT_DIR/ptlite, OUT_DIR/native, OUT_DIR/ptl
+"""
+
+from __future__ import annotations
+
+import sys
+import warnings
+from pathlib import Path
+
+import torch
+from torch import nn
+
+import ptlite
+
+
+class Convs(nn.Module):
+    """Dense, depthwise and 1x1 convolutions, batch norm, relu6, a residual add, pooling and a linear head."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, 8, 3, 2, 1), nn.BatchNorm2d(8), nn.ReLU6())
+        self.dw = nn.Conv2d(8, 8, 3, 1, 1, groups=8)
+        self.pw = nn.Conv2d(8, 8, 1)
+        self.head = nn.Linear(8, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.stem(x)
+        y = y + self.pw(torch.relu(self.dw(y)))
+        return self.head(torch.flatten(nn.functional.adaptive_avg_pool2d(y, 1), 1))
+
+
+class Recurrent(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.rnn = nn.GRU(4, 6, batch_first=True)
+        self.head = nn.Linear(6, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out, _ = self.rnn(x)
+        return torch.softmax(self.head(out[:, -1]), dim=-1)
+
+
+class Attention(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.layer = nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=True)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.layer(x)
+
+
+class Control(nn.Module):
+    """Loops, branches, lists and an int argument (TorchScript only)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor, n: int = 2) -> torch.Tensor:
+        outs = []
+        for i in range(n):
+            x = self.lin(x) if i % 2 == 0 else torch.tanh(x)
+            outs.append(x.sum())
+        return x * torch.stack(outs).mean()
+
+
+MODELS = {"convs": (Convs, (1, 3, 16, 16)), "recurrent": (Recurrent, (1, 5, 4)), "attention": (Attention, (1, 6, 8)),
+          "control": (Control, (2, 4))}
+
+
+def main(out: Path) -> None:
+    warnings.simplefilter("ignore")
+    for kind in ("ptlite", "native", "ptl"):
+        (out / kind).mkdir(parents=True, exist_ok=True)
+    torch.manual_seed(0)
+    for name, (cls, shape) in MODELS.items():
+        model = cls().eval()
+        x = torch.randn(*shape)
+        for method in ("export", "script"):
+            if name == "control" and method == "export":
+                continue
+            program = ptlite.capture(model, (x,), method=method)
+            ptlite.save(program, out / "ptlite" / f"{name}.{method}.captured.ptlite")
+            for kind, backend in (("ptlite", "numpy"), ("native", "native")):
+                lowered = ptlite.optimize_for_mobile(program, backend=backend)
+                ptlite.save(lowered, out / kind / f"{name}.{method}.ptlite")
+        scripted = torch.jit.script(model)
+        scripted._save_for_lite_interpreter(str(out / "ptl" / f"{name}.ptl"))
+        scripted._save_for_lite_interpreter(str(out / "ptl" / f"{name}.flatbuffer.ptl"), _use_flatbuffer=True)
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]))

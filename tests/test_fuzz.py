@@ -1,0 +1,51 @@
+"""The fuzz targets (fuzz/) run for a bounded time from fresh seed corpora, each in a process of its own: libFuzzer
+stops with a non-zero status on a crash, an exception escaping other than ptlite's own, a hang past -timeout or
+memory past -rss_limit_mb, and writes the input that did it next to the test's files. PTLITE_FUZZ_SECONDS sets the
+time per target (default 60, CI's); docs/reliability.md has the command for a long run and what ran."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("atheris", reason="atheris (x86-64, Python 3.11-3.13 wheels) is not installed")
+
+ROOT = Path(__file__).resolve().parents[1]
+SECONDS = int(os.environ.get("PTLITE_FUZZ_SECONDS", "60"))
+TARGETS = ["ptlite", "ptl", "native"]  # fuzz/fuzz.py's, each seeded from the folder of its name
+
+
+@pytest.fixture(scope="module")
+def seeds(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("seeds")
+    subprocess.run([sys.executable, str(ROOT / "fuzz" / "make_corpus.py"), str(out)], check=True,
+                   capture_output=True, timeout=600)
+    return out
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_fuzz_target_finds_nothing(seeds, tmp_path, target):
+    if target == "native":
+        import ptlite
+
+        if not ptlite.backends()[0].available:
+            pytest.skip("the native backend is not built here")
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for seed in (seeds / target).iterdir():
+        (corpus / seed.name).write_bytes(seed.read_bytes())
+    done = subprocess.run([sys.executable, str(ROOT / "fuzz" / "fuzz.py"), target, str(corpus),
+                           f"-max_total_time={SECONDS}", "-rss_limit_mb=2048", "-timeout=20", "-print_final_stats=1",
+                           f"-artifact_prefix={tmp_path}/"], capture_output=True, text=True,
+                          timeout=SECONDS + 300, cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+    runs = re.search(r"stat::number_of_executed_units:\s+(\d+)", done.stderr)
+    found = sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(("crash-", "timeout-", "oom-")))
+    assert done.returncode == 0 and not found, \
+        f"fuzz.py {target}: exit {done.returncode}, inputs written: {found} (in {tmp_path})\n{done.stderr[-3000:]}"
+    assert runs and int(runs.group(1)) >= 100, f"fuzz.py {target} ran too few inputs:\n{done.stderr[-2000:]}"
+    print(f"fuzz.py {target}: {runs.group(1)} executions in {SECONDS} s")
