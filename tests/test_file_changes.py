@@ -168,3 +168,25 @@ def test_weights_are_frozen_and_aligned_either_way(files, in_memory):
     program = ptlite.load_program(files["native"], in_memory=in_memory)
     assert program.weights and all(frozen(w) for w in program.weights.values())
     assert all(w.ctypes.data % 64 == 0 for w in program.weights.values())
+
+
+def test_a_sigbus_sent_to_the_process_still_ends_it(files):
+    """kill -BUS is not a read past a file's end: the guard passes it on, and the default action ends the process
+    (it is not swallowed)."""
+    if ptlite.format.source.map_file is None:
+        pytest.skip("no guarded maps here")
+    code = f"import os, signal, ptlite; m = ptlite.load({str(files['numpy'])!r}); os.kill(os.getpid(), signal.SIGBUS)"
+    done = subprocess.run([sys.executable, "-c", code + "; print('survived')"], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == -7 and "survived" not in done.stdout, (done.returncode, done.stdout, done.stderr[-300:])
+
+
+def test_sources_are_found_through_memoryviews(files):
+    """A weight sealed from a map's view (a read-only memoryview between them) still names the map."""
+    from ptlite.format.source import sources_of
+
+    program = ptlite.load_program(files["numpy"])
+    weight = next(iter(program.weights.values()))
+    sealed = np.asarray(memoryview(weight).toreadonly())
+    if ptlite.format.source.map_file is not None:
+        assert len(sources_of([weight])) == 1 and sources_of([sealed]) == sources_of([weight])

@@ -39,9 +39,11 @@ def test_fuzz_target_finds_nothing(seeds, tmp_path, target):
     corpus.mkdir()
     for seed in (seeds / target).iterdir():
         (corpus / seed.name).write_bytes(seed.read_bytes())
-    done = subprocess.run([sys.executable, str(ROOT / "fuzz" / "fuzz.py"), target, str(corpus),
-                           f"-max_total_time={SECONDS}", "-rss_limit_mb=2048", "-timeout=20", "-print_final_stats=1",
-                           f"-artifact_prefix={tmp_path}/"], capture_output=True, text=True,
+    command = [sys.executable, str(ROOT / "fuzz" / "fuzz.py"), target, str(corpus), f"-max_total_time={SECONDS}",
+               "-rss_limit_mb=2048", "-timeout=20", "-print_final_stats=1", f"-artifact_prefix={tmp_path}/"]
+    # Started by a shell that forks it: a process exec'd straight from this one would inherit the test process's
+    # peak RSS (Linux keeps it across exec), which libFuzzer reads as its own and calls out-of-memory.
+    done = subprocess.run(["/bin/sh", "-c", '"$@"; exit $?', "sh", *command], capture_output=True, text=True,
                           timeout=SECONDS + 300, cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
     runs = re.search(r"stat::number_of_executed_units:\s+(\d+)", done.stderr)
     found = sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(("crash-", "timeout-", "oom-")))

@@ -183,3 +183,32 @@ def test_an_input_a_kernel_cannot_take_is_an_input_error_naming_it(leaf, shape, 
 
     with pytest.raises(ptlite.InputError, match=f"input 'x' cannot be used by ptlite::linear_prepacked .*{problem}"):
         ptlite.load(leaf)(np.ones(shape, np.float32))
+
+
+def test_a_record_compressed_otherwise_than_deflate_is_refused(leaf, tmp_path):
+    """bzip2 and LZMA inflate with no bound zipfile can set: refused before reading."""
+    prefix, records = _records(leaf)
+    bz = tmp_path / "bzip2.ptl"
+    with zipfile.ZipFile(bz, "w") as z:
+        for name, data in records.items():
+            z.writestr(f"{prefix}/{name}", data,
+                       compress_type=zipfile.ZIP_BZIP2 if name == "data.pkl" else zipfile.ZIP_STORED)
+    with pytest.raises(ptlite.FormatError, match="'data.pkl' is compressed with method 12"):
+        ptlite.load(bz)
+
+
+def test_a_deflated_record_that_lies_about_its_size_inflates_no_further(leaf, tmp_path):
+    """A record declaring 16 bytes whose deflate stream holds 64 MiB: only what it declares is inflated."""
+    prefix, records = _records(leaf)
+    crafted = _write(tmp_path / "liar.ptl", prefix, records, {"data.pkl": 64 << 20})
+    data = bytearray(crafted.read_bytes())
+    at = data.find(b"PK\x01\x02")
+    while at >= 0:  # central directory entries: the uncompressed size at +24, the local header's at +22
+        name_len = struct.unpack_from("<H", data, at + 28)[0]
+        if data[at + 46:at + 46 + name_len].endswith(b"data.pkl"):
+            struct.pack_into("<I", data, at + 24, 16)
+            struct.pack_into("<I", data, struct.unpack_from("<I", data, at + 42)[0] + 22, 16)
+        at = data.find(b"PK\x01\x02", at + 4)
+    crafted.write_bytes(bytes(data))
+    peak = _load_traced(crafted, "data.pkl")
+    assert peak < 16 << 20, f"the lying record peaked at {peak >> 20} MiB"

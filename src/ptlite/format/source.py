@@ -41,7 +41,12 @@ def open_source(path: str | os.PathLike, in_memory: bool = False) -> memoryview:
     with open(name, "rb", buffering=0) as f:
         size = os.fstat(f.fileno()).st_size
         data = aligned_empty(size, np.uint8)
-        got = f.readinto(memoryview(data)) if size else 0
+        view, got = memoryview(data), 0
+        while got < size:  # one read returns at most 2 GiB on Linux
+            n = f.readinto(view[got:])
+            if not n:
+                break
+            got += n
     if size == 0:
         raise FormatError(f"{name}: file is empty")
     if got != size:
@@ -56,10 +61,8 @@ def sources_of(arrays: Iterable[Any]) -> list[Any]:
     found: dict[int, Any] = {}
     for a in arrays:
         base = a
-        while isinstance(base, np.ndarray):
-            base = base.base
-        if isinstance(base, memoryview):
-            base = base.obj
+        while isinstance(base, (np.ndarray, memoryview)):  # views of views, through memoryviews (seal's)
+            base = base.base if isinstance(base, np.ndarray) else base.obj
         if isinstance(base, MappedFile):
             found[id(base)] = base
     return list(found.values())

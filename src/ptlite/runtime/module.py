@@ -73,7 +73,12 @@ class Method:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         checked = self.check_args(args, kwargs)
         self.prepare(checked)
-        outputs = self._compiled(*checked)
+        try:
+            outputs = self._compiled(*checked)
+        except Exception:
+            if self._after_call is not None:
+                self._after_call()  # a file changed under the call explains its failure: say that instead
+            raise
         if self._after_call is not None:
             self._after_call()
         return outputs[0] if self._single_output else tuple(outputs)

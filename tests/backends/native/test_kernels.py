@@ -164,6 +164,23 @@ def test_max_pool2d_matches_torch(isa, shape, k, s, p, d, ceil):
                      what=f"native {isa} max_pool2d {shape} k{k} s{s} p{p} d{d} ceil={ceil}")
 
 
+@pytest.mark.parametrize("channels", [8, 20, 32])
+def test_max_pool2d_propagates_nan_as_torch(isa, channels):
+    """A NaN in a window makes its maximum NaN, in full vectors of channels, the last overlapping one and the
+    scalar tail alike."""
+    from ptlite.backends.native.kernels import max_pool2d
+
+    x = np.random.default_rng(1).standard_normal((1, channels, 6, 6)).astype(np.float32)
+    x[0, :, 2, 2] = np.nan
+    x[0, channels - 1, 4, 5] = np.nan
+    want = F.max_pool2d(torch.from_numpy(x), 3, 2, 1).numpy()
+    got = max_pool2d(x, [3, 3], [2, 2], [1, 1], [1, 1], False)
+    assert np.array_equal(np.isnan(got), np.isnan(want)), \
+        f"native {isa} max_pool2d, {channels} channels: NaN at {np.argwhere(np.isnan(got)).tolist()[:6]}, torch " \
+        f"at {np.argwhere(np.isnan(want)).tolist()[:6]}"
+    assert_close(np.nan_to_num(got), np.nan_to_num(want), what=f"native {isa} max_pool2d with NaN, C={channels}")
+
+
 @pytest.mark.parametrize("shape", [(1, 1280, 7, 7), (3, 19, 5, 3), (1, 4, 1, 1), (1, 40, 37, 41), (1, 32, 112, 112)])
 def test_global_average_pool_matches_torch(isa, shape):
     """(1, 40, 37, 41): two blocks of rows whose means are combined; (1, 32, 112, 112): the blocks on two threads."""

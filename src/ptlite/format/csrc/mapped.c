@@ -38,14 +38,24 @@ static struct sigaction previous;
 static int installed;
 static uintptr_t page_size;
 
+/* Whether a SIGBUS comes from an access (a read past a mapped file's end), not from kill / raise (si_code <= 0) or
+ * from a hardware memory error, which zeros would hide. */
+static int from_access(const siginfo_t *info)
+{
+#if defined(BUS_MCEERR_AR) && defined(BUS_MCEERR_AO)
+    if (info->si_code == BUS_MCEERR_AR || info->si_code == BUS_MCEERR_AO) return 0;
+#endif
+    return info->si_code > 0;
+}
+
 static void on_sigbus(int sig, siginfo_t *info, void *context)
 {
     const uintptr_t at = (uintptr_t)info->si_addr;
-    for (int i = 0; i < SLOTS; i++) {
+    for (int i = 0; i < SLOTS && from_access(info); i++) {
         const uintptr_t start = atomic_load(&slot_start[i]);
         if (!start || at < start) continue;
         const uintptr_t end = atomic_load(&slot_end[i]);
-        if (at >= end) continue;
+        if (at >= end || atomic_load(&slot_start[i]) != start) continue;  /* (a slot freed and taken meanwhile) */
         const uintptr_t page = at & ~(page_size - 1);
         /* the file ends before this page: zeros from here on (mmap is a plain system call, safe here) */
         if (mmap((void *)page, end - page, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) != MAP_FAILED) {
@@ -63,11 +73,12 @@ static void on_sigbus(int sig, siginfo_t *info, void *context)
         previous.sa_handler(sig);
         return;
     }
-    struct sigaction fallback;  /* the access faults again, and the default action ends the process */
+    struct sigaction fallback;  /* the default action: a fault happens again on return, a sent signal is raised */
     memset(&fallback, 0, sizeof fallback);
     fallback.sa_handler = SIG_DFL;
     sigemptyset(&fallback.sa_mask);
     sigaction(sig, &fallback, NULL);
+    if (info->si_code <= 0) raise(sig);
 }
 
 static int install(void)
@@ -181,12 +192,9 @@ static PyObject *map_file(PyObject *module, PyObject *arg)
     PyObject *encoded = NULL;
     if (!PyUnicode_FSConverter(arg, &encoded)) return NULL;
     const char *name = PyBytes_AS_STRING(encoded);
-    int slot = -1;
-    for (int i = 0; i < SLOTS && slot < 0; i++)
-        if (atomic_load(&slot_start[i]) == 0) slot = i;
-    if (slot < 0 || install() != 0) {
+    if (install() != 0) {
         Py_DECREF(encoded);
-        return PyErr_Format(PyExc_OSError, "no guarded map is available for %s", name);
+        return PyErr_Format(PyExc_OSError, "no SIGBUS handler could be installed for %s", name);
     }
     int fd;
     Py_BEGIN_ALLOW_THREADS
@@ -208,6 +216,18 @@ static PyObject *map_file(PyObject *module, PyObject *arg)
     if (addr == MAP_FAILED) {
         PyErr_SetFromErrnoWithFilenameObject(PyExc_OSError, arg);
         close(fd);
+        Py_DECREF(encoded);
+        return NULL;
+    }
+    /* a free slot, taken with the GIL held from here to its registration (another thread's map_file may have
+     * released it around open) */
+    int slot = -1;
+    for (int i = 0; i < SLOTS && slot < 0; i++)
+        if (atomic_load(&slot_start[i]) == 0 && atomic_load(&slot_end[i]) == 0) slot = i;
+    if (slot < 0) {
+        munmap(addr, mapped);
+        close(fd);
+        PyErr_Format(PyExc_OSError, "no guarded map is left for %s", name);
         Py_DECREF(encoded);
         return NULL;
     }

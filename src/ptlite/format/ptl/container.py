@@ -90,6 +90,9 @@ class Archive:
         if info.file_size > limit:
             raise FormatError(f"{self.path}: record {name!r} is {info.file_size} bytes, more than the "
                               f"{limit} this reader accepts")
+        if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+            raise FormatError(f"{self.path}: record {name!r} is compressed with method {info.compress_type}; PyTorch "
+                              "stores records uncompressed, and ptlite reads stored and deflated ones only")
         if info.compress_type != zipfile.ZIP_STORED:
             budget = INFLATE_RATIO * self.size + INFLATE_SLACK
             if self._inflated + info.file_size > budget:
@@ -100,7 +103,8 @@ class Archive:
                                   "crafted or was zipped again")
             self._inflated += info.file_size
         try:
-            data = self._zip.read(info)
+            with self._zip.open(info) as f:  # read() of the whole record would inflate past a size that lies
+                data = f.read(info.file_size)
         except (zipfile.BadZipFile, OSError, ValueError, EOFError, NotImplementedError, RuntimeError,
                 struct.error) as exc:
             raise FormatError(f"{self.path}: cannot read record {name!r} ({type(exc).__name__}: {exc}); the file "
