@@ -22,15 +22,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench_threads import prepare  # the zoo model's native file, as `ptlite convert` writes it
+
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def prepare(name: str, path: str) -> None:
-    import ptlite
-    from ptlite.tools import zoo
-
-    program = ptlite.capture(getattr(zoo, name)(), zoo.example_inputs(name), method="export")
-    ptlite.save(ptlite.optimize_for_mobile(program, backend="native"), path)
 
 
 def peak_rss_mb() -> float:

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 import ptlite
+from ptlite.format.layout import HEADER
 
 MAX_INPUT_ELEMENTS = 1 << 20  # a method whose declared inputs are larger is loaded, not called
 _SCRATCH = tempfile.mkdtemp(prefix="ptlite-fuzz-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
@@ -53,12 +54,14 @@ def inputs_for(module: ptlite.Module) -> list[Any] | None:
 
 def _fix_ptlite(data: bytes) -> bytes:
     """The program section's CRC made right, where the header's offsets lie inside the data."""
-    if len(data) < 64:
+    if len(data) < HEADER.size:
         return data
-    off, size = int.from_bytes(data[12:20], "little"), int.from_bytes(data[20:28], "little")
+    fields = list(HEADER.unpack_from(data))  # magic, version, flags, program offset and size, data ..., CRC, reserved
+    off, size = fields[3], fields[4]
     if off + size > len(data):
         return data
-    return data[:48] + zlib.crc32(data[off:off + size]).to_bytes(4, "little") + data[52:]
+    fields[7] = zlib.crc32(data[off:off + size])
+    return HEADER.pack(*fields) + data[HEADER.size:]
 
 
 def _fix_zip(data: bytes) -> bytes:

@@ -185,8 +185,9 @@ def test_sources_are_found_through_memoryviews(files):
     """A weight sealed from a map's view (a read-only memoryview between them) still names the map."""
     from ptlite.format.source import sources_of
 
+    if ptlite.format.source.map_file is None:
+        pytest.skip("no guarded maps here")
     program = ptlite.load_program(files["numpy"])
     weight = next(iter(program.weights.values()))
     sealed = np.asarray(memoryview(weight).toreadonly())
-    if ptlite.format.source.map_file is not None:
-        assert len(sources_of([weight])) == 1 and sources_of([sealed]) == sources_of([weight])
+    assert len(sources_of([weight])) == 1 and sources_of([sealed]) == sources_of([weight])
