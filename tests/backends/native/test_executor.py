@@ -436,6 +436,55 @@ def test_a_plan_whose_shapes_disagree_with_the_operators_is_refused(lib, files, 
         ptlite.load(_edited(paths["export"], tmp_path, shrink))
 
 
+@pytest.mark.filterwarnings("ignore:this program was lowered")
+def test_a_graph_reading_a_list_as_a_tensor_is_refused(lib, files, tmp_path):
+    """A node whose tensor operand is a list's value (what a fuzzed file did): a FormatError naming the node, not a
+    KeyError from the plan's layout, on the native backend and on the reference."""
+    _, x, paths = files
+
+    def list_as_tensor(body):
+        methods = body["methods"] if isinstance(body["methods"], list) else list(body["methods"].values())
+        forward = next(m for m in methods if m["name"] == "forward")
+        nodes = forward["body"]["nodes"]
+        at = next(i for i, n in enumerate(nodes) if n["op"] == "aten::flatten.using_ints")
+        flatten = nodes[at]
+        forward["values"].append(dict(forward["values"][flatten["in"][0]]))  # declared a tensor, of the right shape
+        nodes.insert(at, {"op": "prim::ListConstruct", "in": flatten["in"][1:], "out": [len(forward["values"]) - 1]})
+        flatten["in"][0] = len(forward["values"]) - 1
+
+    path = _edited(paths["export"], tmp_path, list_as_tensor)
+    with pytest.raises(ptlite.errors.FormatError, match=r"aten::flatten.using_ints \(head.2.*reads %.* as a tensor"):
+        ptlite.load(path)
+    with pytest.raises(ptlite.PtliteError, match="aten::flatten.using_ints"):
+        ptlite.load(path, backends=("numpy",))(x.numpy())
+
+
+def _step_of(op, *args):
+    """The executor's step for one node on a (1, 4, 4, 4) input, the node built from `args` (arrays become weights)."""
+    from irbuild import GraphBuilder
+
+    from ptlite.backends.native.steps import Shapes, step_for
+
+    b = GraphBuilder("x", shapes={"x": (1, 4, 4, 4)})
+    values = [b.weight(f"w{i}", a) if isinstance(a, np.ndarray) else a for i, a in enumerate(args)]
+    b.ret(b.op(op, b.inputs[0], *values))
+    shapes = Shapes(b.graph, {"input_shapes": [[1, 4, 4, 4]], "input_dtypes": ["float32"]})
+    return step_for(b.graph.nodes[-1], b.program, shapes)
+
+
+def test_arguments_of_another_kind_are_left_to_the_kernel_or_refused(lib):
+    """A tensor where the schema has a number (what a fuzzed file held): an addition whose alpha is an array is no
+    step (its kernel decides); an argument no step can judge is a FormatError naming the node, never a ValueError
+    from NumPy at load."""
+    ones = np.ones(3, np.float32)
+    assert _step_of("aten::add.Tensor", 1.0, 1).kind == lib.STEP_BINARY
+    assert _step_of("aten::add.Tensor", 1.0, ones) is None
+    assert _step_of("aten::sub.Tensor", 1.0, ones) is None
+    assert _step_of("aten::pad", [1, 1], "constant", 0.0) is not None
+    with pytest.raises(ptlite.errors.FormatError, match=r"aten::pad .*not of the kind the operator takes"):
+        _step_of("aten::pad", [1, 1], ones, 0.0)
+
+
 def test_the_profile_times_each_node_inside_a_region(lib, files):
     """`ptlite bench --profile`: a region's nodes get a time each (the plan times its steps in C), plus one entry for
     what the region spends outside them; the nodes' times add up to the region's."""

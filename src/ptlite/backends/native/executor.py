@@ -102,6 +102,16 @@ def _arena_place(v: Any, where: dict[int, tuple[int, int, int]], inputs: set[int
     return (0, 0, arena_floats) if v.node is not None else None  # (a method input is the caller's array)
 
 
+def _placed(where: dict[int, tuple[int, int, int]], v: Any, node: Node) -> tuple[int, int, int]:
+    """Where a value a step reads lies; a FormatError where no step before it makes it (a file whose graph reads a
+    list, or a value made later, as a tensor)."""
+    place = where.get(v.id) if isinstance(v, Value) else None
+    if place is None:
+        raise FormatError(f"{node.op} ({node.source}) reads {v!r} as a tensor, which no step before it makes: the "
+                          f"file's graph is inconsistent")
+    return place
+
+
 def _with_residual(conv: Step, add: Step, out: Value) -> Step:
     """The convolution writing `out`, the addition's other operand (`extra`) added before the addition's
     activation."""
@@ -298,7 +308,7 @@ class _Region:
             out = step.out
             count = math.prod(shapes.shape[out.id])
             if step.kind == 0 or step.in_place:  # an alias of its first operand's memory
-                buf, off, _ = where[step.operands[0].id]
+                buf, off, _ = _placed(where, step.operands[0], node)
                 where[out.id] = (buf, off + step.offset, count)
                 if step.kind == 0:
                     continue
@@ -316,7 +326,7 @@ class _Region:
                     writable.append(1)
             if alias is not None:
                 where[alias.id] = where[out.id]
-            def ref(operand: Any) -> tuple[int, int, int]:
+            def ref(operand: Any, node: Node = node) -> tuple[int, int, int]:
                 if operand is None:
                     return -1, 0, 0
                 if isinstance(operand, np.ndarray):
@@ -326,7 +336,7 @@ class _Region:
                         lengths.append(operand.size)
                         writable.append(0)
                     return weight_buffer[id(operand)], 0, operand.size
-                return where[operand.id]
+                return _placed(where, operand, node)
             refs = [ref(operand) for operand in step.operands]
             if step.offset:  # it reads its first operand from a view's start
                 buf, off, length = refs[0]

@@ -105,7 +105,7 @@ class Shapes:
         self.read = {v.id for node in graph.walk() for v in node.inputs} | {v.id for v in graph.outputs}
 
     def of(self, v: Any) -> tuple[int, ...] | None:
-        if not isinstance(v, Value):
+        if not isinstance(v, Value) or not v.is_tensor:
             return None
         shape = self.shape.get(v.id)
         if shape is None and self.typed and v.dtype == "float32" and v.shape is not None and v.node is not None \
@@ -133,6 +133,20 @@ class Shapes:
 def step_for(node: Node, program: Program, shapes: Shapes) -> Step | None:
     """The step for a node the executor can run with these shapes, or None; records its output's shape."""
     args = [constant(v, program) for v in node.inputs]
+    try:
+        step = _build(node, args, program, shapes)
+    except (TypeError, ValueError, IndexError) as exc:  # an argument of another kind than the operator's schema
+        raise FormatError(f"{node.op} ({node.source}): an argument is not of the kind the operator takes "
+                          f"({type(exc).__name__}: {exc}); the file's graph is inconsistent") from None
+    if step is not None and node.op not in VIEWS:
+        planned = node.attrs.get(OUT_ATTR)
+        if isinstance(planned, dict) and tuple(planned.get("shape", ())) != shapes.shape[node.outputs[0].id]:
+            raise FormatError(f"{node.op} ({node.source}): its planned buffer has shape {planned.get('shape')}, the "
+                              f"operator makes {list(shapes.shape[node.outputs[0].id])}")
+    return step
+
+
+def _build(node: Node, args: list, program: Program, shapes: Shapes) -> Step | None:
     if node.op in _CONVS:
         step = _conv_step(node, args, shapes, _CONVS[node.op])
     elif node.op == ops.CONV2D_PACKED_GATED:
@@ -145,9 +159,9 @@ def step_for(node: Node, program: Program, shapes: Shapes) -> Step | None:
         step = _add_step(node, args, shapes, *_ADDS[node.op])
     elif node.op == "aten::mul.Tensor":
         step = _mul_step(node, args, shapes)
-    elif node.op in _ARITHMETIC and (len(args) < 3 or args[2] == 1):
+    elif node.op in _ARITHMETIC and (len(args) < 3 or _is_one(args[2])):
         step = _arithmetic_step(node, shapes, _ARITHMETIC[node.op], scalar=args[1])
-    elif node.op in SCALAR_ARITHMETIC and (len(args) < 3 or args[2] == 1):
+    elif node.op in SCALAR_ARITHMETIC and (len(args) < 3 or _is_one(args[2])):
         step = _arithmetic_step(node, shapes, SCALAR_ARITHMETIC[node.op], scalar=args[1])
     elif node.op in _REDUCTIONS:
         step = _reduce_step(node, args, shapes, _REDUCTIONS[node.op])
@@ -168,15 +182,15 @@ def step_for(node: Node, program: Program, shapes: Shapes) -> Step | None:
     elif node.op == "aten::cat":
         step = _cat_step(node, args, shapes)
     elif node.op in VIEWS:
-        return _view_step(node, args, shapes)
+        step = _view_step(node, args, shapes)
     else:
-        return None
-    if step is not None:
-        planned = node.attrs.get(OUT_ATTR)
-        if isinstance(planned, dict) and tuple(planned.get("shape", ())) != shapes.shape[node.outputs[0].id]:
-            raise FormatError(f"{node.op} ({node.source}): its planned buffer has shape {planned.get('shape')}, the "
-                              f"operator makes {list(shapes.shape[node.outputs[0].id])}")
+        step = None
     return step
+
+
+def _is_one(value: Any) -> bool:
+    """Whether an argument is the number 1 (an alpha that changes nothing), not a tensor or another kind."""
+    return type(value) in (int, float) and value == 1
 
 
 def _ints(value: Any, n: int) -> list[int] | None:
@@ -218,7 +232,8 @@ def _gated_conv_step(node: Node, args: list, shapes: Shapes) -> Step | None:
     x, gate = node.inputs[0], node.inputs[1]
     shape = shapes.of(x)
     if shape is None or len(shape) != 4 or shapes.of(gate) != (shape[0], shape[1], 1, 1) \
-            or args[4:7] != [[1, 1], [1, 1], [0, 0, 0, 0]] or not shapes.layout(gate, True):
+            or (_ints(args[4], 2), _ints(args[5], 2), _ints(args[6], 4)) != ([1, 1], [1, 1], [0, 0, 0, 0]) \
+            or not shapes.layout(gate, True):
         return None
     step = _conv_step(node, [args[0], *args[2:]], shapes, True)
     if step is None:
@@ -271,8 +286,7 @@ def _linear_step(node: Node, args: list, shapes: Shapes, panels: bool) -> Step |
 
 
 def _add_step(node: Node, args: list, shapes: Shapes, relu: bool, in_place: bool) -> Step | None:
-    alpha = args[2] if len(args) > 2 else 1
-    if alpha != 1:
+    if len(args) > 2 and not _is_one(args[2]):
         return None
     return _arithmetic_step(node, shapes, lib.ADD, relu, in_place, scalar=args[1])
 

@@ -56,7 +56,7 @@ def _softmax_step(node: Node, args: list, shapes: Shapes) -> Step | None:
     aten::_softmax without half_to_float)."""
     x, shape = node.inputs[0], shapes.of(node.inputs[0])
     if shape is None or not shape or math.prod(shape) == 0 or len(args) < 2 or type(args[1]) is not int \
-            or args[1] not in (-1, len(shape) - 1) or (len(args) > 2 and args[2] not in (None, False)) \
+            or args[1] not in (-1, len(shape) - 1) or (len(args) > 2 and args[2] is not None and args[2] is not False) \
             or not shapes.layout(x, False):
         return None
     shapes.set(node.outputs[0], shape)
@@ -72,8 +72,8 @@ def _attention_step(node: Node, args: list, shapes: Shapes) -> Step | None:
     dropout, causal, scale, gqa = (args + [None, 0.0, False, None, False][len(args) - 3:])[4:8]
     sq, sk, sv = shapes.of(q), shapes.of(k), shapes.of(v)
     if None in (sq, sk, sv) or not 2 <= len(sq) <= 4 or not sq[:-2] == sk[:-2] == sv[:-2] or sk[-1] != sq[-1] \
-            or sv[-2] != sk[-2] or 0 in sq + sk + sv or dropout not in (0, 0.0) or type(causal) is not bool \
-            or (causal and mask is not None) or gqa not in (False, None) \
+            or sv[-2] != sk[-2] or 0 in sq + sk + sv or type(dropout) not in (int, float) or dropout != 0 or type(causal) is not bool \
+            or (causal and mask is not None) or (gqa is not False and gqa is not None) \
             or not (scale is None or isinstance(scale, (int, float))) \
             or (len(args) > 3 and mask is None and args[3] is not None) \
             or not all(shapes.layout(t, False) for t in (q, k, v)):
