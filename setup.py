@@ -1,10 +1,12 @@
-"""The build of ptlite's C extensions, as part of `pip install`: the native kernels (src/ptlite/backends/native/csrc)
-and the guarded map of model files (src/ptlite/format/csrc/mapped.c).
+"""The build of ptlite's C extensions, as part of `pip install`: the native kernels (src/ptlite/backends/native/csrc),
+the guarded map of model files (src/ptlite/format/csrc/mapped.c) and the memory budget of a call
+(src/ptlite/runtime/csrc/budget.c).
 
-Both are optional: when the machine has no C compiler, or a build fails, the install still succeeds without it; the
+All are optional: when the machine has no C compiler, or a build fails, the install still succeeds without it; the
 reason is kept in the package (`_build_failure.txt` next to where the extension would be). Without the kernels ptlite
 runs on its NumPy backend, and `ptlite.backends()` says why; without the guarded map it reads model files into memory
-instead of mapping them (docs/reliability.md). Everything else about the package is in pyproject.toml.
+instead of mapping them; without the budget a call's memory is not capped (docs/reliability.md). Everything else
+about the package is in pyproject.toml.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from setuptools.command.build_ext import build_ext
 NATIVE = "ptlite.backends.native._native"
 CSRC = os.path.join("src", "ptlite", "backends", "native", "csrc")
 MAPPED = "ptlite.format._mapped"
+BUDGET = "ptlite.runtime._budget"
 FAILURE_FILE = "_build_failure.txt"
 
 
@@ -47,7 +50,8 @@ class OptionalBuildExt(build_ext):
     def _record(self, ext: Extension, exc: BaseException) -> None:
         reason = f"{type(exc).__name__}: {exc}".strip()
         what = "the native kernels were not built" if ext.name == NATIVE else f"{ext.name} was not built"
-        then = "ptlite will run on NumPy" if ext.name == NATIVE else "ptlite will read model files into memory"
+        then = {NATIVE: "ptlite will run on NumPy", MAPPED: "ptlite will read model files into memory",
+                BUDGET: "ptlite will not cap the memory of a call"}.get(ext.name, "")
         print(f"ptlite: {what} ({reason}); {then}", file=sys.stderr)
         path = self._failure_path(ext)
         os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -75,6 +79,8 @@ setup(
                            depends=[os.path.join(CSRC, h) for h in ("native.h", "plan.h", "kernels.inc")],
                            extra_compile_args=_compile_args(), extra_link_args=_link_args()),
                  Extension(MAPPED, sources=[os.path.join("src", "ptlite", "format", "csrc", "mapped.c")],
+                           extra_compile_args=_compile_args()),
+                 Extension(BUDGET, sources=[os.path.join("src", "ptlite", "runtime", "csrc", "budget.c")],
                            extra_compile_args=_compile_args())],
     cmdclass={"build_ext": OptionalBuildExt},
 )

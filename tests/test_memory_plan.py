@@ -206,13 +206,20 @@ def test_hostile_plan_is_refused(case, tmp_path, monkeypatch, tamper, problem):
     hostile = copy_program(program)
     node = planned_nodes(hostile.forward)[3]
     tamper(node, hostile.metadata[METADATA_KEY]["forward"])
+    unlimited = ptlite.Limits.none()  # (the default memory limit refuses a huge arena that adds up: below)
     with pytest.raises(FormatError, match=problem):
-        ptlite.Module(hostile)
+        ptlite.Module(hostile, limits=unlimited)
     monkeypatch.setattr("ptlite.format.writer.verify", lambda program: None)  # write it as a hostile tool would
     path = tmp_path / "hostile.ptlite"
     ptlite.save(hostile, path)
     with pytest.raises(FormatError, match=problem) as error:
-        ptlite.load(path)
+        ptlite.load(path, limits=unlimited)
+    if "more than this machine" in problem:  # a plan that adds up, past the default memory limit
+        with pytest.raises(ptlite.LimitError, match=r"arena of 1\.0 PiB is past the memory limit of 4\.0 GiB"):
+            ptlite.load(path)
+    else:  # with the default limits too: a plan that does not add up is a FormatError first
+        with pytest.raises(FormatError, match=problem):
+            ptlite.load(path)
     if problem.startswith("planned buffer"):
         assert f"{node.op}" in str(error.value) and f"{node.output!r}" in str(error.value), \
             f"the error does not name the node: {error.value}"

@@ -1,6 +1,6 @@
-"""The package as pip builds it: a wheel carries the native library and the guarded file map, compiled at build time,
-and runs from a fresh install; without a C compiler the build still succeeds, the install runs on NumPy, reads model
-files into memory, and ptlite.backends() says why.
+"""The package as pip builds it: a wheel carries the native library, the guarded file map and the memory budget,
+compiled at build time, and runs from a fresh install; without a C compiler the build still succeeds, the install
+runs on NumPy, reads model files into memory, does not cap a call's memory, and ptlite.backends() says why.
 (Builds without isolation, from the test environment's setuptools, into temporary folders.)"""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent
 CHECK = ("import numpy as np, ptlite, ptlite.backends.native as n, ptlite.format.source as s; "
          "assert os.path.dirname(ptlite.__file__).startswith(sys.argv[1]), ptlite.__file__; "
          "print(ptlite.backends()[0].available, '|', ptlite.backends()[0].detail, '| guarded map:', "
-         "s.map_file is not None)")
+         "s.map_file is not None, '| memory capped:', ptlite.Limits().memory_enforced)")
 
 
 def _build_and_install(tmp_path: Path, env: dict[str, str]) -> tuple[Path, str]:
@@ -47,14 +47,15 @@ def test_a_wheel_carries_the_native_library(tmp_path):
     names = zipfile.ZipFile(wheel).namelist()
     assert any(n.startswith("ptlite/backends/native/_native") for n in names), names
     assert any(n.startswith("ptlite/format/_mapped") for n in names), names
+    assert any(n.startswith("ptlite/runtime/_budget") for n in names), names
     assert not any("/csrc/" in n for n in names), "the C sources are built, not installed"
-    assert out.startswith("True |") and out.strip().endswith("guarded map: True"), out
+    assert out.startswith("True |") and out.strip().endswith("guarded map: True | memory capped: True"), out
 
 
 @pytest.mark.slow
 def test_without_a_compiler_the_install_runs_on_numpy_and_says_why(tmp_path):
     wheel, out = _build_and_install(tmp_path, {"CC": str(tmp_path / "no-such-compiler")})
-    assert not any(n.startswith(("ptlite/backends/native/_native", "ptlite/format/_mapped"))
+    assert not any(n.startswith(("ptlite/backends/native/_native", "ptlite/format/_mapped", "ptlite/runtime/_budget"))
                    for n in zipfile.ZipFile(wheel).namelist())
     assert out.startswith("False |") and "not built at install" in out and "no-such-compiler" in out, out
-    assert out.strip().endswith("guarded map: False"), out
+    assert out.strip().endswith("guarded map: False | memory capped: False"), out

@@ -28,18 +28,20 @@ from .errors import (
     FileChangedError,
     FormatError,
     InputError,
+    LimitError,
     PtliteError,
     ScriptError,
     UnsupportedOperatorError,
 )
 from .ir.graph import Program, ValueSpec
+from .runtime.limits import Limits
 from .runtime.module import Module
 from .version import __version__
 
 __all__ = ["capture", "optimize_for_mobile", "save", "load", "load_program", "export_opnames", "backends",
            "set_num_threads", "get_num_threads", "Program", "Module", "ValueSpec", "Backend", "BackendInfo",
-           "PtliteError", "FormatError", "CaptureError", "InputError", "UnsupportedOperatorError", "ExecutionError",
-           "FileChangedError", "ScriptError", "__version__"]
+           "Limits", "PtliteError", "FormatError", "CaptureError", "InputError", "UnsupportedOperatorError",
+           "ExecutionError", "FileChangedError", "LimitError", "ScriptError", "__version__"]
 
 
 def capture(model: Any, example_inputs: tuple | None = None, method: str = "auto", **options: Any) -> Program:
@@ -145,7 +147,8 @@ def _read(path: str | os.PathLike, methods: Iterable[str] | None = None,
 
 
 def load(path: str | os.PathLike, optimize: bool | None = None,
-         backends: Iterable[str | Backend] | str | None = None, in_memory: bool = False) -> Module:
+         backends: Iterable[str | Backend] | str | None = None, in_memory: bool = False,
+         limits: Limits | None = None) -> Module:
     """Load a .ptlite (or PyTorch Mobile .ptl) file, check that every operator it uses is available, and return a
     runnable Module.
 
@@ -165,6 +168,11 @@ def load(path: str | os.PathLike, optimize: bool | None = None,
         on disk without harm to the process: replacing it (os.replace) leaves the module reading the old file, and
         truncating or overwriting it in place makes the calls after raise FileChangedError (never a crash, never
         results from the changed bytes).
+
+    limits: bounds on each call (ptlite.Limits: NumPy memory held at once, loop iterations, wall time), so that a
+        hostile or broken file cannot make a call take the device's memory or never return; past one, the call
+        raises LimitError naming the node and the limit. None: the defaults (4 GiB, 10 million iterations, 600 s:
+        far above what real models need); `Limits.none()` lifts them all.
 
     The Module's weights are read-only: a .ptlite file's are views of the file, and those made at load (a .ptl
     file's, folded and packed ones) are sealed (`ptlite.ir.weights.seal`).
@@ -193,7 +201,7 @@ def load(path: str | os.PathLike, optimize: bool | None = None,
     from .format.source import check_sources, sources_of
 
     sources = sources_of(program.weights.values())  # the guarded maps the weights read: checked after each call
-    return Module(program, backends, after_call=(lambda: check_sources(sources)) if sources else None)
+    return Module(program, backends, after_call=(lambda: check_sources(sources)) if sources else None, limits=limits)
 
 
 def export_opnames(program_or_path: Program | str | os.PathLike) -> list[str]:

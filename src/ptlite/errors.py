@@ -36,6 +36,11 @@ class FileChangedError(ExecutionError):
     loaded: the call's results are discarded. Load the file again; replace files in use with os.replace."""
 
 
+class LimitError(ExecutionError):
+    """A call went past one of the module's run-time limits (`ptlite.Limits`: memory, loop iterations, wall time):
+    says which node, which limit and how to raise it."""
+
+
 class ScriptError(PtliteError, RuntimeError):
     """An exception the model raised itself (`raise ValueError(...)` in TorchScript); the message is the model's.
 

@@ -12,6 +12,7 @@ what the plan was made for runs those; any other call (another batch size, ...) 
 from __future__ import annotations
 
 from collections.abc import Callable
+from time import perf_counter
 from typing import Any
 
 import numpy as np
@@ -26,6 +27,7 @@ from ptlite.ops import MODULE_STATE
 
 from .arena import Arena
 from .dispatch import Dispatcher, Placement, is_template, where
+from .limits import current
 
 Step = Callable[[list], None]
 # Wraps the step of one operator node (for profiling): instrument(step, node) -> step.
@@ -172,8 +174,11 @@ class _Compiler:
         def step(env: list) -> None:
             max_trip, keep_going = _trip_count(env[trip], node), _condition(env[cond], node)
             values = [env[i] for i in carried_in]
+            guard = current()  # the call's limits: iterations and time
             i = 0
             while keep_going and i < max_trip:
+                if guard is not None:
+                    guard.iteration(node)
                 env[iter_slot] = i
                 for p, v in zip(body_params, values):
                     env[p] = v
@@ -265,6 +270,9 @@ def _located(step: Step, node: Node, method_inputs: dict[int, str] | None = None
                 raise InputError(f"input '{given[0]}' cannot be used by {where(node)}: {exc}") from exc
             raise ExecutionError(f"{where(node)} failed: {exc}") from exc
         except Exception as exc:
+            if isinstance(exc, MemoryError) and (guard := current()) is not None \
+                    and (limit := guard.refused(node)) is not None:
+                raise limit from None  # an allocation the call's memory limit refused
             raise ExecutionError(f"{where(node)} failed: {type(exc).__name__}: {exc}") from exc
     return located
 
@@ -368,10 +376,20 @@ class CompiledGraph:
         return [env[o] for o in self.output_slots], env
 
     def _run(self, steps: list[Step], env: list[Any]) -> None:
-        for step, dead in zip(steps, self.releases):
+        guard = current()
+        if guard is None or guard.limits.max_seconds is None:
+            for step, dead in zip(steps, self.releases):
+                step(env)
+                for slot in dead:
+                    env[slot] = None
+            return
+        deadline = guard.deadline  # the call's time limit, checked after each top-level step
+        for step, dead, node in zip(steps, self.releases, self.nodes):
             step(env)
             for slot in dead:
                 env[slot] = None
+            if perf_counter() > deadline:
+                guard.check_time(node)
 
     def intermediates(self, *args: Any) -> dict[str, Any]:
         """Every named value after a run, by name (values inside loops hold their last iteration)."""

@@ -23,6 +23,8 @@ from ptlite.ir.verifier import unknown_operators
 from .dispatch import Dispatcher, Placement
 from .inputs import check_args
 from .interpreter import CompiledGraph, Instrument, reference_dispatcher, runner
+from .limits import DEFAULT as DEFAULT_LIMITS
+from .limits import CallGuard, Limits, check_arena
 
 
 class Method:
@@ -40,9 +42,16 @@ class Method:
     runtime/interpreter.py, _arena); a specialization that fails leaves the method as loaded."""
 
     def __init__(self, graph: Graph, program: Program, state: dict[str, Any] | None = None,
-                 dispatcher: Dispatcher | None = None, after_call: Callable[[], None] | None = None) -> None:
+                 dispatcher: Dispatcher | None = None, after_call: Callable[[], None] | None = None,
+                 limits: Limits = DEFAULT_LIMITS) -> None:
         self.name = graph.name
         self._after_call = after_call  # see Module
+        self.limits = limits
+        plan = memory_plan.method_plan(program, self.name)
+        if plan is not None and type(plan.get("arena_bytes")) is int and limits.max_bytes is not None \
+                and plan["arena_bytes"] > limits.max_bytes and not memory_plan.plan_problems(graph, program):
+            check_arena(plan["arena_bytes"], limits, f"method '{self.name}'")  # before anything allocates it
+            # (a plan that does not add up is the compiled graph's FormatError)
         self.input_specs: list[ValueSpec] = list(graph.input_specs)
         self.output_specs: list[ValueSpec] = list(graph.output_specs)
         self.program = program  # what the compiled graph runs: the module's program, or a copy planned at first call
@@ -72,9 +81,10 @@ class Method:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         checked = self.check_args(args, kwargs)
-        self.prepare(checked)
         try:
-            outputs = self._compiled(*checked)
+            with CallGuard(self.limits):
+                self.prepare(checked)
+                outputs = self._compiled(*checked)
         except Exception:
             if self._after_call is not None:
                 self._after_call()  # a file changed under the call explains its failure: say that instead
@@ -165,11 +175,17 @@ class Module:
 
     `after_call`, if given, runs after each call of a method, before its results are returned: `ptlite.load` passes
     the check that raises FileChangedError when the file the weights are read from has changed under its map
-    (ptlite.format.source)."""
+    (ptlite.format.source).
+
+    `limits` bound each call's memory, loop iterations and time (ptlite.Limits; None: the defaults); a call past
+    one raises LimitError."""
 
     def __init__(self, program: Program, backends: Iterable[str | Backend] | str | None = None,
-                 after_call: Callable[[], None] | None = None) -> None:
+                 after_call: Callable[[], None] | None = None, limits: Limits | None = None) -> None:
         self.program = program
+        self.limits = DEFAULT_LIMITS if limits is None else limits
+        if not isinstance(self.limits, Limits):
+            raise TypeError(f"limits must be a ptlite.Limits, got {type(limits).__name__}")
         _check_operators(program)  # one error naming every missing operator, whichever method uses it
         lowered = program.lowered_for
         self.backends: list[Backend] = resolve(backends)
@@ -182,8 +198,8 @@ class Module:
         # Attributes the model changes while running (ptlite::set_attr), by attribute path; kept across calls and
         # shared by the methods. Attributes not set yet hold their initial values; clear() restores those.
         self.state: dict[str, Any] = {}
-        self._methods: dict[str, Method] = {name: Method(g, program, self.state, self._dispatcher, after_call)
-                                            for name, g in program.methods.items()}
+        self._methods: dict[str, Method] = {name: Method(g, program, self.state, self._dispatcher, after_call,
+                                                         self.limits) for name, g in program.methods.items()}
 
     def _method(self, name: str) -> Method:
         if name not in self._methods:

@@ -480,6 +480,10 @@ def test_arguments_of_another_kind_are_left_to_the_kernel_or_refused(lib):
     assert _step_of("aten::add.Tensor", 1.0, 1).kind == lib.STEP_BINARY
     assert _step_of("aten::add.Tensor", 1.0, ones) is None
     assert _step_of("aten::sub.Tensor", 1.0, ones) is None
+    weight = np.ones((3 * 3 * 4, 8), np.float32)  # rows of a 3x3 convolution from 4 channels to 8
+    assert _step_of(ops.CONV2D_PREPACKED, weight, None, [3, 3], [1, 1], [1, 1, 1, 1], [1, 1], 1, "none", []).kind \
+        == lib.STEP_CONV
+    assert _step_of(ops.CONV2D_PREPACKED, weight, None, [3, 3], [0, 1], [1, 1, 1, 1], [1, 1], 1, "none", []) is None
     assert _step_of("aten::pad", [1, 1], "constant", 0.0) is not None
     with pytest.raises(ptlite.errors.FormatError, match=r"aten::pad .*not of the kind the operator takes"):
         _step_of("aten::pad", [1, 1], ones, 0.0)

@@ -135,7 +135,7 @@ def step_for(node: Node, program: Program, shapes: Shapes) -> Step | None:
     args = [constant(v, program) for v in node.inputs]
     try:
         step = _build(node, args, program, shapes)
-    except (TypeError, ValueError, IndexError) as exc:  # an argument of another kind than the operator's schema
+    except (TypeError, ValueError, IndexError, ArithmeticError) as exc:  # an argument the operator cannot take
         raise FormatError(f"{node.op} ({node.source}): an argument is not of the kind the operator takes "
                           f"({type(exc).__name__}: {exc}); the file's graph is inconsistent") from None
     if step is not None and node.op not in VIEWS:
@@ -206,8 +206,9 @@ def _conv_step(node: Node, args: list, shapes: Shapes, panels: bool) -> Step | N
     epilogue = activation_epilogue(args[-2], args[-1])
     if shape is None or len(shape) != 4 or not isinstance(weight, np.ndarray) or weight.dtype != F32 \
             or not (bias is None or isinstance(bias, np.ndarray) and bias.dtype == F32 and bias.ndim == 1) \
-            or None in (kernel, stride, pads, dilation) or epilogue is None or not shapes.layout(x, True):
-        return None
+            or None in (kernel, stride, pads, dilation) or epilogue is None or not shapes.layout(x, True) \
+            or min(*kernel, *stride, *dilation) <= 0:
+        return None  # (a size of 0 or less: the kernel's own check names it)
     n, c, h, w = shape
     if panels:
         o, groups, layout = args[7], 1, lib.PANELS

@@ -72,7 +72,8 @@ def _attention_step(node: Node, args: list, shapes: Shapes) -> Step | None:
     dropout, causal, scale, gqa = (args + [None, 0.0, False, None, False][len(args) - 3:])[4:8]
     sq, sk, sv = shapes.of(q), shapes.of(k), shapes.of(v)
     if None in (sq, sk, sv) or not 2 <= len(sq) <= 4 or not sq[:-2] == sk[:-2] == sv[:-2] or sk[-1] != sq[-1] \
-            or sv[-2] != sk[-2] or 0 in sq + sk + sv or type(dropout) not in (int, float) or dropout != 0 or type(causal) is not bool \
+            or sv[-2] != sk[-2] or 0 in sq + sk + sv or type(dropout) not in (int, float) or dropout != 0 \
+            or type(causal) is not bool \
             or (causal and mask is not None) or (gqa is not False and gqa is not None) \
             or not (scale is None or isinstance(scale, (int, float))) \
             or (len(args) > 3 and mask is None and args[3] is not None) \

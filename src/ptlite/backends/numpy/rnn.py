@@ -8,9 +8,12 @@ into the weights), and the step loop keeps its states transposed so that every g
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ptlite.backends.numpy import kernel
+from ptlite.errors import KernelArgumentError
 
 from ._derived import derived
 
@@ -182,14 +185,31 @@ def _split_params(mode: str, params: list, has_biases: bool, num_layers: int, nu
     return layers
 
 
+def _check_states(mode: str, seq: np.ndarray, h0: Any, c0: Any, layers: list) -> None:
+    """The initial states' shapes against the input and the first layer's weights, before anything is allocated
+    for them: (layers x directions, batch, hidden) (h0's last dimension: proj_size where the LSTM projects)."""
+    w_hh = np.asarray(layers[0][0][1])
+    if seq.ndim != 3 or w_hh.ndim != 2:
+        raise KernelArgumentError(f"aten::{mode}: the input has {seq.ndim} dimensions and the hidden weight "
+                                  f"{w_hh.ndim}; they need 3 (steps, batch, features) and 2")
+    rows, batch = len(layers) * len(layers[0]), seq.shape[1]
+    hidden = w_hh.shape[0] // _GATES[mode]
+    for name, state, size in (("h0", h0, w_hh.shape[1]), ("c0", c0, hidden)):
+        if state is not None and np.shape(state) != (rows, batch, size):
+            raise KernelArgumentError(f"aten::{mode}: the initial state {name} has shape {list(np.shape(state))}; "
+                                      f"the weights and the input need {[rows, batch, size]}")
+
+
 def _run(mode: str, x, h0, c0, params, has_biases, num_layers, bidirectional, batch_first):
     """Every layer in turn; returns output and the stacked final states (layer-major, then direction)."""
     x = np.asarray(x)
     seq = np.swapaxes(x, 0, 1) if batch_first else x
     seq = np.ascontiguousarray(seq)
     num_dirs = 2 if bidirectional else 1
+    layers = _split_params(mode, params, has_biases, num_layers, num_dirs)
+    _check_states(mode, seq, h0, c0, layers)
     h_n, c_n = [], []
-    for layer, entry in enumerate(_split_params(mode, params, has_biases, num_layers, num_dirs)):
+    for layer, entry in enumerate(layers):
         rows = slice(layer * num_dirs, (layer + 1) * num_dirs)
         c_init = None if c0 is None else np.asarray(c0)[rows]
         seq, h, c = _run_layer(mode, seq, _layer(mode, entry, seq.dtype), np.asarray(h0)[rows], c_init)

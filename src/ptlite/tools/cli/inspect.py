@@ -85,6 +85,7 @@ def run(args: argparse.Namespace) -> int:
     for graph in program.methods.values():
         plan = summary(program, graph.name)
         print(f"memory:     {graph.name}: {plan.describe() if plan else _NO_PLAN}")
+    _print_limits(program)
     from ptlite.ir.verifier import unknown_operators
 
     missing = unknown_operators(program)
@@ -97,6 +98,20 @@ def run(args: argparse.Namespace) -> int:
         print()
         print(program)
     return 0
+
+
+def _print_limits(program: ptlite.Program) -> None:
+    """The run-time limits a load applies by default (ptlite.Limits), and a memory plan they would refuse."""
+    from ptlite.ir.memory_plan import method_plan
+    from ptlite.runtime.limits import DEFAULT, format_bytes
+
+    rows = "; ".join(f"{what} {value}" for what, value in DEFAULT.describe())
+    print(f"limits:     {rows} (ptlite.load's defaults; limits=ptlite.Limits(...) changes them)")
+    for name in program.methods:
+        arena = (method_plan(program, name) or {}).get("arena_bytes")
+        if type(arena) is int and DEFAULT.max_bytes is not None and arena > DEFAULT.max_bytes:
+            print(f"            note: {name}'s memory plan needs an arena of {format_bytes(arena)}, past the memory "
+                  "limit: load it with a larger Limits.max_bytes")
 
 
 def _print_weights(program: ptlite.Program) -> None:
@@ -118,7 +133,7 @@ def _print_backends(program: ptlite.Program, selected: list[str] | None) -> None
     print(f"backends:   {here}")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        module = ptlite.Module(program, selected)
+        module = ptlite.Module(program, selected, limits=ptlite.Limits.none())  # placements only: nothing runs
     for warning in caught:
         print(f"            note: {warning.message}")
     for name in module.method_names:
