@@ -7,6 +7,7 @@ flatbuffer (`ptl`). Small weights, so that mutations land on the structure.
 
 from __future__ import annotations
 
+import os
 import sys
 import warnings
 from pathlib import Path
@@ -72,6 +73,19 @@ MODELS = {"convs": (Convs, (1, 3, 16, 16)), "recurrent": (Recurrent, (1, 5, 4)),
           "control": (Control, (2, 4))}
 
 
+def _portable(program: ptlite.Program) -> ptlite.Program:
+    """The program with the machine's folders cut from its nodes' sources (`... at /site-packages/torch/nn/...`), so
+    that the seeds are the same bytes on every machine and a seeded run mutates them alike (tests/test_fuzz.py)."""
+    folders = sorted({os.path.dirname(os.path.dirname(torch.__file__)) + os.sep,
+                      os.path.dirname(os.path.abspath(__file__)) + os.sep}, key=len, reverse=True)
+    for graph in program.methods.values():
+        for node in graph.walk():
+            for folder in folders:
+                if node.source and folder in node.source:
+                    node.source = node.source.replace(folder, "")
+    return program
+
+
 def main(out: Path) -> None:
     warnings.simplefilter("ignore")
     for kind in ("ptlite", "native", "ptl"):
@@ -83,10 +97,10 @@ def main(out: Path) -> None:
         for method in ("export", "script"):
             if name == "control" and method == "export":
                 continue
-            program = ptlite.capture(model, (x,), method=method)
+            program = _portable(ptlite.capture(model, (x,), method=method))
             ptlite.save(program, out / "ptlite" / f"{name}.{method}.captured.ptlite")
             for kind, backend in (("ptlite", "numpy"), ("native", "native")):
-                lowered = ptlite.optimize_for_mobile(program, backend=backend)
+                lowered = _portable(ptlite.optimize_for_mobile(program, backend=backend))
                 ptlite.save(lowered, out / kind / f"{name}.{method}.ptlite")
         scripted = torch.jit.script(model)
         scripted._save_for_lite_interpreter(str(out / "ptl" / f"{name}.ptl"))

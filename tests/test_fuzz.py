@@ -1,9 +1,11 @@
 """The fuzz targets (fuzz/) run for a bounded time from fresh seed corpora, each in a process of its own: libFuzzer
 stops with a non-zero status on a crash, an exception escaping other than ptlite's own, a hang past -timeout or
 memory past -rss_limit_mb, and writes the input that did it next to the test's files. PTLITE_FUZZ_SECONDS sets the
-time per target (default 60, CI's). The mutations follow a fixed seed (PTLITE_FUZZ_SEED, default 1), so that a
-failure in CI is found again here by the same command run as long or longer; finding new inputs is the long runs'
-job (docs/reliability.md has the command and what ran)."""
+time per target (default 60, CI's). The mutations follow a fixed seed (PTLITE_FUZZ_SEED, default 1) and the
+.ptlite seeds are the same bytes on every machine (make_corpus.py cuts the folders from their sources), so that a
+failure of the `ptlite` or `native` target in CI is found again here by the same command run as long or longer (the
+.ptl seeds differ from run to run: TorchScript orders their code by hash); finding new inputs is the long runs' job
+(docs/reliability.md has the command and what ran)."""
 
 from __future__ import annotations
 
