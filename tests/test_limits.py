@@ -156,12 +156,20 @@ def test_an_arena_past_the_memory_limit_is_refused_at_load(tmp_path):
     ({"max_bytes": 0}, "max_bytes must be a positive int"),
     ({"max_bytes": 1.5}, "max_bytes must be a positive int"),
     ({"max_iterations": -1}, "max_iterations must be a positive int"),
-    ({"max_seconds": float("nan")}, "max_seconds must be a positive number"),
-    ({"max_seconds": 0}, "max_seconds must be a positive number"),
+    ({"max_bytes": 2 ** 63}, r"max_bytes must be a positive int \(at most 2\*\*62\)"),
+    ({"max_seconds": float("nan")}, "max_seconds must be a positive, finite number"),
+    ({"max_seconds": float("inf")}, "max_seconds must be a positive, finite number"),
+    ({"max_seconds": 0}, "max_seconds must be a positive, finite number"),
 ])
 def test_limits_are_checked(fields, message):
     with pytest.raises(ValueError, match=message):
         ptlite.Limits(**fields)
+
+
+def test_numpy_numbers_are_limits_too():
+    limits = ptlite.Limits(max_bytes=np.int64(1 << 20), max_iterations=np.int32(5), max_seconds=np.float64(2))
+    assert (limits.max_bytes, limits.max_iterations, limits.max_seconds) == (1 << 20, 5, 2.0)
+    assert type(limits.max_bytes) is int and type(limits.max_seconds) is float
 
 
 def test_limits_must_be_limits(gru_file):
@@ -178,6 +186,45 @@ def test_inspect_reports_the_limits(gru_file, capsys):
     assert "memory per call 4.0 GiB" in line and "loop iterations per call 10,000,000" in line \
         and "time per call 600 s" in line, line
     assert json.dumps(ptlite.Limits().describe())  # plain rows
+
+
+@needs_budget
+def test_the_budget_refuses_past_its_cap_and_nests_in_order():
+    import contextvars
+
+    from ptlite.runtime._budget import Budget
+
+    outer, inner = Budget(1 << 20), Budget(-1)
+    with outer:
+        kept = np.ones(1000)
+        with pytest.raises(MemoryError):
+            np.empty(2 ** 63 - 1, np.uint8)  # (live + size would overflow a signed 64-bit sum)
+        with pytest.raises(MemoryError):
+            np.empty(2 << 20, np.uint8)
+        assert (outer.refusals, outer.refused, outer.held) == (2, 2 << 20, 8000)
+        with inner:
+            big = np.ones(1 << 20)  # counted, not capped
+            with pytest.raises(RuntimeError, match="reverse order"):
+                outer.__exit__(None, None, None)
+        assert inner.live == 8 << 20 and _handler() == "ptlite_budget"
+        context = contextvars.copy_context()  # a copy made inside: another thread running in it is charged too
+    assert _handler() == "default_allocator"
+    del big
+    assert inner.live == 0 and outer.live == 8000
+    del kept
+    assert outer.live == 0
+
+    failures: list[BaseException] = []
+
+    def in_copy() -> None:
+        try:
+            np.ones(1 << 20)
+        except MemoryError as exc:
+            failures.append(exc)
+    thread = threading.Thread(target=context.run, args=(in_copy,))
+    thread.start()
+    thread.join()
+    assert len(failures) == 1 and outer.refusals == 3
 
 
 _SANITIZED_RUN = """
@@ -199,7 +246,12 @@ for cap in (-1, 1 << 20, 0):
             except MemoryError:
                 pass
     kept = grown = d = None
-    assert b.live == 0 and (cap < 0 or b.peak <= cap) and bool(b.refused) == (cap >= 0), (cap, b.live, b.peak)
+    with b:
+        try:
+            np.empty(2 ** 63 - 1, np.uint8)
+        except MemoryError:
+            pass
+    assert b.live == 0 and (cap < 0 or b.peak <= cap) and (b.refusals > 0) == (cap >= 0), (cap, b.live, b.peak)
 def worker():
     b = Budget(1 << 16)
     with b:
@@ -236,7 +288,21 @@ def test_the_budget_under_address_and_undefined_behaviour_sanitizers(tmp_path):
     subprocess.run([gcc, "-shared", "-fPIC", "-O1", "-g", "-std=c11", "-fsanitize=address,undefined",
                     "-fno-sanitize-recover=undefined", f"-I{sysconfig.get_paths()['include']}", str(source), "-o",
                     str(module)], check=True, capture_output=True)
-    env = {"PATH": "/usr/bin:/bin", "ASAN_OPTIONS": "detect_leaks=0", "LD_PRELOAD": ":".join(libs)}
+    env = {"PATH": "/usr/bin:/bin", "LD_PRELOAD": ":".join(libs),
+           "ASAN_OPTIONS": "detect_leaks=0:allocator_may_return_null=1"}  # (malloc of 2**63 bytes: NULL, as libc's)
     done = subprocess.run([sys.executable, "-c", _SANITIZED_RUN, str(tmp_path)], capture_output=True, text=True,
                           env=env, timeout=300)
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-3000:]
+
+
+def test_a_list_repeated_past_any_model_is_refused():
+    """`[x] * n` with n from the file makes Python objects, which the budget does not see: the kernel bounds it."""
+    from ptlite.backends.numpy.containers import MAX_LIST_ITEMS, list_repeat, list_repeat_right
+    from ptlite.errors import KernelArgumentError
+
+    assert list_repeat([1, 2], 2) == [1, 2, 1, 2] and list_repeat_right(3, [0]) == [0, 0, 0]
+    assert list_repeat([1], -1) == []
+    with pytest.raises(KernelArgumentError, match="would make 2,199,023,255,552 items"):
+        list_repeat([1, 2], 1 << 40)
+    with pytest.raises(KernelArgumentError, match=f"at most {MAX_LIST_ITEMS:,}"):
+        list_repeat_right(MAX_LIST_ITEMS + 1, [0])

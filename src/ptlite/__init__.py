@@ -169,9 +169,10 @@ def load(path: str | os.PathLike, optimize: bool | None = None,
         truncating or overwriting it in place makes the calls after raise FileChangedError (never a crash, never
         results from the changed bytes).
 
-    limits: bounds on each call (ptlite.Limits: NumPy memory held at once, loop iterations, wall time), so that a
-        hostile or broken file cannot make a call take the device's memory or never return; past one, the call
-        raises LimitError naming the node and the limit. None: the defaults (4 GiB, 10 million iterations, 600 s:
+    limits: bounds on each call (ptlite.Limits: the NumPy memory it holds at once, checked before allocating; its
+        loop iterations; its wall time), on what a hostile or broken file can make a call allocate or how long it
+        runs; past one, the call raises LimitError naming the node and the limit (docs/reliability.md says what is
+        and is not counted). None: the defaults (4 GiB, 10 million iterations, 600 s:
         far above what real models need); `Limits.none()` lifts them all.
 
     The Module's weights are read-only: a .ptlite file's are views of the file, and those made at load (a .ptl

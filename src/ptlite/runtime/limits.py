@@ -15,6 +15,7 @@ Exceeding one raises LimitError naming the node, the limit and the `Limits` fiel
 from __future__ import annotations
 
 import math
+import numbers
 import threading
 import time
 from dataclasses import dataclass
@@ -31,6 +32,7 @@ except ImportError:  # not built (no compiler at install): memory is not capped
     Budget = None  # type: ignore[assignment,misc]
 
 GIB = 1 << 30
+MAX_INT = 1 << 62
 
 
 @dataclass(frozen=True)
@@ -52,11 +54,15 @@ class Limits:
     def __post_init__(self) -> None:
         for name in ("max_bytes", "max_iterations"):
             value = getattr(self, name)
-            if value is not None and (type(value) is not int or value <= 0):
-                raise ValueError(f"Limits.{name} must be a positive int or None, got {value!r}")
+            if value is not None:
+                if not isinstance(value, numbers.Integral) or isinstance(value, bool) or not 0 < value <= MAX_INT:
+                    raise ValueError(f"Limits.{name} must be a positive int (at most 2**62) or None, got {value!r}")
+                object.__setattr__(self, name, int(value))
         s = self.max_seconds
-        if s is not None and (type(s) not in (int, float) or not s > 0 or math.isinf(s) or math.isnan(s)):
-            raise ValueError(f"Limits.max_seconds must be a positive number or None, got {s!r}")
+        if s is not None:
+            if not isinstance(s, numbers.Real) or isinstance(s, bool) or not 0 < s < math.inf:
+                raise ValueError(f"Limits.max_seconds must be a positive, finite number or None, got {s!r}")
+            object.__setattr__(self, "max_seconds", float(s))
 
     @classmethod
     def none(cls) -> Limits:
@@ -108,16 +114,16 @@ class CallGuard:
     def __enter__(self) -> CallGuard:
         if self.limits.max_seconds is not None:
             self.deadline = time.perf_counter() + self.limits.max_seconds
-        self.outer = getattr(_local, "guard", None)
-        _local.guard = self
         if self.budget is not None:
             self.budget.__enter__()
+        self.outer = getattr(_local, "guard", None)
+        _local.guard = self
         return self
 
     def __exit__(self, *exc: Any) -> None:
+        _local.guard = self.outer
         if self.budget is not None:
             self.budget.__exit__(None, None, None)
-        _local.guard = self.outer
 
     def check_time(self, node: Node) -> None:
         """Raise LimitError if the call is past its deadline (`node`: the one that just ran)."""
@@ -126,21 +132,21 @@ class CallGuard:
                              f"(Limits.max_seconds); " + _HOW.format(field="max_seconds"))
 
     def iteration(self, node: Node) -> None:
-        """Count one iteration of the loop `node` (and check the time every 64)."""
+        """Count one iteration of the loop `node`, and check the time."""
         self.iterations += 1
         if self.limits.max_iterations is not None and self.iterations > self.limits.max_iterations:
             raise LimitError(f"{where(node)}: the call has run {self.limits.max_iterations:,} loop iterations, its "
                              f"limit (Limits.max_iterations); " + _HOW.format(field="max_iterations"))
-        if self.iterations & 63 == 0:
+        if time.perf_counter() > self.deadline:
             self.check_time(node)
 
     def refused(self, node: Node) -> LimitError | None:
-        """The LimitError for a MemoryError the budget caused (an allocation it refused), else None."""
+        """The LimitError for a MemoryError the budget caused (it refused an allocation in this call), else None."""
         budget = self.budget
-        if budget is None or not budget.refused:
+        if budget is None or not budget.refusals:
             return None
         return LimitError(f"{where(node)} needed {format_bytes(budget.refused)} more while the call held "
-                          f"{format_bytes(budget.live)}: past its memory limit of {format_bytes(budget.cap)} "
+                          f"{format_bytes(budget.held)}: past its memory limit of {format_bytes(budget.cap)} "
                           f"(Limits.max_bytes); " + _HOW.format(field="max_bytes"))
 
 

@@ -82,8 +82,10 @@ class Method:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         checked = self.check_args(args, kwargs)
         try:
+            if self._plan_at_first_call:
+                with CallGuard(self.limits):  # its own: what specializing allocates or takes is not the call's
+                    self.prepare(checked)
             with CallGuard(self.limits):
-                self.prepare(checked)
                 outputs = self._compiled(*checked)
         except Exception:
             if self._after_call is not None:

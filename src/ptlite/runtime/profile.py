@@ -18,6 +18,7 @@ from typing import Any
 from ptlite.ir.graph import Node
 
 from .interpreter import DelegateStep, Step
+from .limits import CallGuard
 from .module import Module
 
 
@@ -114,7 +115,8 @@ def profile(module: Module, args: Sequence[Any], runs: int = 10, warmup: int = 1
         raise ValueError(f"the program has no method '{method}'")
     target = module._method(method)
     checked = target.check_args(tuple(args), {})
-    target.prepare(checked)  # the memory plan a first call would make, so that the planned steps are timed
+    with CallGuard(target.limits):  # the module's limits hold here as in a call
+        target.prepare(checked)  # the memory plan a first call would make, so that the planned steps are timed
     records: list[NodeTime] = []
     timed_nodes: list[Node] = []
 
@@ -137,7 +139,8 @@ def profile(module: Module, args: Sequence[Any], runs: int = 10, warmup: int = 1
     for record, node in zip(records, timed_nodes):
         record.backend = backend_of.get(id(node), "")
     for _ in range(warmup):
-        compiled(*checked)
+        with CallGuard(target.limits):
+            compiled(*checked)
     for r in records:
         r.seconds, r.calls = 0.0, 0
     timers = [(r, n.delegate) for r, n in zip(records, timed_nodes)
@@ -147,7 +150,8 @@ def profile(module: Module, args: Sequence[Any], runs: int = 10, warmup: int = 1
     try:
         t0 = time.perf_counter()
         for _ in range(runs):
-            compiled(*checked)
+            with CallGuard(target.limits):
+                compiled(*checked)
         total = time.perf_counter() - t0
         inside = {id(r): _inside(r, d) for r, d in timers if r.calls}
     finally:

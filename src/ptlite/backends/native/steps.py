@@ -137,7 +137,7 @@ def step_for(node: Node, program: Program, shapes: Shapes) -> Step | None:
         step = _build(node, args, program, shapes)
     except (TypeError, ValueError, IndexError, ArithmeticError) as exc:  # an argument the operator cannot take
         raise FormatError(f"{node.op} ({node.source}): an argument is not of the kind the operator takes "
-                          f"({type(exc).__name__}: {exc}); the file's graph is inconsistent") from None
+                          f"({type(exc).__name__}: {exc}); the file's graph is inconsistent") from exc
     if step is not None and node.op not in VIEWS:
         planned = node.attrs.get(OUT_ATTR)
         if isinstance(planned, dict) and tuple(planned.get("shape", ())) != shapes.shape[node.outputs[0].id]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ptlite.backends.numpy import kernel
+from ptlite.errors import KernelArgumentError
 
 from .prim import script_str
 
@@ -63,14 +64,20 @@ def list_add(a: list, b: list) -> list:
     return a + b
 
 
+MAX_LIST_ITEMS = 1 << 26  # 512 MiB of item pointers: far past any model's lists, and not NumPy memory (Limits)
+
+
 @kernel("aten::mul.left_t")
 def list_repeat(lst: list, n: int) -> list:
+    if len(lst) * max(n, 0) > MAX_LIST_ITEMS:  # a count from the file, and Python memory the budget does not see
+        raise KernelArgumentError(f"repeating a list of {len(lst):,} items {n:,} times would make "
+                                  f"{len(lst) * n:,} items; ptlite's lists hold at most {MAX_LIST_ITEMS:,}")
     return lst * max(n, 0)
 
 
 @kernel("aten::mul.right_")
 def list_repeat_right(n: int, lst: list) -> list:
-    return lst * max(n, 0)
+    return list_repeat(lst, n)
 
 
 @kernel("aten::slice.t",
