@@ -306,3 +306,18 @@ def test_a_list_repeated_past_any_model_is_refused():
         list_repeat([1, 2], 1 << 40)
     with pytest.raises(KernelArgumentError, match=f"at most {MAX_LIST_ITEMS:,}"):
         list_repeat_right(MAX_LIST_ITEMS + 1, [0])
+
+
+@needs_budget
+def test_ptlite_run_says_how_to_lift_the_limits_and_can(gru_file, tmp_path, capsys):
+    from ptlite.tools.cli import main
+
+    hostile = _with_hidden(gru_file, tmp_path, 2 ** 28)
+    x = tmp_path / "x.npy"
+    np.save(x, np.zeros((2, 10, 16), np.float32))
+    assert main(["run", str(hostile), str(x)]) != 0
+    err = capsys.readouterr().err
+    assert "Limits.max_bytes" in err and "--no-limits" in err, err
+    assert main(["run", str(hostile), str(x), "--no-limits"]) != 0  # then the kernel's own check (or the machine)
+    err = capsys.readouterr().err
+    assert "aten::" in err and "Limits." not in err, err

@@ -95,7 +95,8 @@ def format_bytes(n: int) -> str:
 
 _local = threading.local()
 
-_HOW = "load with ptlite.load(path, limits=ptlite.Limits({field}=...)) to allow more, if the file is trusted"
+_HOW = ("load with ptlite.load(path, limits=ptlite.Limits({field}=...)) to allow more, if the file is trusted "
+        "(ptlite run: --no-limits)")
 
 
 class CallGuard:

@@ -43,6 +43,9 @@ def add_parser(commands: Any) -> None:
     parser.add_argument("--no-normalize", action="store_true",
                         help="feed images scaled to [0, 1], without ImageNet mean/std normalization")
     parser.add_argument("--save-outputs", metavar="OUT.npz", help="save every output array to an .npz file")
+    parser.add_argument("--no-limits", action="store_true",
+                        help="lift the run-time limits on memory, loop iterations and time (ptlite.Limits; for "
+                             "trusted files that need more than the defaults)")
     add_backend_option(parser)
     parser.set_defaults(handler=run)
 
@@ -124,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
     labels = _read_labels(args.labels)
     inputs = model_inputs.read_inputs(args.inputs, specs, args.method, args.image_size, not args.no_normalize)
     start = time.perf_counter()
-    module = ptlite.Module(program, args.backends)
+    module = ptlite.Module(program, args.backends, limits=ptlite.Limits.none() if args.no_limits else None)
     loaded_s = time.perf_counter() - start
     start = time.perf_counter()
     result = module.run_method(args.method, *inputs)
