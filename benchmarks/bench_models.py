@@ -1,26 +1,28 @@
-"""Latency, load time and peak memory of ptlite vs eager PyTorch, PyTorch's lite interpreter and ONNX Runtime.
+"""Latency, load time and peak memory of ptlite vs eager PyTorch, PyTorch's lite interpreter, ONNX Runtime and
+ExecuTorch.
 
     python benchmarks/bench_models.py [--models resnet18,mobilenet_v2] [--runs 30] [--rounds 3] [--warmup 3]
                                       [--out docs/benchmarks.md]
 
-For each model a preparation process builds it (ptlite.tools.zoo) and writes, next to its input: three .ptlite files
-(as captured, and after ptlite.optimize_for_mobile for the NumPy and for the native backend, the latter what `ptlite
+For each model a preparation process builds it (ptlite.tools.zoo) and writes, next to its input: three .ptlite files (as
+captured, and after ptlite.optimize_for_mobile for the NumPy and for the native backend, the latter what `ptlite
 convert` writes by default), a .ptl file for PyTorch's lite interpreter (torch.jit.script, or torch.jit.trace where
-scripting fails, then _save_for_lite_interpreter) and an .onnx file (torch.onnx.export with dynamo=False, or
-dynamo=True where that fails). Then, one at a time, a fresh process per runtime times batch 1 with 2 threads, warm-
-up runs first: eager PyTorch (inference_mode), the lite interpreter, ptlite on that same .ptl file (read by
-ptlite.load), ONNX Runtime (default SessionOptions but intra_op_num_threads=2, CPUExecutionProvider), ptlite on the
-captured file and on each optimized file (ptlite's processes never import torch). Each process also reports its peak
-RSS (VmHWM); ptlite's report the time of the `ptlite.load` call alone. This is repeated for --rounds rounds (a
-virtual machine's speed drifts; interleaving keeps the comparison fair; every other round runs the runtimes in
-reverse order) and the median over all timed runs is reported; ratios are the median over the rounds of the ratio
-within each round. A runtime that cannot take a model gets a short reason in its cell and the script goes on.
-OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE are unset in the child processes (they select a slow kernel on some machines);
-the BLAS kernel threadpoolctl reports is written with the table. Run it on an idle machine (the load average before
-and after is written with the table too).
+scripting fails, then _save_for_lite_interpreter), an .onnx file (torch.onnx.export with dynamo=False, or dynamo=True
+where that fails) and a .pte file (torch.export, then ExecuTorch's XNNPACK delegate). Then, one at a time, a fresh
+process per runtime times batch 1 with 2 threads, warm-up runs first: eager PyTorch (inference_mode), the lite
+interpreter, ptlite on that same .ptl file (read by ptlite.load), ONNX Runtime (default SessionOptions but
+intra_op_num_threads=2, CPUExecutionProvider), ExecuTorch (its runtime's Python bindings, a threadpool of 2), ptlite on
+the captured file and on each optimized file (ptlite's processes never import torch). Each process also reports its peak
+RSS (VmHWM); ptlite's report the time of the `ptlite.load` call alone. This is repeated for --rounds rounds (a virtual
+machine's speed drifts; interleaving keeps the comparison fair; every other round runs the runtimes in reverse order)
+and the median over all timed runs is reported; ratios are the median over the rounds of the ratio within each round. A
+runtime that cannot take a model gets a short reason in its cell and the script goes on. OPENBLAS_CORETYPE /
+OPENBLAS_L2_SIZE are unset in the child processes (they select a slow kernel on some machines); the BLAS kernel
+threadpoolctl reports is written with the table. Run it on an idle machine (the load average before and after is written
+with the table too).
 
-Writes the table to --out and a bar chart of each runtime's latency relative to eager PyTorch next to it (same
-name, .png; needs matplotlib: `pip install -e .[bench]`).
+Writes the table to --out and a bar chart of each runtime's latency relative to eager PyTorch next to it (same name,
+.png; needs matplotlib: `pip install -e .[bench]`, which also installs ONNX Runtime and ExecuTorch).
 """
 
 from __future__ import annotations
@@ -68,6 +70,7 @@ RUNTIMES = {
     "lite": ("lite interpreter", ".ptl"),
     "legacy": ("ptlite .ptl", ".ptl"),  # ptlite.load on the lite interpreter's file
     "ort": ("ONNX Runtime", ".onnx"),
+    "executorch": ("ExecuTorch (XNNPACK)", ".pte"),  # torch.export lowered to the XNNPACK delegate
     "captured": ("ptlite captured", ".ptlite"),
     "numpy": ("ptlite NumPy", ".numpy.ptlite"),  # optimize_for_mobile(backend="numpy"), run on the NumPy backend
     "native": ("ptlite native", ".native.ptlite"),  # optimize_for_mobile(backend="native"): what convert writes
@@ -160,6 +163,19 @@ def prepare_onnx(model: Any, inputs: tuple, base: str) -> str:
             return "dynamo=True"
 
 
+def prepare_executorch(model: Any, inputs: tuple, base: str) -> str:
+    """torch.export, then ExecuTorch's edge dialect with everything XNNPACK takes delegated to it (float32, no
+    quantization), saved as a .pte program."""
+    import torch
+    from executorch.backends.xnnpack.partition.xnnpack_partitioner import XnnpackPartitioner
+    from executorch.exir import to_edge_transform_and_lower
+
+    exported = torch.export.export(model, inputs)
+    program = to_edge_transform_and_lower(exported, partitioner=[XnnpackPartitioner()]).to_executorch()
+    Path(base + RUNTIMES["executorch"][1]).write_bytes(program.buffer)
+    return "xnnpack"
+
+
 def prepare(name: str, method: str, base: str) -> dict:
     """Write the input and every runtime's file for one model; say, per runtime, how it was made or why not."""
     import numpy as np
@@ -176,7 +192,8 @@ def prepare(name: str, method: str, base: str) -> dict:
     except Exception as exc:
         status["captured"] = status["numpy"] = status["native"] = {"error": short_error(exc)}
     steps: dict[str, Callable[[], str]] = {"lite": lambda: prepare_lite(model, inputs, base),
-                                           "ort": lambda: prepare_onnx(model, inputs, base)}
+                                           "ort": lambda: prepare_onnx(model, inputs, base),
+                                           "executorch": lambda: prepare_executorch(model, inputs, base)}
     for runtime, step in steps.items():
         try:
             status[runtime] = {"note": step()}
@@ -277,6 +294,21 @@ def time_ort(name: str, base: str, warmup: int, runs: int) -> dict:
     return {"times": times, "rss_mb": peak_rss_mb(), "onnxruntime": ort.__version__}
 
 
+def time_executorch(name: str, base: str, warmup: int, runs: int) -> dict:
+    """Time the .pte file on ExecuTorch's runtime (its Python bindings, which import torch for the tensors; XNNPACK's
+    threadpool set to 2 threads)."""
+    import torch
+    from executorch.extension.pybindings import portable_lib
+    from executorch.runtime import Runtime
+
+    portable_lib._unsafe_reset_threadpool(THREADS)
+    method = Runtime.get().load_program(base + RUNTIMES["executorch"][1]).load_method("forward")
+    inputs = [torch.from_numpy(a) for a in load_inputs(base)]
+    times = timeit(lambda: method.execute(inputs), warmup, runs)
+    from importlib.metadata import version
+    return {"times": times, "rss_mb": peak_rss_mb(), "executorch": version("executorch")}
+
+
 def time_ptlite(name: str, base: str, warmup: int, runs: int, suffix: str) -> dict:
     """Time a .ptlite file, and its `ptlite.load` call alone; this process must never import torch."""
     import numpy as np
@@ -325,6 +357,7 @@ CHILDREN: dict[str, Callable[..., dict]] = {
     "lite": time_lite,
     "legacy": lambda *a: time_ptlite(*a, RUNTIMES["legacy"][1]),
     "ort": time_ort,
+    "executorch": time_executorch,
     "captured": lambda *a: time_ptlite(*a, RUNTIMES["captured"][1]),
     "numpy": lambda *a: time_ptlite(*a, RUNTIMES["numpy"][1]),
     "native": lambda *a: time_ptlite(*a, RUNTIMES["native"][1]),
@@ -410,7 +443,7 @@ def bench_model(name: str, args: argparse.Namespace, tmp: str, info: dict) -> di
             rss[rt].append(res["rss_mb"])
             if rt in LOADS:
                 load_ms[rt].append(res["load_ms"])
-            info.update({k: v for k, v in res.items() if k in ("numpy", "blas", "onnxruntime", "ptlite")})
+            info.update({k: v for k, v in res.items() if k in ("numpy", "blas", "onnxruntime", "executorch", "ptlite")})
     opt = base + RUNTIMES["native"][1]
     return {
         "name": name,
@@ -458,14 +491,14 @@ def optional(value: float | None, fmt: str) -> str:
 def table(rows: list[dict]) -> list[str]:
     """The Markdown table, one row per model."""
     head = ["model", *(f"{label} (ms)" for label, _ in RUNTIMES.values()), "native / PyTorch", "native / ORT",
-            "native GFLOP/s", "load (ms)", "load .ptl: lite (ms)", "load .ptl: ptlite (ms)",
+            "native / ExecuTorch", "native GFLOP/s", "load (ms)", "load .ptl: lite (ms)", "load .ptl: ptlite (ms)",
             "peak RSS PyTorch (MB)", "peak RSS lite (MB)", "peak RSS ORT (MB)", "peak RSS ptlite native (MB)",
             "file (MB)"]
     lines = ["| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 1)]
     for row in rows:
         gflops = row["flops"] / row["ms"]["native"] / 1e6 if row.get("flops") and "native" in row["ms"] else None
         cells = [row["name"], *(cell(row, rt) for rt in RUNTIMES), ratio(row, "native", "torch"),
-                 ratio(row, "native", "ort"), optional(gflops, ".1f"),
+                 ratio(row, "native", "ort"), ratio(row, "native", "executorch"), optional(gflops, ".1f"),
                  *(optional(row["load_ms"].get(rt), ".0f") for rt in LOADS),
                  *(optional(row["rss"].get(rt), ".0f") for rt in ("torch", "lite", "ort", "native")),
                  optional(row["size_mb"], ".1f")]
@@ -518,7 +551,8 @@ def describe(args: argparse.Namespace, info: dict, load_before: float, load_afte
     """The text above the table: how it was measured, on what, by which command."""
     command = shlex.join(["python", "benchmarks/bench_models.py", *sys.argv[1:]])
     return [
-        "# Benchmarks: ptlite vs eager PyTorch, PyTorch's lite interpreter and ONNX Runtime (batch 1, 2 threads)",
+        "# Benchmarks: ptlite vs eager PyTorch, PyTorch's lite interpreter, ONNX Runtime and ExecuTorch (batch 1, 2 "
+        "threads)",
         "",
         f"Written by `{command}`. For each model a preparation process builds it (`ptlite.tools.zoo`) and writes each "
         "runtime's file; then a fresh process per runtime, one at a time, loads it and times it, in "
@@ -535,6 +569,9 @@ def describe(args: argparse.Namespace, info: dict, load_before: float, load_afte
         "- *ONNX Runtime*: `torch.onnx.export(..., dynamo=False)` (`(dynamo=True)`: the dynamo exporter, where "
         "that fails), run by an `InferenceSession` with the default `SessionOptions` except "
         "`intra_op_num_threads=2`, on the `CPUExecutionProvider`; its process does not import torch.",
+        "- *ExecuTorch (XNNPACK)*: `torch.export` of the zoo model, `to_edge_transform_and_lower` with the "
+        "`XnnpackPartitioner` (float32; what XNNPACK does not take runs on ExecuTorch's portable kernels), "
+        "`.to_executorch()`, run by `executorch.runtime` (its Python bindings) with XNNPACK's threadpool at 2 threads.",
         "- *ptlite captured*: the program as captured (`ptlite.capture`, torch.export), run as it is; *ptlite "
         "NumPy*: after `ptlite.optimize_for_mobile(program, backend=\"numpy\")`, run on the NumPy backend; *ptlite "
         "native*: after `ptlite.optimize_for_mobile(program, backend=\"native\")` (what `ptlite convert` writes by "
@@ -542,9 +579,9 @@ def describe(args: argparse.Namespace, info: dict, load_before: float, load_afte
         "processes never import torch; NumPy's BLAS gets 2 threads (`OPENBLAS_NUM_THREADS=2`). *ptlite .ptl "
         "converted*: the lite interpreter's .ptl file after `ptlite convert model.ptl --input-shape ...` (the example "
         "inputs' shapes).",
-        "- *native / PyTorch*, *native / ORT* (and the chart's bars): the median over the rounds of the two "
-        "runtimes' ratio within a round (below 1: ptlite is faster); within a round the runtimes run one after "
-        "another, in reverse order every other round, so that the VM's drift between rounds cancels.",
+        "- *native / PyTorch*, *native / ORT*, *native / ExecuTorch* (and the chart's bars): the median over the "
+        "rounds of the two runtimes' ratio within a round (below 1: ptlite is faster); within a round the runtimes run "
+        "one after another, in reverse order every other round, so that the VM's drift between rounds cancels.",
         "- *native GFLOP/s*: the model's floating-point operations (PyTorch's FlopCounterMode, a multiply-add "
         "counting 2) over ptlite native's median latency; the machine's single-precision GEMM peak is given below.",
         "- *load*: the `ptlite.load` call alone on the native file, in a fresh process after `import ptlite` "
@@ -558,7 +595,8 @@ def describe(args: argparse.Namespace, info: dict, load_before: float, load_afte
         "",
         f"Machine: {cpu_name()}, {os.cpu_count()} cores (a virtual machine: expect 10-30 % drift between runs); "
         f"1-minute load average {load_before:.2f} before the run and {load_after:.2f} after it. "
-        f"PyTorch {info.get('torch')}, ONNX Runtime {info.get('onnxruntime')}, NumPy {info.get('numpy')}, "
+        f"PyTorch {info.get('torch')}, ONNX Runtime {info.get('onnxruntime')}, ExecuTorch {info.get('executorch')}, "
+        f"NumPy {info.get('numpy')}, "
         f"ptlite {info.get('ptlite')}, BLAS (threadpoolctl, in ptlite's processes): "
         f"{'; '.join(info.get('blas', [])) or 'unknown'}. OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE are unset in the "
         "child processes. Single-precision GEMM measured here (2 threads, median of 20): "
