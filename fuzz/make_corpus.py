@@ -102,6 +102,8 @@ def main(out: Path) -> None:
             for kind, backend in (("ptlite", "numpy"), ("native", "native")):
                 lowered = _portable(ptlite.optimize_for_mobile(program, backend=backend))
                 ptlite.save(lowered, out / kind / f"{name}.{method}.ptlite")
+            quantized = ptlite.optimize_for_mobile(ptlite.quantize(program, "fp16_weights"), backend="native")
+            ptlite.save(_portable(quantized), out / "native" / f"{name}.{method}.fp16.ptlite")  # widened at load
         scripted = torch.jit.script(model)
         scripted._save_for_lite_interpreter(str(out / "ptl" / f"{name}.ptl"))
         scripted._save_for_lite_interpreter(str(out / "ptl" / f"{name}.flatbuffer.ptl"), _use_flatbuffer=True)

@@ -172,6 +172,23 @@ def test_convert_blocklist_skips_those_passes_in_the_file(work, capsys, tmp_path
     assert "aten::relu" in ptlite.export_opnames(program)  # not fused into the convolution
 
 
+def test_convert_quantize_fp16_weights_reports_inspects_and_runs(work, capsys, monkeypatch):
+    monkeypatch.chdir(work["folder"])
+    code, out, err = cli(capsys, "convert", f"{MODULE}:tiny", "--input-shape", "1,3,16,16", "--quantize",
+                         "fp16_weights", "-o", "half.ptlite")
+    assert code == 0, err
+    assert "weights:   4 tensors, 292 B" in out  # conv 4*3*3*3 and linear 5*4 in float16, their 4 + 5 biases not
+    assert "quantized: fp16_weights: 2 weights in float16 (256 B), 2 left in float32 (2 vectors)" in out
+    code, out, err = cli(capsys, "inspect", "half.ptlite")
+    assert code == 0, err
+    assert "weights:    4 tensors, 137 values, 292 B (float16 256 B, float32 36 B)" in out
+    assert "quantized:  fp16_weights: 2 weights in float16" in out
+    got = ptlite.load(work["folder"] / "half.ptlite")(work["x"])
+    want = torch_forward(work["model"], work["x"])
+    assert got.dtype == np.float32
+    assert np.abs(got - want).max() <= 1e-2 * np.abs(want).max(), f"max |diff| {np.abs(got - want).max()}"
+
+
 def test_convert_keeps_preserved_method(work):
     module = ptlite.load(work["script"])
     assert module.method_names == ["forward", "embed"]

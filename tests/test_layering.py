@@ -21,8 +21,9 @@ ALLOWED: dict[str, set[str]] = {
     "backends": {"passes", "ir", "ops"},
     "runtime": {"backends", "ir", "ops"},
     "frontend": {"runtime", "backends", "passes", "format", "ir", "ops"},
-    "ptlite": {"frontend", "runtime", "backends", "passes", "format", "ir", "ops"},
-    "tools": {"ptlite", "frontend", "runtime", "backends", "passes", "format", "ir", "ops"},
+    "quantization": {"runtime", "backends", "passes", "ir", "ops"},
+    "ptlite": {"frontend", "quantization", "runtime", "backends", "passes", "format", "ir", "ops"},
+    "tools": {"ptlite", "frontend", "quantization", "runtime", "backends", "passes", "format", "ir", "ops"},
 }
 CLI = "ptlite.tools.cli"
 MAX_LINES = 600  # a module longer than this is split (generated data excepted)

@@ -4,6 +4,7 @@ Workstation side (needs torch)::
 
     program = ptlite.capture(model, (example,))      # torch.export / jit.script / jit.trace
     program = ptlite.optimize_for_mobile(program)    # fold constants and batch norms, drop no-ops (no torch)
+    program = ptlite.quantize(program, "fp16_weights")  # optional: weights stored as float16, half the file
     ptlite.save(program, "model.ptlite")
 
 Device side (NumPy only)::
@@ -38,7 +39,7 @@ from .runtime.limits import Limits
 from .runtime.module import Module
 from .version import __version__
 
-__all__ = ["capture", "optimize_for_mobile", "save", "load", "load_program", "export_opnames", "backends",
+__all__ = ["capture", "optimize_for_mobile", "quantize", "save", "load", "load_program", "export_opnames", "backends",
            "set_num_threads", "get_num_threads", "Program", "Module", "ValueSpec", "Backend", "BackendInfo",
            "Limits", "PtliteError", "FormatError", "CaptureError", "InputError", "UnsupportedOperatorError",
            "ExecutionError", "FileChangedError", "LimitError", "ScriptError", "__version__"]
@@ -49,6 +50,14 @@ def capture(model: Any, example_inputs: tuple | None = None, method: str = "auto
     from .frontend import capture as _capture
 
     return _capture(model, example_inputs, method=method, **options)
+
+
+def quantize(program: Program, scheme: str, calibration_data: Any = None) -> Program:
+    """Quantize a program (no torch needed) and return the result as a new Program; see `ptlite.quantization.quantize`.
+    scheme: "fp16_weights" (weight matrices stored as float16: half the file, computed in float32)."""
+    from .quantization import quantize as _quantize
+
+    return _quantize(program, scheme, calibration_data)
 
 
 def optimize_for_mobile(program: Program, backend: str | Backend = "cpu", optimization_blocklist: Iterable[Any] = (),
@@ -83,7 +92,10 @@ def optimize_for_mobile(program: Program, backend: str | Backend = "cpu", optimi
         raise ValueError(f"preserved method(s) {', '.join(missing)} not in the program, which has: "
                          f"{', '.join(program.methods)}; capture with preserved_methods=... to keep them")
     blocked = blocklist_names(optimization_blocklist, backends.lowering_passes(target))
-    return optimize(program, blocked, evaluate=backends.reference().evaluate, lowering=_lowering(target))
+    from .quantization import optimized  # a quantized program: its weights widened, quantized again after
+
+    return optimized(program, frozenset(blocked), lambda p, skip: optimize(
+        p, skip, evaluate=backends.reference().evaluate, lowering=_lowering(target)))
 
 
 def _lowering_backend(backend: str | Backend) -> Backend:
@@ -164,7 +176,8 @@ def load(path: str | os.PathLike, optimize: bool | None = None,
         translated). True: optimize any file (errors raise); False: never.
 
     in_memory: copy the whole file into memory at load instead of mapping it (docs/reliability.md). Mapped (the
-        default where ptlite's `_mapped` extension is built), loading copies nothing and the file may still change
+        default where ptlite's `_mapped` extension is built), loading copies nothing (but the weights a quantized
+        file stores narrower, widened to float32 in memory) and the file may still change
         on disk without harm to the process: replacing it (os.replace) leaves the module reading the old file, and
         truncating or overwriting it in place makes the calls after raise FileChangedError (never a crash, never
         results from the changed bytes).
@@ -181,10 +194,11 @@ def load(path: str | os.PathLike, optimize: bool | None = None,
     program, legacy = _read(path, in_memory=in_memory)
     if optimize or (optimize is None and legacy):
         from .format.reader import gc_paused
+        from .ir.weights import widened
 
         with gc_paused():  # the passes make thousands of IR objects and drop few: collections would free nothing
-            try:  # lowered for the backend asked first
-                program = optimize_for_mobile(program, backend=_resolve_backends(backends)[0])
+            try:  # lowered for the backend asked first; weights stored narrower run widened (and stay so)
+                program = optimize_for_mobile(widened(program), backend=_resolve_backends(backends)[0])
             except Exception as exc:
                 if optimize:
                     raise

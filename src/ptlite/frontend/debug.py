@@ -8,6 +8,7 @@ import numpy as np
 import torch
 
 from ptlite.ir.graph import Program
+from ptlite.ir.weights import widened
 from ptlite.runtime.interpreter import CompiledGraph
 
 
@@ -31,6 +32,7 @@ def first_divergence(model: torch.nn.Module, example_inputs: tuple, program: Pro
     recorder = _Recorder(ep.module())
     with torch.inference_mode():
         recorder.run(*inputs)
+    program = widened(program)  # a quantized program's weights, as a Module runs them
     compiled = CompiledGraph(program.forward, program)
     ours = compiled.intermediates(*[t.numpy() for t in inputs])
     ops = {v.name: (n.op, n.source) for n in program.forward.walk() for v in n.outputs}

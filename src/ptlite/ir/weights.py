@@ -1,10 +1,20 @@
 """Weights nothing can change: how to tell (a loaded file's, mapped read-only) and how to make arrays so (those a
-load folds or packs itself). Kernels that keep values derived from weights compare them with copies only when the
-weights are not frozen."""
+load folds or packs itself); kernels that keep values derived from weights compare them with copies only when the
+weights are not frozen. And weights a program stores narrower than it computes with (quantization's fp16_weights):
+which they are, and widening them back."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
+
+from ptlite.errors import FormatError
+
+from .graph import Program
+
+FLOAT16_KEY = "float16_weights"  # program.metadata[FLOAT16_KEY]: names of weights stored as float16, run as float32
+QUANTIZATION_KEY = "quantization"  # which scheme stored them so (ptlite.quantization): dropped with them on widening
 
 
 def frozen(a: np.ndarray) -> bool:
@@ -34,3 +44,38 @@ def seal(a: np.ndarray) -> np.ndarray:
     a.flags.writeable = False
     sealed = np.asarray(memoryview(a).toreadonly())
     return sealed if sealed.dtype == a.dtype and sealed.shape == a.shape else a
+
+
+def stored_float16(program: Program) -> list[str]:
+    """The weights `program` stores as float16 but computes with as float32 (metadata[FLOAT16_KEY]); FormatError if
+    that list does not name float16 weights of the program."""
+    names = program.metadata.get(FLOAT16_KEY)
+    if names is None:
+        return []
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise FormatError(f"the program's {FLOAT16_KEY} metadata is {type(names).__name__}, not a list of weight "
+                          "names: the file is damaged")
+    if len(set(names)) != len(names):
+        raise FormatError(f"the program's {FLOAT16_KEY} metadata names a weight more than once: the file is damaged")
+    wrong = [n for n in names if not (isinstance(program.weights.get(n), np.ndarray)
+                                      and program.weights[n].dtype == np.float16)]
+    if wrong:
+        raise FormatError(f"the program's {FLOAT16_KEY} metadata names {len(wrong)} weight(s) that are not float16 "
+                          f"weights of the program ({', '.join(wrong[:3])}{', ...' if len(wrong) > 3 else ''}): the "
+                          "file is damaged")
+    return names
+
+
+def widened(program: Program, wrap: Callable[[np.ndarray], np.ndarray] | None = None) -> Program:
+    """`program` with the weights it stores as float16 for float32 (stored_float16) widened to float32, each passed
+    through `wrap` (e.g. seal): a float32 program again (the quantization metadata goes with them), a copy sharing
+    the graphs; or `program` itself where there are none."""
+    names = stored_float16(program)
+    if not names:
+        return program
+    weights = dict(program.weights)
+    for name in names:
+        wide = weights[name].astype(np.float32)
+        weights[name] = wrap(wide) if wrap is not None else wide
+    metadata = {k: v for k, v in program.metadata.items() if k not in (FLOAT16_KEY, QUANTIZATION_KEY)}
+    return Program(methods=program.methods, weights=weights, metadata=metadata)

@@ -19,6 +19,7 @@ from ptlite.ir import memory_plan
 from ptlite.ir.graph import BLOCKLIST_KEY, Graph, Program, ValueSpec
 from ptlite.ir.memory_plan import MemoryPlanSummary
 from ptlite.ir.verifier import unknown_operators
+from ptlite.ir.weights import seal, widened
 
 from .dispatch import Dispatcher, Placement
 from .inputs import check_args
@@ -184,6 +185,7 @@ class Module:
 
     def __init__(self, program: Program, backends: Iterable[str | Backend] | str | None = None,
                  after_call: Callable[[], None] | None = None, limits: Limits | None = None) -> None:
+        program = widened(program, seal)  # weights a quantization scheme stored narrower, as the kernels read them
         self.program = program
         self.limits = DEFAULT_LIMITS if limits is None else limits
         if not isinstance(self.limits, Limits):

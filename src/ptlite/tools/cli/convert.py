@@ -13,6 +13,7 @@ import numpy as np
 
 import ptlite
 from ptlite.format.ptl import is_pytorch_mobile
+from ptlite.quantization import SCHEMES, describe
 from ptlite.tools import models
 from ptlite.tools.errors import ToolError
 
@@ -61,6 +62,10 @@ def add_parser(commands: Any) -> None:
                         help="the backend the program is lowered for: its weight layouts, fusions and memory plan "
                              "(cpu: native where its library was built, else numpy; native; numpy). The file runs "
                              "anywhere: where that backend is missing, the NumPy reference runs it")
+    parser.add_argument("--quantize", metavar="SCHEME", choices=SCHEMES,
+                        help="quantize (before optimizing): " + ", ".join(SCHEMES) + " (fp16_weights: weight "
+                             "matrices stored as float16, half the file, computed in float32; 3x3 convolutions "
+                             "without Winograd)")
     parser.add_argument("--preserve-method", metavar="NAME", action="append", default=[],
                         help="keep another method of a scripted module (repeatable); run it with "
                              "'ptlite run --method NAME'")
@@ -158,6 +163,8 @@ def _fix_input_shapes(program: ptlite.Program, shapes: list[tuple[int, ...]], dt
 
 
 def _optimize_and_save(program: ptlite.Program, args: argparse.Namespace, headline: str) -> int:
+    if args.quantize:  # first: optimizing then keeps the scheme and skips what must not precede it
+        program = ptlite.quantize(program, args.quantize)
     if not args.no_optimize:
         program = ptlite.optimize_for_mobile(program, optimization_blocklist=args.blocklist, backend=args.backend)
     output = args.output or _default_output(args.model)
@@ -170,5 +177,7 @@ def _optimize_and_save(program: ptlite.Program, args: argparse.Namespace, headli
         print(f"  {name}(" + ", ".join(s.describe() for s in graph.input_specs) + ")")
     print(f"operators: {len(ptlite.export_opnames(program))}")
     print(f"weights:   {len(program.weights)} tensors, {human_bytes(weight_bytes)}")
+    if args.quantize:
+        print(f"quantized: {describe(program)}")
     print(f"wrote {output} ({human_bytes(os.path.getsize(output))})")
     return 0

@@ -12,6 +12,7 @@ import numpy as np
 
 import ptlite
 from ptlite import ops
+from ptlite.quantization import describe
 from ptlite.tools.models import recorded_source
 
 from .options import add_backend_option, human_bytes, load_program
@@ -123,6 +124,9 @@ def _print_weights(program: ptlite.Program) -> None:
     detail = ", ".join(f"{dtype} {human_bytes(n)}" for dtype, n in sorted(by_dtype.items()))
     print(f"weights:    {len(arrays)} tensors, {sum(a.size for a in arrays)} values, {human_bytes(total)}"
           + (f" ({detail})" if len(by_dtype) > 1 else ""))
+    quantized = describe(program)
+    if quantized is not None:
+        print(f"quantized:  {quantized} (widened to float32 at load)")
 
 
 def _print_backends(program: ptlite.Program, selected: list[str] | None) -> None:
