@@ -19,6 +19,7 @@ from torch import nn
 
 import ptlite
 from ptlite.ir.weights import FLOAT16_KEY, widened
+from ptlite.quantization import describe
 from ptlite.tools import zoo
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -130,6 +131,8 @@ def test_weights_float16_would_spoil_and_vectors_stay_float32():
     kept = quantized.metadata["quantization"]["float32"]
     for reason in ("past float16", "vector", "below", "integers"):
         assert any(reason in why for why in kept.values()), f"{reason!r} not among the reasons: {kept}"
+    assert describe(quantized).endswith("4 left in float32 (1 vectors, 3 that float16 would spoil)"), \
+        describe(quantized)
     assert len(quantized.metadata[FLOAT16_KEY]) == 1, "the linear weight alone is narrowed"
     got = ptlite.Module(quantized, backends="numpy")(x.numpy())
     model16 = copy.deepcopy(model)

@@ -28,6 +28,7 @@ FLOAT16_INTEGERS = 2048  # float16 holds every integer up to this, not all past 
 # program to be stored so is optimized without them (at load, where nothing is stored, they are free to run).
 NOT_BEFORE = ("WINOGRAD",)
 TRANSFORMED_OPS = (CONV2D_WINOGRAD, CONV2D_WINOGRAD_V2, CONV2D_WINOGRAD_2X2)
+VECTOR = "a vector"  # how a kept vector's reason begins (describe counts them apart)
 
 
 def narrow(program: Program) -> Program:
@@ -61,7 +62,7 @@ def narrow(program: Program) -> Program:
 def _kept_why(w: np.ndarray) -> str | None:
     """Why a float32 weight stays float32, or None if it is narrowed."""
     if w.ndim < 2:
-        return "a vector (a bias or a scale): a few bytes"
+        return f"{VECTOR} (a bias or a scale): a few bytes"
     magnitude = np.abs(w)
     largest = float(magnitude[np.isfinite(magnitude)].max(initial=0.0))
     if largest > FLOAT16_MAX:
@@ -87,6 +88,7 @@ def describe(program: Program) -> str | None:
     kept = program.metadata[KEY].get("float32")
     kept = kept if isinstance(kept, dict) else {}
     stored = sum(program.weights[n].nbytes for n in names)
-    past = sum(isinstance(why, str) and "past float16" in why for why in kept.values())
+    vectors = sum(isinstance(why, str) and why.startswith(VECTOR) for why in kept.values())
+    spoiled = len(kept) - vectors
     return (f"{SCHEME}: {len(names)} weights in float16 ({format_bytes(stored)}), {len(kept)} left in float32 ("
-            f"{len(kept) - past} vectors" + (f", {past} past float16's range)" if past else ")"))
+            f"{vectors} vectors" + (f", {spoiled} that float16 would spoil)" if spoiled else ")"))
