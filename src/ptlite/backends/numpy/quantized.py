@@ -1,0 +1,253 @@
+"""The reference's quantized kernels (ops/quantized.py has the arithmetic they define), exact in their integers.
+
+The integer sums of products are computed as float GEMMs and convolutions on integer data (input minus its zero
+point, weights): a float sum of integers is exact while every partial sum stays below the format's integer limit,
+2**24 in float32 and 2**53 in float64, in any order of summation. With K products a sum, inputs within
+`reach` of their zero point and weights at most `wmax` in magnitude, each partial sum is at most K * reach * wmax,
+so `exact_dtype` takes float32 while that is below 2**24 (K <= 514 at the extremes 255 and 128) and float64 past it
+(tests/quantization/test_int8_kernels.py checks the bound at its edge). The requantization then rounds as PyTorch's
+kernels do: the int64 accumulator (bias added) converted to float32, times the float32 multiplier, rounded half to
+even.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ptlite.backends.numpy import kernel
+from ptlite.errors import KernelArgumentError
+from ptlite.ops import (
+    ADD_INT8,
+    CONV2D_INT8,
+    DEQUANTIZE_PER_TENSOR,
+    LINEAR_DYNAMIC_INT8,
+    LINEAR_INT8,
+    QUANTIZE_PER_TENSOR,
+)
+
+from ._layout import fits_out, nhwc_view
+from .prepacked import conv2d_prepacked
+
+QMIN, QMAX = 0, 255  # an activation's range (uint8)
+FLOAT32_EXACT = 1 << 24  # every integer up to this is a float32
+
+
+def exact_dtype(k: int, zero_point: int, weight: np.ndarray) -> np.dtype:
+    """float32 when sums of k products (input - zero_point) * weight are exact in it, else float64."""
+    reach = max(zero_point - QMIN, QMAX - zero_point)
+    wmax = int(np.abs(weight.astype(np.int16)).max(initial=0))
+    return np.dtype(np.float32) if k * reach * wmax < FLOAT32_EXACT else np.dtype(np.float64)
+
+
+def check_qparams(where: str, name: str, scale: float, zero_point: int) -> None:
+    if not (np.isfinite(scale) and scale > 0):
+        raise KernelArgumentError(f"{where}: {name} scale is {scale}; a scale must be a positive finite number")
+    if not QMIN <= zero_point <= QMAX:
+        raise KernelArgumentError(f"{where}: {name} zero point is {zero_point}; uint8 zero points lie in "
+                                  f"[{QMIN}, {QMAX}]")
+
+
+def check_quantized(where: str, name: str, x: np.ndarray) -> None:
+    if x.dtype != np.uint8:
+        raise KernelArgumentError(f"{where}: {name} is a {x.dtype} tensor; it takes the uint8 tensor "
+                                  f"{QUANTIZE_PER_TENSOR} makes of a float one")
+
+
+def check_weight(where: str, weight: np.ndarray, weight_scale: np.ndarray, bias: np.ndarray | None,
+                 channels: int) -> None:
+    if weight.dtype != np.int8:
+        raise KernelArgumentError(f"{where}: the weight is {weight.dtype}; it takes int8 weights (ptlite.quantize "
+                                  "makes them)")
+    if weight_scale.shape != (channels,) or weight_scale.dtype != np.float32:
+        raise KernelArgumentError(f"{where}: weight_scale is {weight_scale.dtype}{list(weight_scale.shape)}; it "
+                                  f"takes a float32 scale per output channel ({channels})")
+    if bias is not None and bias.shape != (channels,):
+        raise KernelArgumentError(f"{where}: bias has shape {list(bias.shape)}, not ({channels},)")
+
+
+def requantize(acc: np.ndarray, bias: np.ndarray | None, product_scale: np.ndarray, output_scale: float,
+               output_zero_point: int, output_min: int, output_max: int, out: np.ndarray | None = None) -> np.ndarray:
+    """uint8 outputs of exact integer accumulators `acc` (..., O) (float arrays holding integers) with a float32
+    bias per channel: the bias rounded to int at product_scale (input scale x weight scale, per channel) and added,
+    then round(float32(acc) x float32(product_scale / output_scale)) + output_zero_point, clamped."""
+    total = acc.astype(np.int64)
+    if bias is not None:
+        total += np.rint(bias.astype(np.float64) / product_scale.astype(np.float64)).astype(np.int64)
+    multiplier = (product_scale / np.float32(output_scale)).astype(np.float32)
+    scaled = np.rint(total.astype(np.float32) * multiplier)
+    scaled += np.float32(output_zero_point)
+    np.clip(scaled, output_min, output_max, out=scaled)
+    if out is not None:
+        out[...] = scaled
+        return out
+    return scaled.astype(np.uint8)
+
+
+def _clamp_range(where: str, output_min: int, output_max: int) -> None:
+    if not QMIN <= output_min <= output_max <= QMAX:
+        raise KernelArgumentError(f"{where}: output range [{output_min}, {output_max}] is not within "
+                                  f"[{QMIN}, {QMAX}]")
+
+
+@kernel(QUANTIZE_PER_TENSOR)
+def quantize_per_tensor(input, scale, zero_point, *, out=None):
+    """uint8 q = clamp(round_half_even(x * float32(1 / scale)) + zero_point, 0, 255), in x's memory layout."""
+    where = "quantize_per_tensor"
+    check_qparams(where, "the", scale, zero_point)
+    if input.dtype.kind != "f":
+        raise KernelArgumentError(f"{where}: the input is a {input.dtype} tensor; it quantizes float tensors")
+    scaled = np.multiply(input, np.float32(1 / scale), dtype=np.float32)
+    np.rint(scaled, out=scaled)
+    scaled += np.float32(zero_point)
+    np.clip(scaled, QMIN, QMAX, out=scaled)
+    if fits_out(out, scaled.shape, np.dtype(np.uint8)):
+        out[...] = scaled
+        return out
+    return scaled.astype(np.uint8, order="K")
+
+
+@kernel(DEQUANTIZE_PER_TENSOR)
+def dequantize_per_tensor(input, scale, zero_point, *, out=None):
+    """float32 (q - zero_point) * scale, in q's memory layout."""
+    where = "dequantize_per_tensor"
+    check_qparams(where, "the", scale, zero_point)
+    check_quantized(where, "the input", input)
+    result = out if fits_out(out, input.shape, np.dtype(np.float32)) else np.empty_like(input, dtype=np.float32)
+    np.subtract(input, np.float32(zero_point), out=result, dtype=np.float32)
+    result *= np.float32(scale)
+    return result
+
+
+@kernel(CONV2D_INT8)
+def conv2d_int8(input, input_scale, input_zero_point, weight, weight_scale, bias, kernel_size, stride, padding,
+                dilation, groups, output_scale, output_zero_point, output_min=0, output_max=255, *, out=None):
+    """2-D convolution of a quantized image by int8 weights in a prepacked layout; returns uint8, channels-last
+    (`out` when it is such an array of the result's shape). Padding stands for the real 0 (the zero point)."""
+    where = "conv2d_int8"
+    check_quantized(where, "the input", input)
+    check_qparams(where, "the input", input_scale, input_zero_point)
+    check_qparams(where, "the output", output_scale, output_zero_point)
+    _clamp_range(where, output_min, output_max)
+    groups = int(groups)
+    channels = weight.shape[-1] * (groups if weight.ndim == 3 else 1)
+    check_weight(where, weight, weight_scale, bias, channels)
+    k = weight.shape[1] if weight.ndim == 3 else weight.shape[0]
+    if weight.ndim == 2 and groups > 1:
+        k = weight.shape[0]  # depthwise: a tap per kernel position
+    dtype = exact_dtype(k, input_zero_point, weight)
+    shifted = np.subtract(input, dtype.type(input_zero_point), dtype=dtype)  # the real 0 is 0 now: zero padding
+    acc = conv2d_prepacked(shifted, weight.astype(dtype), None, kernel_size, stride, padding, dilation, groups)
+    batched = acc if acc.ndim == 4 else acc[None]
+    product_scale = np.float32(input_scale) * weight_scale
+    target = None
+    if out is not None and fits_out(out, acc.shape, np.dtype(np.uint8)):
+        target = nhwc_view(out if out.ndim == 4 else out[None])
+    result = requantize(nhwc_view(batched), bias, product_scale, output_scale, output_zero_point, output_min,
+                        output_max, target)
+    if target is not None:
+        return out
+    result = result.transpose(0, 3, 1, 2)
+    return result if acc.ndim == 4 else result[0]
+
+
+@kernel(LINEAR_INT8)
+def linear_int8(input, input_scale, input_zero_point, weight, weight_scale, bias, output_scale, output_zero_point,
+                output_min=0, output_max=255, *, out=None):
+    """Quantized input (..., in_features) times int8 weight (in_features, out_features); returns uint8."""
+    where = "linear_int8"
+    check_quantized(where, "the input", input)
+    check_qparams(where, "the input", input_scale, input_zero_point)
+    check_qparams(where, "the output", output_scale, output_zero_point)
+    _clamp_range(where, output_min, output_max)
+    k, o = _linear_shape(where, input, weight)
+    check_weight(where, weight, weight_scale, bias, o)
+    dtype = exact_dtype(k, input_zero_point, weight)
+    shifted = np.subtract(input.reshape(-1, k), dtype.type(input_zero_point), dtype=dtype)
+    acc = shifted @ weight.astype(dtype)
+    shape = input.shape[:-1] + (o,)
+    target = out.reshape(-1, o) if fits_out(out, shape, np.dtype(np.uint8)) and out.flags.c_contiguous else None
+    result = requantize(acc, bias, np.float32(input_scale) * weight_scale, output_scale, output_zero_point,
+                        output_min, output_max, target)
+    return out if target is not None else result.reshape(shape)
+
+
+@kernel(ADD_INT8)
+def add_int8(self, self_scale, self_zero_point, other, other_scale, other_zero_point, output_scale,
+             output_zero_point, output_min=0, output_max=255, *, out=None):
+    """Quantized a + b (broadcasting): both dequantized in float32, summed, quantized at the output's scale."""
+    where = "add_int8"
+    for name, x, scale, zero_point in (("self", self, self_scale, self_zero_point),
+                                       ("other", other, other_scale, other_zero_point)):
+        check_quantized(where, name, x)
+        check_qparams(where, name, scale, zero_point)
+    check_qparams(where, "the output", output_scale, output_zero_point)
+    _clamp_range(where, output_min, output_max)
+    try:
+        shape = np.broadcast_shapes(self.shape, other.shape)
+    except ValueError:
+        raise KernelArgumentError(f"{where}: shapes {list(self.shape)} and {list(other.shape)} do not broadcast") \
+            from None
+    real = np.subtract(self, np.float32(self_zero_point), dtype=np.float32)
+    real *= np.float32(self_scale)
+    if real.shape != shape:
+        real = np.broadcast_to(real, shape).copy(order="K")
+    part = np.subtract(other, np.float32(other_zero_point), dtype=np.float32)
+    part *= np.float32(other_scale)
+    real += part
+    real *= np.float32(1 / output_scale)
+    np.rint(real, out=real)
+    real += np.float32(output_zero_point)
+    np.clip(real, output_min, output_max, out=real)
+    if fits_out(out, shape, np.dtype(np.uint8)):
+        out[...] = real
+        return out
+    return real.astype(np.uint8, order="K")
+
+
+def dynamic_qparams(x: np.ndarray) -> tuple[float, int]:
+    """Per-call (scale, zero point) of a float tensor: its range with 0 in it, over uint8's 256 levels (PyTorch's
+    MinMaxObserver arithmetic, which dynamic quantization uses)."""
+    lo = min(float(x.min(initial=0.0)), 0.0)
+    hi = max(float(x.max(initial=0.0)), 0.0)
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        raise KernelArgumentError("linear_dynamic_int8: the input holds infinities or NaN, which 8-bit "
+                                  "quantization cannot represent")
+    scale = max((hi - lo) / (QMAX - QMIN), float(np.finfo(np.float32).eps))
+    zero_point = int(min(max(QMIN - round(lo / scale), QMIN), QMAX))
+    return float(np.float32(scale)), zero_point
+
+
+@kernel(LINEAR_DYNAMIC_INT8)
+def linear_dynamic_int8(input, weight, weight_scale, bias, *, out=None):
+    """Float input (..., in_features) quantized per call (dynamic_qparams), times int8 weight (in_features,
+    out_features); returns float32 accumulator * input_scale * weight_scale + bias."""
+    where = "linear_dynamic_int8"
+    if input.dtype.kind != "f":
+        raise KernelArgumentError(f"{where}: the input is a {input.dtype} tensor; it takes a float tensor")
+    k, o = _linear_shape(where, input, weight)
+    check_weight(where, weight, weight_scale, bias, o)
+    if input.size == 0:
+        scale, zero_point = 1.0, 0
+    else:
+        scale, zero_point = dynamic_qparams(input)
+    q = quantize_per_tensor(input.reshape(-1, k), scale, zero_point)
+    dtype = exact_dtype(k, zero_point, weight)
+    acc = np.subtract(q, dtype.type(zero_point), dtype=dtype) @ weight.astype(dtype)
+    shape = input.shape[:-1] + (o,)
+    into = fits_out(out, shape, np.dtype(np.float32)) and out.flags.c_contiguous
+    result = out.reshape(-1, o) if into else np.empty((acc.shape[0], o), np.float32)
+    np.multiply(acc, np.float32(scale) * weight_scale, out=result, casting="same_kind")
+    if bias is not None:
+        result += bias.astype(np.float32, copy=False)
+    return out if into else result.reshape(shape)
+
+
+def _linear_shape(where: str, input: np.ndarray, weight: np.ndarray) -> tuple[int, int]:
+    if weight.ndim != 2:
+        raise KernelArgumentError(f"{where}: the weight has {weight.ndim} dimensions; it takes (in_features, "
+                                  "out_features)")
+    k, o = weight.shape
+    if input.ndim == 0 or input.shape[-1] != k:
+        raise KernelArgumentError(f"{where}: the input's last dimension is "
+                                  f"{input.shape[-1] if input.ndim else 'missing'}, the weight expects {k}")
+    return k, o
