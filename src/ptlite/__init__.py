@@ -52,12 +52,14 @@ def capture(model: Any, example_inputs: tuple | None = None, method: str = "auto
     return _capture(model, example_inputs, method=method, **options)
 
 
-def quantize(program: Program, scheme: str, calibration_data: Any = None) -> Program:
-    """Quantize a program (no torch needed) and return the result as a new Program; see `ptlite.quantization.quantize`.
-    scheme: "fp16_weights" (weight matrices stored as float16: half the file, computed in float32)."""
+def quantize(program: Program, scheme: str, calibration_data: Any = None, **options: Any) -> Program:
+    """Quantize a program (no torch needed) and return the result as a new Program; see `ptlite.quantization.quantize`
+    (options: observer, progress). scheme: "fp16_weights" (weight matrices stored as float16: half the file,
+    computed in float32) or "int8_static" (convolutions, linear layers and additions in 8-bit integers, activations
+    calibrated on `calibration_data`, a list of inputs)."""
     from .quantization import quantize as _quantize
 
-    return _quantize(program, scheme, calibration_data)
+    return _quantize(program, scheme, calibration_data, **options)
 
 
 def optimize_for_mobile(program: Program, backend: str | Backend = "cpu", optimization_blocklist: Iterable[Any] = (),

@@ -3,6 +3,9 @@ the original does. One module per scheme; the schemes so far:
 
 - "fp16_weights" (fp16.py): float32 weights stored as float16, half the file, widened to float32 when the program
   is loaded or optimized: computed in float32, on weights rounded to float16.
+- "int8_static" (int8_static.py): convolutions, linear layers and additions on uint8 activations and int8 weights
+  (ops/quantized.py), activation ranges from calibration data (observers.py, calibration.py); what has no int8
+  kernel stays float, and the program's metadata says which and why (`report`).
 """
 
 from __future__ import annotations
@@ -13,23 +16,33 @@ from typing import Any
 from ptlite.ir.graph import Program
 from ptlite.ir.weights import widened
 
-from . import fp16
+from . import fp16, int8_static
+from .calibration import Progress
+from .observers import OBSERVERS
 
-SCHEMES = (fp16.SCHEME,)
+SCHEMES = (fp16.SCHEME, int8_static.SCHEME)
 
 
-def quantize(program: Program, scheme: str, calibration_data: Any = None) -> Program:
+def quantize(program: Program, scheme: str, calibration_data: Any = None, *, observer: str = "histogram",
+             progress: Progress | None = None) -> Program:
     """A quantized copy of `program` (which is unchanged), saved and loaded as any program; metadata["quantization"]
     records the scheme and which weights it left alone, and why. Quantize before optimize_for_mobile: it keeps the
     scheme (its passes work on the weights in float32, which are narrowed again at the end) and skips what must not
     come before the rounding (Winograd's transform: a program optimized with it is refused here, saying so).
 
     scheme: "fp16_weights" (convolution, linear and other weight matrices stored as float16: half the file, the
-        same float32 arithmetic on rounded weights).
-    calibration_data: inputs to run the program on to observe its activations; fp16_weights takes none.
+        same float32 arithmetic on rounded weights); "int8_static" (convolutions, linear layers and additions in
+        8-bit integers, activation ranges calibrated: a quarter of the file).
+    calibration_data: int8_static's inputs to observe activations on, a list of calls' arguments (each a tuple,
+        or the input itself for a one-input method): a few dozen the model sees in use. fp16_weights takes none.
+    observer: how int8_static picks a value's range: "histogram" (the range minimizing the expected rounding and
+        clipping error, two runs over the data) or "minmax" (every value seen, one run).
+    progress: called with (runs done, runs in all) after each calibration run.
     """
     if scheme not in SCHEMES:
         raise ValueError(f"unknown quantization scheme {scheme!r}: ptlite has {', '.join(SCHEMES)}")
+    if scheme == int8_static.SCHEME:
+        return int8_static.quantize(program, calibration_data, observer, progress)
     if calibration_data is not None:
         raise ValueError(f"{scheme} needs no calibration data (it only rounds the weights); pass none")
     return fp16.narrow(program)
@@ -37,7 +50,19 @@ def quantize(program: Program, scheme: str, calibration_data: Any = None) -> Pro
 
 def describe(program: Program) -> str | None:
     """One line on how `program` is quantized (None if it is not)."""
+    info = program.metadata.get(int8_static.KEY)
+    if isinstance(info, dict) and info.get("scheme") == int8_static.SCHEME:
+        return int8_static.describe(info)
     return fp16.describe(program)
+
+
+def report(program: Program) -> str | None:
+    """What quantization did to `program`, a line per operator kind: which run in int8, which stayed in float and
+    why (None if it is not quantized)."""
+    info = program.metadata.get(int8_static.KEY)
+    if isinstance(info, dict) and info.get("scheme") == int8_static.SCHEME:
+        return int8_static.report(info)
+    return describe(program)
 
 
 def optimized(program: Program, blocked: frozenset[str],
@@ -50,4 +75,4 @@ def optimized(program: Program, blocked: frozenset[str],
     return fp16.narrow(optimize(widened(program), blocked | frozenset(fp16.NOT_BEFORE)))
 
 
-__all__ = ["quantize", "SCHEMES", "describe", "optimized"]
+__all__ = ["quantize", "SCHEMES", "OBSERVERS", "describe", "report", "optimized"]

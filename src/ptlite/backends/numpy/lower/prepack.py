@@ -126,32 +126,14 @@ class Prepack(Pass):
         return rewrite_nodes(graph, rewrite)
 
     def _conv(self, node: Node, program: Program, packed: dict, pool: ConstantPool) -> list[Node] | None:
-        args = CONVOLUTIONS[node.op]
-        weight = weight_of(program, node.inputs[1])
-        if weight is None or weight.ndim != 4 or weight.dtype.kind != "f" or not _bias_ok(program, node.inputs[2]):
+        conv = conv_geometry(node, program)
+        if conv is None:
             return None
-        if args.transposed is not None and constant_value(node.inputs[args.transposed]) is not False:
-            return None
-        groups = constant_value(node.inputs[args.groups])
-        stride = int_list(node.inputs[args.stride], 2)
-        dilation = int_list(node.inputs[args.dilation], 2)
-        if not isinstance(groups, int) or groups < 1 or stride is None or dilation is None:
-            return None
-        o, cg, kh, kw = weight.shape
-        if o % groups:
-            return None
-        padding = int_list(node.inputs[args.padding], 2)
-        if padding is not None:
-            pads = [padding[0], padding[0], padding[1], padding[1]]
-        else:
-            pads = _conv_pads(constant_value(node.inputs[args.padding]), (kh, kw), stride, dilation)
-        if pads is None:
-            return None
-        nodes, packed_value = self._packed_weight(node, program, packed, groups,
-                                                  lambda: pack_conv2d_weight(weight, groups))
+        nodes, packed_value = self._packed_weight(node, program, packed, conv.groups,
+                                                  lambda: pack_conv2d_weight(conv.weight, conv.groups))
         args = [pool.get(value, kind) for value, kind in (
-            ([kh, kw], "List[int]"), (stride, "List[int]"), (pads, "List[int]"), (dilation, "List[int]"),
-            (groups, "int"), ("none", "str"), ([], "List[float]"))]
+            (list(conv.kernel), "List[int]"), (conv.stride, "List[int]"), (conv.pads, "List[int]"),
+            (conv.dilation, "List[int]"), (conv.groups, "int"), ("none", "str"), ([], "List[float]"))]
         inputs = [node.inputs[0], packed_value, node.inputs[2], *args]
         return [*nodes, Node(CONV2D_PREPACKED, inputs, node.outputs, source=node.source)]
 
@@ -173,6 +155,47 @@ class Prepack(Pass):
         const = weight_constant(program, f"{name.removesuffix('.weight')}.packed", pack(), node.source)
         packed[key] = const.outputs[0]
         return [const], const.outputs[0]
+
+
+@dataclass(frozen=True)
+class ConvGeometry:
+    """A 2-D convolution node's constant weight and arguments, as the prepacked operators take them."""
+
+    weight: np.ndarray  # (O, C/groups, kh, kw), float
+    kernel: tuple[int, int]
+    stride: list[int]
+    pads: list[int]  # top, bottom, left, right
+    dilation: list[int]
+    groups: int
+
+
+def conv_geometry(node: Node, program: Program) -> ConvGeometry | None:
+    """The geometry of a non-transposed convolution (any CONVOLUTIONS spelling) with a constant float 4-D weight, a
+    constant bias (or None) and constant arguments; None for anything else."""
+    args = CONVOLUTIONS.get(node.op)
+    if args is None:
+        return None
+    weight = weight_of(program, node.inputs[1])
+    if weight is None or weight.ndim != 4 or weight.dtype.kind != "f" or not _bias_ok(program, node.inputs[2]):
+        return None
+    if args.transposed is not None and constant_value(node.inputs[args.transposed]) is not False:
+        return None
+    groups = constant_value(node.inputs[args.groups])
+    stride = int_list(node.inputs[args.stride], 2)
+    dilation = int_list(node.inputs[args.dilation], 2)
+    if not isinstance(groups, int) or isinstance(groups, bool) or groups < 1 or stride is None or dilation is None:
+        return None
+    o, cg, kh, kw = weight.shape
+    if o % groups:
+        return None
+    padding = int_list(node.inputs[args.padding], 2)
+    if padding is not None:
+        pads = [padding[0], padding[0], padding[1], padding[1]]
+    else:
+        pads = _conv_pads(constant_value(node.inputs[args.padding]), (kh, kw), stride, dilation)
+    if pads is None:
+        return None
+    return ConvGeometry(weight, (kh, kw), stride, pads, dilation, groups)
 
 
 def _bias_ok(program: Program, v: Value) -> bool:

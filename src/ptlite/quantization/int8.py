@@ -1,0 +1,34 @@
+"""What the int8 schemes share: 8-bit parameters from a range, and weights quantized per output channel.
+
+Activations are affine uint8 per tensor: real = scale * (q - zero_point), the range widened to hold 0 (which must
+be exact: padding, relu), over all 256 levels. Weights are symmetric int8 per output channel: scale = max |w| / 127
+and q in [-127, 127] (no -128: the symmetric range keeps -w representable, and a channel of zeros gets scale 1).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+QMIN, QMAX = 0, 255  # activations: uint8
+WMAX = 127  # weights: int8 in [-WMAX, WMAX]
+
+
+def affine_qparams(lo: float, hi: float) -> tuple[float, int]:
+    """(scale, zero point) of uint8 over [lo, hi] widened to hold 0 (PyTorch's affine MinMaxObserver formula: the
+    zero point rounded half to even and clamped); a range of one point gets the smallest float32 step."""
+    lo, hi = min(float(lo), 0.0), max(float(hi), 0.0)
+    scale = max((hi - lo) / (QMAX - QMIN), float(np.finfo(np.float32).eps))
+    scale = float(np.float32(scale))
+    zero_point = int(min(max(QMIN - round(lo / scale), QMIN), QMAX))
+    return scale, zero_point
+
+
+def quantize_weight(weight: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A float weight whose axis 0 is the output channel -> (int8 weight of the same shape, float32 scales (O,)),
+    symmetric per channel."""
+    w = np.asarray(weight, dtype=np.float32)
+    amax = np.abs(w.reshape(w.shape[0], -1)).max(axis=1, initial=0.0)
+    scales = np.where(amax > 0, amax / WMAX, 1.0).astype(np.float32)
+    shape = (-1,) + (1,) * (w.ndim - 1)
+    q = np.clip(np.rint(w / scales.reshape(shape)), -WMAX, WMAX).astype(np.int8)
+    return q, scales
