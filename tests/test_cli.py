@@ -189,6 +189,44 @@ def test_convert_quantize_fp16_weights_reports_inspects_and_runs(work, capsys, m
     assert np.abs(got - want).max() <= 1e-2 * np.abs(want).max(), f"max |diff| {np.abs(got - want).max()}"
 
 
+def test_convert_quantize_int8_static_calibrates_on_a_folder(work, capsys, monkeypatch, tmp_path):
+    monkeypatch.chdir(work["folder"])
+    images = tmp_path / "calibration"
+    images.mkdir()
+    for i in range(6):
+        write_png(images / f"img{i}.png", seed=i)
+    code, out, err = cli(capsys, "convert", f"{MODULE}:tiny", "--input-shape", "1,3,16,16", "--quantize",
+                         "int8_static", "--calibrate", str(images), "-o", "int8.ptlite")
+    assert code == 0, err
+    assert "calibrating on 6 input(s): 12/12 in" in err, err  # the histogram observer's two runs over six
+    assert "quantized: int8_static: 2 operator(s) in int8, 2 in float (histogram observer, 6 calibration" in out
+    assert "int8      1 x ptlite::conv2d_int8" in out and "int8      1 x ptlite::linear_int8" in out, out
+    assert "float     1 x aten::adaptive_avg_pool2d: ptlite has no int8 kernel for it" in out, out
+    code, out, err = cli(capsys, "inspect", "int8.ptlite")
+    assert code == 0, err
+    assert "quantized:  int8_static: 2 operator(s) in int8" in out and "widened" not in out, out
+    assert "int8 " in out.split("weights:")[1].splitlines()[0], out  # bytes per dtype: the int8 weights
+    from ptlite.tools.preprocess import load_image
+
+    x = load_image(images / "img0.png", (16, 16))[None]
+    got = ptlite.load(work["folder"] / "int8.ptlite")(x)
+    want = torch_forward(work["model"], x)
+    assert np.abs(got - want).max() <= 0.05 * np.abs(want).max(), \
+        f"tiny model int8_static: max |diff| {np.abs(got - want).max():.3g} of {np.abs(want).max():.3g}"
+
+
+@pytest.mark.parametrize("flags, expected", [
+    (["--quantize", "int8_static"], "--quantize int8_static needs --calibrate DIR"),
+    (["--calibrate", "."], "--calibrate is int8_static's calibration data"),
+    (["--quantize", "fp16_weights", "--calibrate", "."], "fp16_weights takes no calibration data"),
+    (["--quantize", "int8_static", "--calibrate", "nowhere"], "--calibrate nowhere: not a folder"),
+])
+def test_convert_calibration_flags_are_checked(work, capsys, monkeypatch, flags, expected):
+    monkeypatch.chdir(work["folder"])
+    code, out, err = cli(capsys, "convert", f"{MODULE}:tiny", "--input-shape", "1,3,16,16", *flags, "-o", "x.ptlite")
+    assert_clean_error(code, err, expected)
+
+
 def test_convert_keeps_preserved_method(work):
     module = ptlite.load(work["script"])
     assert module.method_names == ["forward", "embed"]

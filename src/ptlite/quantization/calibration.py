@@ -19,8 +19,9 @@ Progress = Callable[[int, int], None]  # (runs done, runs in all)
 
 
 def samples_of(calibration_data: Any, graph: Graph) -> list[tuple[Any, ...]]:
-    """The calibration data as a list of argument tuples: an iterable whose items are each one call's arguments (a
-    tuple or list of them) or, for a method of one input, that input. ValueError if it is none of these."""
+    """The calibration data as a list of argument tuples: an iterable whose items are each one call's arguments, as
+    a tuple (or a list, for a method of several inputs), or for a method of one input that input itself. ValueError
+    if it is none of these."""
     if calibration_data is None:
         raise ValueError("int8 static quantization needs calibration data: a list of inputs the model sees in use "
                          "(a few dozen images, say), each one call's arguments")
@@ -30,7 +31,8 @@ def samples_of(calibration_data: Any, graph: Graph) -> list[tuple[Any, ...]]:
                          f"got a {type(calibration_data).__name__} (a batch as one array: wrap it in a list, "
                          "[batch])")
     one = len(graph.inputs) == 1
-    samples = [tuple(item) if isinstance(item, (tuple, list)) and not one else (item,) for item in calibration_data]
+    samples = [tuple(item) if isinstance(item, tuple) or (isinstance(item, list) and not one) else (item,)
+               for item in calibration_data]
     if not samples:
         raise ValueError("calibration_data is empty: give at least one input (a few dozen varied ones calibrate "
                          "well)")

@@ -198,3 +198,46 @@ def inputs_from(files: Sequence[str], shapes: Sequence[tuple[int, ...]], specs: 
     if len(files) == 1 and files[0].endswith(".npz"):
         return read_npz(files[0], specs)
     return read_inputs(files, specs, method)
+
+
+def calibration_samples(folder: str, specs: list[ptlite.ValueSpec], method: str = "forward") -> list[tuple]:
+    """`convert --calibrate DIR`: the method's inputs from every file of a folder, in name order: an .npz file is
+    one call's inputs (as read_npz takes them), an .npy file one input's value (for a one-input method); images
+    (png, jpg, ...) are preprocessed as `run` does them and batched to the input's static batch size (one image a
+    call where the batch may vary; images that do not fill a last batch are left out, with a note)."""
+    if not os.path.isdir(folder):
+        raise ToolError(f"--calibrate {folder}: not a folder (give a folder of images or .npy/.npz inputs)")
+    names = sorted(n for n in os.listdir(folder) if not n.startswith(".")
+                   and os.path.isfile(os.path.join(folder, n)))
+    paths = [os.path.join(folder, n) for n in names]
+    images = [p for p in paths if _looks_like_image(p) and not _is_npy(p)]
+    others = [p for p in paths if p not in images]
+    tensors = [s for s in specs if s.type == "Tensor"]
+    samples: list[tuple] = []
+    for path in others:
+        if path.endswith(".npz"):
+            samples.append(tuple(read_npz(path, specs)))
+        elif _is_npy(path):
+            if len(specs) != 1:
+                raise ToolError(f"{path}: one array, but '{method}' takes {len(specs)} inputs: give each call's "
+                                "inputs as an .npz file")
+            samples.append((_convert_dtype(_read_npy(path), specs[0], path),))
+        else:
+            raise ToolError(f"{path}: not an image, .npy or .npz file (--calibrate reads every file in {folder})")
+    if images:
+        if len(specs) != 1 or len(tensors) != 1:
+            raise ToolError(f"--calibrate {folder}: images feed a method of one tensor input; '{method}' takes "
+                            f"{len(specs)}: give each call's inputs as an .npz file")
+        spec = specs[0]
+        batched = spec.shape is not None and len(spec.shape) == 4
+        batch = spec.shape[0] if batched and spec.shape[0] is not None else 1
+        usable = len(images) - len(images) % batch
+        if usable < len(images):
+            print(f"note: {len(images) - usable} image(s) of {folder} left out: '{spec.name}' takes batches of "
+                  f"{batch}", file=sys.stderr)
+        for i in range(0, usable, batch):
+            group = images[i:i + batch]
+            samples.append((_read_images(group, spec, None, True),))
+    if not samples:
+        raise ToolError(f"--calibrate {folder}: no images, .npy or .npz files there")
+    return samples

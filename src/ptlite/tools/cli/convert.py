@@ -13,7 +13,7 @@ import numpy as np
 
 import ptlite
 from ptlite.format.ptl import is_pytorch_mobile
-from ptlite.quantization import SCHEMES, describe
+from ptlite.quantization import OBSERVERS, SCHEMES, describe, report
 from ptlite.tools import models
 from ptlite.tools.errors import ToolError
 
@@ -65,11 +65,41 @@ def add_parser(commands: Any) -> None:
     parser.add_argument("--quantize", metavar="SCHEME", choices=SCHEMES,
                         help="quantize (before optimizing): " + ", ".join(SCHEMES) + " (fp16_weights: weight "
                              "matrices stored as float16, half the file, computed in float32; 3x3 convolutions "
-                             "without Winograd)")
+                             "without Winograd. int8_static: convolutions, linear layers and additions in 8-bit "
+                             "integers, a quarter of the file; needs --calibrate)")
+    parser.add_argument("--calibrate", metavar="DIR",
+                        help="int8_static's calibration data: a folder of images (preprocessed as 'run' does, "
+                             "batched to the input's batch size), .npy files (one input each) or .npz files (one "
+                             "call's inputs each); a few dozen the model sees in use")
+    parser.add_argument("--observer", choices=OBSERVERS, default="histogram",
+                        help="how int8_static picks each activation's range: histogram (the range with the least "
+                             "rounding and clipping error; default) or minmax (every value seen)")
     parser.add_argument("--preserve-method", metavar="NAME", action="append", default=[],
                         help="keep another method of a scripted module (repeatable); run it with "
                              "'ptlite run --method NAME'")
     parser.set_defaults(handler=run)
+
+
+def _quantize(program: ptlite.Program, args: argparse.Namespace) -> ptlite.Program:
+    if args.quantize != "int8_static":
+        if args.calibrate:
+            raise ToolError(f"{args.quantize} takes no calibration data; --calibrate is for int8_static")
+        return ptlite.quantize(program, args.quantize)
+    if not args.calibrate:
+        raise ToolError("--quantize int8_static needs --calibrate DIR: a folder of images or .npy/.npz inputs the "
+                        "model sees in use (a few dozen), to learn its activations' ranges")
+    from ptlite.tools.inputs import calibration_samples
+    from ptlite.tools.progress import ProgressBar
+
+    forward = program.methods.get("forward")
+    if forward is None:
+        raise ToolError("int8_static quantizes forward, which the model lacks")
+    samples = calibration_samples(args.calibrate, forward.input_specs)
+    try:
+        return ptlite.quantize(program, "int8_static", samples, observer=args.observer,
+                               progress=ProgressBar(f"calibrating on {len(samples)} input(s)"))
+    except (ptlite.errors.InputError, ValueError) as exc:
+        raise ToolError(f"--calibrate {args.calibrate}: {exc}") from None
 
 
 def _default_output(model: str) -> str:
@@ -164,7 +194,9 @@ def _fix_input_shapes(program: ptlite.Program, shapes: list[tuple[int, ...]], dt
 
 def _optimize_and_save(program: ptlite.Program, args: argparse.Namespace, headline: str) -> int:
     if args.quantize:  # first: optimizing then keeps the scheme and skips what must not precede it
-        program = ptlite.quantize(program, args.quantize)
+        program = _quantize(program, args)
+    elif args.calibrate:
+        raise ToolError("--calibrate is int8_static's calibration data: give --quantize int8_static too")
     if not args.no_optimize:
         program = ptlite.optimize_for_mobile(program, optimization_blocklist=args.blocklist, backend=args.backend)
     output = args.output or _default_output(args.model)
@@ -178,6 +210,6 @@ def _optimize_and_save(program: ptlite.Program, args: argparse.Namespace, headli
     print(f"operators: {len(ptlite.export_opnames(program))}")
     print(f"weights:   {len(program.weights)} tensors, {human_bytes(weight_bytes)}")
     if args.quantize:
-        print(f"quantized: {describe(program)}")
+        print(f"quantized: {report(program) if args.quantize == 'int8_static' else describe(program)}")
     print(f"wrote {output} ({human_bytes(os.path.getsize(output))})")
     return 0

@@ -12,6 +12,7 @@ import numpy as np
 
 import ptlite
 from ptlite import ops
+from ptlite.ir.weights import FLOAT16_KEY
 from ptlite.quantization import describe
 from ptlite.tools.models import recorded_source
 
@@ -126,7 +127,8 @@ def _print_weights(program: ptlite.Program) -> None:
           + (f" ({detail})" if len(by_dtype) > 1 else ""))
     quantized = describe(program)
     if quantized is not None:
-        print(f"quantized:  {quantized} (widened to float32 at load)")
+        widened = " (widened to float32 at load)" if FLOAT16_KEY in program.metadata else ""
+        print(f"quantized:  {quantized}{widened}")
 
 
 def _print_backends(program: ptlite.Program, selected: list[str] | None) -> None:
