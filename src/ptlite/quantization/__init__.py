@@ -6,6 +6,8 @@ the original does. One module per scheme; the schemes so far:
 - "int8_static" (int8_static.py): convolutions, linear layers and additions on uint8 activations and int8 weights
   (ops/quantized.py), activation ranges from calibration data (observers.py, calibration.py); what has no int8
   kernel stays float, and the program's metadata says which and why (`report`).
+- "int8_dynamic" (int8_dynamic.py): linear layers with int8 weights, their inputs quantized at each call; no
+  calibration.
 """
 
 from __future__ import annotations
@@ -16,11 +18,12 @@ from typing import Any
 from ptlite.ir.graph import Program
 from ptlite.ir.weights import widened
 
-from . import fp16, int8_static
+from . import fp16, int8_dynamic, int8_static
 from .calibration import Progress
 from .observers import OBSERVERS
 
-SCHEMES = (fp16.SCHEME, int8_static.SCHEME)
+SCHEMES = (fp16.SCHEME, int8_static.SCHEME, int8_dynamic.SCHEME)
+_INT8 = {int8_static.SCHEME: int8_static, int8_dynamic.SCHEME: int8_dynamic}
 
 
 def quantize(program: Program, scheme: str, calibration_data: Any = None, *, observer: str = "histogram",
@@ -32,7 +35,8 @@ def quantize(program: Program, scheme: str, calibration_data: Any = None, *, obs
 
     scheme: "fp16_weights" (convolution, linear and other weight matrices stored as float16: half the file, the
         same float32 arithmetic on rounded weights); "int8_static" (convolutions, linear layers and additions in
-        8-bit integers, activation ranges calibrated: a quarter of the file).
+        8-bit integers, activation ranges calibrated: a quarter of the file); "int8_dynamic" (linear layers' weights
+        in int8, their inputs quantized per call: transformers).
     calibration_data: int8_static's inputs to observe activations on, a list of calls' arguments (each a tuple,
         or the input itself for a one-input method): a few dozen the model sees in use. fp16_weights takes none.
     observer: how int8_static picks a value's range: "histogram" (the range minimizing the expected rounding and
@@ -41,28 +45,45 @@ def quantize(program: Program, scheme: str, calibration_data: Any = None, *, obs
     """
     if scheme not in SCHEMES:
         raise ValueError(f"unknown quantization scheme {scheme!r}: ptlite has {', '.join(SCHEMES)}")
+    done = program.metadata.get(int8_static.KEY)
+    if isinstance(done, dict) and done.get("scheme") != scheme:
+        raise ValueError(f"the program is quantized already ({done.get('scheme')}); quantize the float program")
     if scheme == int8_static.SCHEME:
         return int8_static.quantize(program, calibration_data, observer, progress)
+    if scheme == int8_dynamic.SCHEME:
+        if calibration_data is not None:
+            raise ValueError(f"{scheme} needs no calibration data (it quantizes inputs at each call); pass none")
+        return int8_dynamic.quantize(program)
     if calibration_data is not None:
         raise ValueError(f"{scheme} needs no calibration data (it only rounds the weights); pass none")
     return fp16.narrow(program)
 
 
+def _int8_info(program: Program) -> tuple[dict[str, Any], Any] | None:
+    info = program.metadata.get(int8_static.KEY)
+    if isinstance(info, dict) and info.get("scheme") in _INT8:
+        return info, _INT8[info["scheme"]]
+    return None
+
+
 def describe(program: Program) -> str | None:
     """One line on how `program` is quantized (None if it is not)."""
-    info = program.metadata.get(int8_static.KEY)
-    if isinstance(info, dict) and info.get("scheme") == int8_static.SCHEME:
-        return int8_static.describe(info)
-    return fp16.describe(program)
+    found = _int8_info(program)
+    return found[1].describe(found[0]) if found else fp16.describe(program)
 
 
 def report(program: Program) -> str | None:
-    """What quantization did to `program`, a line per operator kind: which run in int8, which stayed in float and
-    why (None if it is not quantized)."""
-    info = program.metadata.get(int8_static.KEY)
-    if isinstance(info, dict) and info.get("scheme") == int8_static.SCHEME:
-        return int8_static.report(info)
-    return describe(program)
+    """What quantization did to `program`: its describe() line, then for the int8 schemes a line per operator kind,
+    which run in int8 and which stayed in float and why (None if it is not quantized)."""
+    found = _int8_info(program)
+    if found is None:
+        return describe(program)
+    info, scheme = found
+    lines = [scheme.describe(info)]
+    lines += [f"  int8   {n:4d} x {op}" for op, n in sorted(info.get("int8", {}).items())]
+    lines += [f"  float  {item['count']:4d} x {item['op']}: {item['why']}"
+              for item in sorted(info.get("float", []), key=lambda i: (i["why"], i["op"]))]
+    return "\n".join(lines)
 
 
 def optimized(program: Program, blocked: frozenset[str],

@@ -45,6 +45,7 @@ def calibrate(program: Program, graph: Graph, observers: Mapping[int, MinMax], s
     id: a method input or a node output) to its observer."""
     passes = max((o.passes for o in observers.values()), default=1)
     step = [0]
+    sample = [0]
     slots: dict[int, int] = {}
 
     def instrument(run, node):
@@ -57,6 +58,7 @@ def calibrate(program: Program, graph: Graph, observers: Mapping[int, MinMax], s
             for vid in outputs:  # the slots are known once the graph is compiled, before it runs
                 value = env[slots[vid]]
                 if isinstance(value, np.ndarray) and value.dtype.kind == "f":
+                    _check_finite(value, f"{node.op}'s result", sample[0], node.source)
                     observers[vid].observe(value, step[0])
         return observed
 
@@ -72,9 +74,18 @@ def calibrate(program: Program, graph: Graph, observers: Mapping[int, MinMax], s
     total = passes * len(checked)
     for step[0] in range(passes):
         for n, args in enumerate(checked):
+            sample[0] = n
             for i, observer in inputs:
                 if isinstance(args[i], np.ndarray) and args[i].dtype.kind == "f":
+                    _check_finite(args[i], f"input '{graph.input_specs[i].name}'", n, "")
                     observer.observe(args[i], step[0])
             compiled(*args)
             if progress is not None:
                 progress(step[0] * len(checked) + n + 1, total)
+
+
+def _check_finite(x: np.ndarray, what: str, sample: int, source: str) -> None:
+    if not np.isfinite(x).all():
+        where = f" ({source})" if source else ""
+        raise ValueError(f"calibration sample {sample}: {what}{where} holds inf or NaN, which 8-bit quantization "
+                         "cannot represent; check that sample (or the model's arithmetic on it)")

@@ -2,7 +2,7 @@
 
 Activations are affine uint8 per tensor: real = scale * (q - zero_point), the range widened to hold 0 (which must
 be exact: padding, relu), over all 256 levels. Weights are symmetric int8 per output channel: scale = max |w| / 127
-and q in [-127, 127] (no -128: the symmetric range keeps -w representable, and a channel of zeros gets scale 1).
+and q in [-127, 127] (no -128: the symmetric range keeps -w representable; a channel of zeros gets scale 1).
 """
 
 from __future__ import annotations
@@ -27,8 +27,11 @@ def quantize_weight(weight: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """A float weight whose axis 0 is the output channel -> (int8 weight of the same shape, float32 scales (O,)),
     symmetric per channel."""
     w = np.asarray(weight, dtype=np.float32)
+    if not np.isfinite(w).all():
+        raise ValueError("a weight holding inf or NaN cannot be quantized")
     amax = np.abs(w.reshape(w.shape[0], -1)).max(axis=1, initial=0.0)
-    scales = np.where(amax > 0, amax / WMAX, 1.0).astype(np.float32)
+    # a channel of zeros (or of values so small that amax / 127 is no normal float32) gets scale 1: all its q are 0
+    scales = np.where(amax > WMAX * np.finfo(np.float32).tiny, amax / WMAX, 1.0).astype(np.float32)
     shape = (-1,) + (1,) * (w.ndim - 1)
     q = np.clip(np.rint(w / scales.reshape(shape)), -WMAX, WMAX).astype(np.int8)
     return q, scales

@@ -28,7 +28,6 @@ from typing import Any
 
 import numpy as np
 
-from ptlite import ops
 from ptlite.ir.copy import copy_program
 from ptlite.ir.graph import Graph, Node, Program, Value
 from ptlite.ir.verifier import verify
@@ -44,6 +43,7 @@ from ptlite.passes.base import (
     weight_constant,
     weight_of,
 )
+from ptlite.passes.mutation import Mutations, written_positions
 
 from .calibration import Progress, calibrate, samples_of
 from .int8 import QMAX, QMIN, quantize_weight
@@ -60,6 +60,9 @@ _HARDTANHS = frozenset({"aten::hardtanh", "aten::hardtanh_"})
 _ADDS = frozenset({"aten::add.Tensor", "aten::add_.Tensor"})
 # Operators exact on uint8 values: their output keeps the input's scale and zero point.
 TRANSPARENT = frozenset({"aten::max_pool2d", "aten::flatten.using_ints", "aten::reshape", "aten::view"})
+
+# Operators reading only a tensor's shape: they read an int8 value as well as its float one.
+SHAPE_ONLY = frozenset({"aten::size", "aten::size.int", "aten::dim", "aten::numel", "aten::len.Tensor"})
 
 WHY_NO_KERNEL = "ptlite has no int8 kernel for it"
 WHY_FLOAT_INPUT = "its input is float here (it passes int8 values through when it is given them)"
@@ -90,10 +93,12 @@ class Rewrite:
     program: Program
     qparams: dict[int, tuple[float, int]]
     pool: ConstantPool
+    clean: set[int]  # values no float operator writes in place: what may pass through transparent operators
     nodes: list[Node] = field(default_factory=list)
     quantized: dict[int, tuple[Value, float, int]] = field(default_factory=dict)  # float id -> (uint8, s, z)
     dropped: set[int] = field(default_factory=set)  # float values no longer computed (their int8 one is)
     floats: dict[int, Value] = field(default_factory=dict)  # dropped id -> its dequantized value
+    weights: dict[tuple[str, int], tuple[Value, Value]] = field(default_factory=dict)  # (name, groups) -> w, scale
 
     def const(self, value: Any, kind: str) -> Value:
         return self.pool.get(value, kind)
@@ -102,7 +107,7 @@ class Rewrite:
         """v as uint8 with its parameters: the int8 value computed for it, or a new quantize of it."""
         if v.id not in self.quantized:
             scale, zero_point = self.qparams[v.id]
-            out = Value(name=f"{v.name}_q" if v.name else "", type="Tensor", dtype="uint8", shape=v.shape)
+            out = Value(name=_q_name(v), type="Tensor", dtype="uint8", shape=v.shape)
             self.nodes.append(Node(QUANTIZE_PER_TENSOR, [v, self.const(scale, "float"),
                                                          self.const(zero_point, "int")], [out]))
             self.quantized[v.id] = (out, scale, zero_point)
@@ -139,7 +144,7 @@ def quantize(program: Program, calibration_data: Any, observer: str = "histogram
                                DeadCode()])
     graph = prepared.forward
     samples = samples_of(calibration_data, graph)
-    units, reasons = _units(graph, prepared)
+    units, reasons, clean = _units(graph, prepared)
     observers = {v.id: OBSERVERS[observer]() for u in units for v in (*u.inputs, u.output)}
     calibrate(prepared, graph, observers, samples, progress)
     unseen = [u for u in units if not all(observers[v.id].seen for v in (*u.inputs, u.output))]
@@ -147,7 +152,7 @@ def quantize(program: Program, calibration_data: Any, observer: str = "histogram
         reasons[id(u.anchor)] = "never ran on the calibration data"
     units = [u for u in units if u not in unseen]
     qparams = {vid: o.qparams() for vid, o in observers.items() if o.seen}
-    _rewrite(Rewrite(graph, prepared, qparams, ConstantPool(graph)), units)
+    _rewrite(Rewrite(graph, prepared, qparams, ConstantPool(graph), clean), units)
     DeadCode()(prepared)
     verify(prepared)
     prepared.metadata[KEY] = {"scheme": SCHEME, "observer": observer, "samples": len(samples),
@@ -172,12 +177,12 @@ def _refuse_lowered(program: Program) -> None:
 
 # ------------------------------------------------------------------------------------------------ choosing
 
-def _units(graph: Graph, program: Program) -> tuple[list[Unit], dict[int, str]]:
-    """The int8 operators to be, in graph order, and why candidates that are not stay float (by node id)."""
+def _units(graph: Graph, program: Program) -> tuple[list[Unit], dict[int, str], set[int]]:
+    """The int8 operators to be, in graph order; why candidates that are not stay float (by node id); the values
+    no float operator writes in place (by id)."""
     from ptlite.backends.numpy.lower.prepack import CONVOLUTIONS, conv_geometry
 
     users = uses(graph)
-    written = _written(graph)
     top = {id(n) for n in graph.nodes}
     units: list[Unit] = []
     reasons: dict[int, str] = {}
@@ -189,12 +194,16 @@ def _units(graph: Graph, program: Program) -> tuple[list[Unit], dict[int, str]]:
             if geometry is None:
                 reasons[id(node)] = "not a 2-D convolution with a constant weight and constant arguments " \
                                     "(transposed, or a computed weight)"
+            elif not np.isfinite(geometry.weight).all():
+                reasons[id(node)] = "its weight holds inf or NaN"
             elif _float_tensor(node.inputs[0]):
                 unit = Unit("conv", node, [node.inputs[0]], extra=geometry)
         elif node.op == "aten::linear":
             weight = weight_of(program, node.inputs[1])
             if weight is None or weight.ndim != 2 or weight.dtype.kind != "f" or not _bias_ok(program, node):
                 reasons[id(node)] = "its weight or bias is not a constant"
+            elif not np.isfinite(weight).all():
+                reasons[id(node)] = "its weight holds inf or NaN"
             elif _float_tensor(node.inputs[0]):
                 unit = Unit("linear", node, [node.inputs[0]])
         elif node.op in _ADDS:
@@ -211,24 +220,39 @@ def _units(graph: Graph, program: Program) -> tuple[list[Unit], dict[int, str]]:
             unit.activation = after[0] if _activation_bounds(after[0]) else None
         units.append(unit)
         int8_values.add(unit.output.id)
-    return _unwritten(units, written, reasons), reasons
+    units, clean = _unwritten(units, graph, reasons)
+    return units, reasons, clean
 
 
-def _unwritten(units: list[Unit], written: dict[int, list[Node]], reasons: dict[int, str]) -> list[Unit]:
-    """The units whose results nothing writes in place but what becomes int8 with them: the activation a unit
-    absorbs, and in-place additions that become int8 (functional) ones. Dropping a unit may drop others."""
+def _unwritten(units: list[Unit], graph: Graph, reasons: dict[int, str]) -> tuple[list[Unit], set[int]]:
+    """The units that read and write no tensor (or memory it shares) that an operator staying float writes in
+    place: the writes allowed are those that become int8 (functional) with the units, an absorbed activation's and
+    an in-place addition's. Dropping a unit may drop others. Also the values that no float operator writes through
+    any alias (what max pooling and flattening may pass through as uint8)."""
+    mutations = Mutations(graph)
+    writes = [(node, node.inputs[i].id) for node in graph.walk() for i in written_positions(node)]
+    classes: dict[int, set[int]] = {}
+
+    def members(v: Value) -> set[int]:
+        if v.id not in classes:
+            found = mutations.alias_class([v])
+            classes[v.id] = {m.id for m in found.values} if found.mutated else set()
+        return classes[v.id]
+
     while True:
-        adds = {id(u.anchor) for u in units if u.kind == "add"}
+        allowed = {id(u.anchor) for u in units if u.anchor.op == "aten::add_.Tensor"} | \
+                  {id(u.activation) for u in units if u.activation is not None}
+        written = {vid for node, vid in writes if id(node) not in allowed}
         kept = []
         for u in units:
-            allowed = adds | ({id(u.activation)} if u.activation is not None else set())
-            writers = written.get(u.anchor.outputs[0].id, []) + written.get(u.output.id, [])
-            if all(id(w) in allowed for w in writers):
-                kept.append(u)
+            if any(members(v) & written for v in (*u.inputs, u.anchor.outputs[0], u.output)):
+                reasons[id(u.anchor)] = "it reads or writes a tensor that an operator staying float writes in place"
             else:
-                reasons[id(u.anchor)] = "its output is written in place by an operator that stays float"
+                kept.append(u)
         if len(kept) == len(units):
-            return kept
+            clean = {v.id for node in graph.nodes for v in (*node.inputs, *node.outputs)
+                     if v.is_tensor and not members(v) & written}
+            return kept, clean
         units = kept
 
 
@@ -254,17 +278,6 @@ def _activation_bounds(node: Node) -> tuple[float, float] | None:
     return None
 
 
-def _written(graph: Graph) -> dict[int, list[Node]]:
-    """Value id -> the nodes writing it in place (by their schemas' `(a!)`)."""
-    found: dict[int, list[Node]] = {}
-    for node in graph.walk():
-        op = ops.lookup(node.op)
-        for i in op.writes if op is not None else ():
-            if i < len(node.inputs):
-                found.setdefault(node.inputs[i].id, []).append(node)
-    return found
-
-
 def _float_tensor(v: Value) -> bool:
     return v.is_tensor and v.dtype in (None, "float32")
 
@@ -287,11 +300,15 @@ def _rewrite(r: Rewrite, units: list[Unit]) -> None:
         unit = by_anchor.get(id(node))
         if unit is not None:
             _emit(r, unit)
-        elif node.op in TRANSPARENT and node.inputs and node.inputs[0].id in r.dropped:
+        elif node.op in TRANSPARENT and node.inputs and node.inputs[0].id in r.dropped \
+                and node.outputs[0].id in r.clean:
             q, scale, zero_point = r.quantized[node.inputs[0].id]
-            out = Value(name=node.outputs[0].name, type="Tensor", dtype="uint8", shape=node.outputs[0].shape)
+            out = Value(name=_q_name(node.outputs[0]), type="Tensor", dtype="uint8", shape=node.outputs[0].shape)
             r.nodes.append(Node(node.op, [q, *node.inputs[1:]], [out], source=node.source))
             r.produce(node.outputs[0], out, scale, zero_point)
+        elif node.op in SHAPE_ONLY and node.inputs and node.inputs[0].id in r.dropped:
+            node.inputs = [r.quantized[node.inputs[0].id][0], *(r.float_of(v) for v in node.inputs[1:])]
+            r.nodes.append(node)
         else:
             node.inputs = [r.float_of(v) for v in node.inputs]
             for inner in (b for top in node.blocks for b in blocks(top)):
@@ -304,6 +321,10 @@ def _rewrite(r: Rewrite, units: list[Unit]) -> None:
     r.pool.flush()
 
 
+def _q_name(v: Value) -> str:
+    return f"{v.name}_q" if v.name else ""
+
+
 def _emit(r: Rewrite, unit: Unit) -> None:
     """The int8 node (and weight constants) of one unit, appended to the new node list."""
     node, program = unit.anchor, r.program
@@ -311,7 +332,7 @@ def _emit(r: Rewrite, unit: Unit) -> None:
     out_min = QMIN if unit.bounds[0] == -math.inf else min(max(zero_point + round(unit.bounds[0] / scale), QMIN), QMAX)
     out_max = QMAX if unit.bounds[1] == math.inf else min(max(zero_point + round(unit.bounds[1] / scale), QMIN), QMAX)
     tail = [r.const(scale, "float"), r.const(zero_point, "int"), r.const(out_min, "int"), r.const(out_max, "int")]
-    out = Value(name=unit.output.name, type="Tensor", dtype="uint8", shape=unit.output.shape)
+    out = Value(name=_q_name(unit.output), type="Tensor", dtype="uint8", shape=unit.output.shape)
     q_inputs = [r.int8_of(v) for v in unit.inputs]
     if unit.kind == "add":
         (qa, sa, za), (qb, sb, zb) = q_inputs
@@ -321,21 +342,28 @@ def _emit(r: Rewrite, unit: Unit) -> None:
         from ptlite.backends.numpy.lower.prepack import pack_conv2d_weight
 
         (qx, sx, zx), = q_inputs
-        name = node.inputs[1].node.attrs["weight"].removesuffix(".weight")
+        name = node.inputs[1].node.attrs["weight"]
+        geometry = []
         if unit.kind == "conv":
             g = unit.extra
-            q, scales = quantize_weight(g.weight)
-            packed = pack_conv2d_weight(q, g.groups)
             geometry = [r.const(list(g.kernel), "List[int]"), r.const(g.stride, "List[int]"),
                         r.const(g.pads, "List[int]"), r.const(g.dilation, "List[int]"), r.const(g.groups, "int")]
-        else:
-            q, scales = quantize_weight(weight_of(program, node.inputs[1]))
-            packed, geometry = np.ascontiguousarray(q.T), []
-        w = weight_constant(program, f"{name}.int8", packed, node.source)
-        s = weight_constant(program, f"{name}.scale", scales, node.source)
+        key = (name, unit.extra.groups if unit.kind == "conv" else 0)
+        if key not in r.weights:  # a layer used twice keeps one copy of its weights
+            if unit.kind == "conv":
+                q, scales = quantize_weight(unit.extra.weight)
+                packed = pack_conv2d_weight(q, unit.extra.groups)
+            else:
+                q, scales = quantize_weight(weight_of(program, node.inputs[1]))
+                packed = np.ascontiguousarray(q.T)
+            hint = name.removesuffix(".weight")
+            constants = [weight_constant(program, f"{hint}.{what}", array, node.source)
+                         for what, array in (("int8", packed), ("scale", scales))]
+            r.nodes += constants
+            r.weights[key] = (constants[0].outputs[0], constants[1].outputs[0])
+        w_value, s_value = r.weights[key]
         bias = node.inputs[2] if len(node.inputs) > 2 else r.const(None, "NoneType")
-        r.nodes += [w, s]
-        inputs = [qx, r.const(sx, "float"), r.const(zx, "int"), w.outputs[0], s.outputs[0], bias, *geometry, *tail]
+        inputs = [qx, r.const(sx, "float"), r.const(zx, "int"), w_value, s_value, bias, *geometry, *tail]
         r.nodes.append(Node(CONV2D_INT8 if unit.kind == "conv" else LINEAR_INT8, inputs, [out], source=node.source))
     r.produce(unit.output, out, scale, zero_point)
     if unit.activation is not None:
@@ -374,12 +402,3 @@ def describe(info: dict[str, Any]) -> str:
     floats = sum(item["count"] for item in info.get("float", []))
     return (f"{SCHEME}: {int8} operator(s) in int8, {floats} in float ({info.get('observer')} observer, "
             f"{info.get('samples')} calibration sample(s))")
-
-
-def report(info: dict[str, Any]) -> str:
-    lines = [describe(info)]
-    for op, n in sorted(info.get("int8", {}).items()):
-        lines.append(f"  int8   {n:4d} x {op}")
-    for item in sorted(info.get("float", []), key=lambda i: (i["why"], i["op"])):
-        lines.append(f"  float  {item['count']:4d} x {item['op']}: {item['why']}")
-    return "\n".join(lines)

@@ -25,6 +25,7 @@ from ptlite.ops import (
     QUANTIZE_PER_TENSOR,
 )
 
+from ._derived import derived
 from ._layout import fits_out, nhwc_view
 from .prepacked import conv2d_prepacked
 
@@ -35,8 +36,13 @@ FLOAT32_EXACT = 1 << 24  # every integer up to this is a float32
 def exact_dtype(k: int, zero_point: int, weight: np.ndarray) -> np.dtype:
     """float32 when sums of k products (input - zero_point) * weight are exact in it, else float64."""
     reach = max(zero_point - QMIN, QMAX - zero_point)
-    wmax = int(np.abs(weight.astype(np.int16)).max(initial=0))
+    wmax = derived((weight,), ("int8 max",), lambda: int(np.abs(weight.astype(np.int16)).max(initial=0)))
     return np.dtype(np.float32) if k * reach * wmax < FLOAT32_EXACT else np.dtype(np.float64)
+
+
+def as_float(weight: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """The int8 weight in a float dtype, made once per weight (a Module's calls reuse it)."""
+    return derived((weight,), ("int8 as", dtype.name), lambda: weight.astype(dtype))
 
 
 def check_qparams(where: str, name: str, scale: float, zero_point: int) -> None:
@@ -136,7 +142,7 @@ def conv2d_int8(input, input_scale, input_zero_point, weight, weight_scale, bias
         k = weight.shape[0]  # depthwise: a tap per kernel position
     dtype = exact_dtype(k, input_zero_point, weight)
     shifted = np.subtract(input, dtype.type(input_zero_point), dtype=dtype)  # the real 0 is 0 now: zero padding
-    acc = conv2d_prepacked(shifted, weight.astype(dtype), None, kernel_size, stride, padding, dilation, groups)
+    acc = conv2d_prepacked(shifted, as_float(weight, dtype), None, kernel_size, stride, padding, dilation, groups)
     batched = acc if acc.ndim == 4 else acc[None]
     product_scale = np.float32(input_scale) * weight_scale
     target = None
@@ -163,7 +169,7 @@ def linear_int8(input, input_scale, input_zero_point, weight, weight_scale, bias
     check_weight(where, weight, weight_scale, bias, o)
     dtype = exact_dtype(k, input_zero_point, weight)
     shifted = np.subtract(input.reshape(-1, k), dtype.type(input_zero_point), dtype=dtype)
-    acc = shifted @ weight.astype(dtype)
+    acc = shifted @ as_float(weight, dtype)
     shape = input.shape[:-1] + (o,)
     target = out.reshape(-1, o) if fits_out(out, shape, np.dtype(np.uint8)) and out.flags.c_contiguous else None
     result = requantize(acc, bias, np.float32(input_scale) * weight_scale, output_scale, output_zero_point,
@@ -232,7 +238,7 @@ def linear_dynamic_int8(input, weight, weight_scale, bias, *, out=None):
         scale, zero_point = dynamic_qparams(input)
     q = quantize_per_tensor(input.reshape(-1, k), scale, zero_point)
     dtype = exact_dtype(k, zero_point, weight)
-    acc = np.subtract(q, dtype.type(zero_point), dtype=dtype) @ weight.astype(dtype)
+    acc = np.subtract(q, dtype.type(zero_point), dtype=dtype) @ as_float(weight, dtype)
     shape = input.shape[:-1] + (o,)
     into = fits_out(out, shape, np.dtype(np.float32)) and out.flags.c_contiguous
     result = out.reshape(-1, o) if into else np.empty((acc.shape[0], o), np.float32)

@@ -13,7 +13,7 @@ import numpy as np
 
 import ptlite
 from ptlite.format.ptl import is_pytorch_mobile
-from ptlite.quantization import OBSERVERS, SCHEMES, describe, report
+from ptlite.quantization import OBSERVERS, SCHEMES, report
 from ptlite.tools import models
 from ptlite.tools.errors import ToolError
 
@@ -66,7 +66,8 @@ def add_parser(commands: Any) -> None:
                         help="quantize (before optimizing): " + ", ".join(SCHEMES) + " (fp16_weights: weight "
                              "matrices stored as float16, half the file, computed in float32; 3x3 convolutions "
                              "without Winograd. int8_static: convolutions, linear layers and additions in 8-bit "
-                             "integers, a quarter of the file; needs --calibrate)")
+                             "integers, a quarter of the file; needs --calibrate. int8_dynamic: linear layers' "
+                             "weights in int8, their inputs quantized at each call; for transformers)")
     parser.add_argument("--calibrate", metavar="DIR",
                         help="int8_static's calibration data: a folder of images (preprocessed as 'run' does, "
                              "batched to the input's batch size), .npy files (one input each) or .npz files (one "
@@ -210,6 +211,6 @@ def _optimize_and_save(program: ptlite.Program, args: argparse.Namespace, headli
     print(f"operators: {len(ptlite.export_opnames(program))}")
     print(f"weights:   {len(program.weights)} tensors, {human_bytes(weight_bytes)}")
     if args.quantize:
-        print(f"quantized: {report(program) if args.quantize == 'int8_static' else describe(program)}")
+        print(f"quantized: {report(program)}")
     print(f"wrote {output} ({human_bytes(os.path.getsize(output))})")
     return 0
