@@ -35,6 +35,17 @@ def conv_args(x: np.ndarray, out_channels: int, k: int, stride: int, pad: int, g
 
 
 IMAGE = randn(2, 8, 10, 10)
+Q_IMAGE = RNG.integers(0, 256, IMAGE.shape).astype(np.uint8)  # a quantized image (uint8)
+
+
+def int8(*shape: int) -> np.ndarray:
+    return RNG.integers(-127, 128, shape).astype(np.int8)
+
+
+def int8_conv_args(out_channels: int, k: int, stride: int, pad: int, groups: int) -> tuple:
+    w = int8(out_channels, Q_IMAGE.shape[1] // groups, k, k)
+    return (Q_IMAGE, 0.02, 120, pack_conv2d_weight(w, groups), RNG.random(out_channels).astype(np.float32) / 50,
+            randn(out_channels), [k, k], [stride, stride], [pad] * 4, [1, 1], groups, 0.2, 60, 60, 255)
 BIG = randn(1, 32, 64, 64)  # large enough for the tiled per-channel broadcast and the threaded elementwise path
 
 # (operator, arguments); each runs on its images as given and, for 4-D images, channels-last.
@@ -90,6 +101,15 @@ CASES = [
     ("aten::adaptive_avg_pool2d", (IMAGE, [2, 5])),
     ("aten::adaptive_avg_pool2d", (IMAGE, [3, 4])),
     ("aten::_adaptive_avg_pool2d", (IMAGE, [1, 1])),
+    ("ptlite::quantize_per_tensor", (IMAGE, 0.02, 120)),
+    ("ptlite::dequantize_per_tensor", (Q_IMAGE, 0.02, 120)),
+    ("ptlite::conv2d_int8", int8_conv_args(12, 3, 1, 1, 1)),   # dense
+    ("ptlite::conv2d_int8", int8_conv_args(8, 3, 2, 1, 8)),    # depthwise
+    ("ptlite::conv2d_int8", int8_conv_args(12, 1, 1, 0, 4)),   # grouped
+    ("ptlite::linear_int8", (Q_IMAGE.reshape(16, 100), 0.02, 120, int8(100, 6), RNG.random(6).astype(np.float32) / 50,
+                             randn(6), 0.1, 30, 30, 255)),
+    ("ptlite::add_int8", (Q_IMAGE, 0.02, 120, Q_IMAGE[:, :, ::-1].copy(), 0.03, 100, 0.05, 128)),
+    ("ptlite::linear_dynamic_int8", (randn(3, 4, 16), int8(16, 5), RNG.random(5).astype(np.float32) / 50, None)),
 ]
 
 

@@ -39,7 +39,7 @@ LABELS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight"
 METHODS = ("script", "export")
 
 # The subprocess's code: make `import torch` (and torch.*) fail, then run the check.
-_BLOCK_TORCH = """
+BLOCK_TORCH = """
 import importlib.abc, sys
 class _NoTorch(importlib.abc.MetaPathFinder):
     def find_spec(self, name, path=None, target=None):
@@ -236,7 +236,7 @@ def run_without_torch(model_path: str, data: Digits, out_dir: str) -> dict[str, 
     package_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([package_root] + [p for p in [env.get("PYTHONPATH")] if p])
-    code = _BLOCK_TORCH + _CHECK
+    code = BLOCK_TORCH + _CHECK
     proc = subprocess.run([sys.executable, "-c", code, model_path, data_path], env=env, capture_output=True,
                           text=True, timeout=300)
     if proc.returncode != 0:

