@@ -57,8 +57,8 @@ def test_recurrent_weights_stay_float_and_the_report_says_so():
     quantized = ptlite.quantize(ptlite.capture(model, example, method="export"), "int8_dynamic")
     text = report(quantized)
     assert text.splitlines()[0] == describe(quantized) == \
-        "int8_dynamic: 1 linear layer(s) with int8 weights, inputs quantized per call; 1 weighted operator(s) " \
-        "left in float"
+        "int8_dynamic: 1 linear layer(s) with int8 weights, inputs quantized per call and row; 1 weighted " \
+        "operator(s) left in float"
     assert "float     1 x aten::lstm.input: no dynamic int8 LSTM kernel yet" in text, text
     with torch.no_grad():
         want = model(*example).numpy()

@@ -130,29 +130,31 @@ def test_quantize_and_dequantize_match_torch():
         "quantize_per_tensor: a channels-last input's result is not channels-last"
 
 
-def test_linear_dynamic_int8_matches_torch_qnnpack():
-    """torch's dynamic linear on qnnpack (uint8 over the input's full range, as ptlite's) agrees within a few of the
-    product's steps (input scale x weight scale x sqrt(K): the two round the input's scale differently)."""
-    if "qnnpack" not in ENGINES:
-        pytest.skip("this torch build has no qnnpack engine")
+def test_linear_dynamic_int8_within_its_rounding_and_closer_than_torch():
+    """Each row (token) is quantized on its own range: every output is within the bound its input's rounding allows
+    (half a step of the row, times the sum of the weights' magnitudes) of the product with the dequantized weights,
+    and no further from it than torch's dynamic linear (one range for the whole input) is."""
     rng = np.random.default_rng(5)
     x = rng.standard_normal((6, 96)).astype(np.float32)
+    x[2] *= 8  # a row with a wider range: per row, it coarsens only itself
     qw = _q_weight(rng, (48, 96), per_channel=False)
     bias = rng.standard_normal(48).astype(np.float32)
+    w_scales = _weight_scales(qw)
+    ours = linear_dynamic_int8(x, np.ascontiguousarray(qw.int_repr().numpy().T), w_scales, bias)
+    exact = x.astype(np.float64) @ qw.dequantize().numpy().T.astype(np.float64) + bias
+    row_step = (np.maximum(x.max(1), 0) - np.minimum(x.min(1), 0)) / 255
+    bound = 0.5 * row_step[:, None] * (np.abs(qw.int_repr().numpy()).sum(1) * w_scales)[None, :] + 1e-5
+    excess = np.abs(ours - exact) - bound
+    assert excess.max() <= 0, f"linear_dynamic_int8: {int((excess > 0).sum())} outputs past their rounding bound"
     previous = torch.backends.quantized.engine
-    torch.backends.quantized.engine = "qnnpack"
+    torch.backends.quantized.engine = ENGINES[-1]
     try:
         packed = torch.ops.quantized.linear_prepack(qw, torch.from_numpy(bias))
-        want = torch.ops.quantized.linear_dynamic(torch.from_numpy(x), packed, False).numpy()
+        theirs = torch.ops.quantized.linear_dynamic(torch.from_numpy(x), packed, False).numpy()
     finally:
         torch.backends.quantized.engine = previous
-    ours = linear_dynamic_int8(x, np.ascontiguousarray(qw.int_repr().numpy().T), _weight_scales(qw), bias)
-    step = (x.max() - min(x.min(), 0)) / 255 * qw.q_scale()
-    diff = np.abs(ours - want).max()
-    assert diff <= 4 * step * np.sqrt(96), f"linear_dynamic_int8: max |diff| {diff:.3g} from torch's " \
-                                           f"({diff / step:.1f} product steps)"
-    float_ref = x @ qw.dequantize().numpy().T + bias
-    assert np.abs(ours - float_ref).max() < 0.05 * np.abs(float_ref).max(), "linear_dynamic_int8: far from float"
+    ours_error, torch_error = np.abs(ours - exact).max(), np.abs(theirs - exact).max()
+    assert ours_error <= torch_error, f"linear_dynamic_int8: max |error| {ours_error:.3g}, torch's {torch_error:.3g}"
 
 
 def test_float32_is_exact_up_to_the_bound():

@@ -9,8 +9,9 @@ product's scale (input_scale * weight_scale) when added.
 The integer products are exact (int32 accumulation); an output is requantized as PyTorch's quantized kernels do:
 round-half-even(float32(accumulator) * float32(input_scale * weight_scale / output_scale)) + output_zero_point,
 clamped to [output_min, output_max], which is how a fused relu (output_min = zero point) or relu6 is expressed.
-linear_dynamic_int8 quantizes its float input per call (asymmetric uint8 over the input's range, zero included)
-and returns float32: accumulator * input_scale * weight_scale + bias."""
+linear_dynamic_int8 quantizes its float input at each call, each row (a token's features) on its own range (uint8,
+zero included), and returns float32: accumulator * row scale * weight_scale + bias. Per row, a sentence's result
+does not depend on what else is in the batch, and an outlier token coarsens only its own row."""
 
 DECLARATIONS = r"""
 ptlite::quantize_per_tensor(Tensor input, float scale, int zero_point) -> Tensor  @out

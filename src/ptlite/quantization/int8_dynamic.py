@@ -1,7 +1,8 @@
 """The int8_dynamic scheme: linear layers with int8 weights (symmetric per output channel, int8.py) whose float
-inputs are quantized at every call, over that call's own range (ptlite::linear_dynamic_int8): no calibration data,
-suited to transformers, whose activations' ranges vary from input to input. Every aten::linear with a constant
-weight becomes one, inside control flow too; the program's metadata lists what stays float and why (`report`).
+inputs are quantized at every call, each row (token) over its own range (ptlite::linear_dynamic_int8): no
+calibration data, suited to transformers, whose activations' ranges vary from input to input and token to token.
+Every aten::linear with a constant weight becomes one, inside control flow too; the program's metadata lists what
+stays float and why (`report`).
 Quantize a program as captured, before optimize_for_mobile.
 """
 
@@ -39,6 +40,7 @@ def quantize(program: Program) -> Program:
         raise ValueError(f"{SCHEME}: the program was optimized (lowered for {program.lowered_for}) already; "
                          "quantize the program as captured, then optimize_for_mobile the result")
     result = copy_program(program)
+    DeadCode()(result)  # layers whose results nobody reads (a pooler the model does not return) are not counted
     int8: Counter[str] = Counter()
     left: Counter[tuple[str, str]] = Counter()
 
@@ -82,5 +84,5 @@ def _float_vector(bias: np.ndarray | None) -> bool:
 def describe(info: dict[str, Any]) -> str:
     int8 = sum(info.get("int8", {}).values())
     floats = sum(item["count"] for item in info.get("float", []))
-    return f"{SCHEME}: {int8} linear layer(s) with int8 weights, inputs quantized per call" + \
+    return f"{SCHEME}: {int8} linear layer(s) with int8 weights, inputs quantized per call and row" + \
         (f"; {floats} weighted operator(s) left in float" if floats else "")

@@ -210,39 +210,42 @@ def add_int8(self, self_scale, self_zero_point, other, other_scale, other_zero_p
     return real.astype(np.uint8, order="K")
 
 
-def dynamic_qparams(x: np.ndarray) -> tuple[float, int]:
-    """Per-call (scale, zero point) of a float tensor: its range with 0 in it, over uint8's 256 levels (PyTorch's
-    MinMaxObserver arithmetic, which dynamic quantization uses)."""
-    lo = min(float(x.min(initial=0.0)), 0.0)
-    hi = max(float(x.max(initial=0.0)), 0.0)
-    if not (np.isfinite(lo) and np.isfinite(hi)):
+def dynamic_qparams(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per-row (scale, zero point) of a float matrix: each row's range with 0 in it, over uint8's 256 levels
+    (PyTorch's MinMaxObserver arithmetic): float32 scales and int zero points, a row each."""
+    lo = np.minimum(rows.min(axis=1, initial=0.0), 0.0).astype(np.float64)
+    hi = np.maximum(rows.max(axis=1, initial=0.0), 0.0).astype(np.float64)
+    if not (np.isfinite(lo).all() and np.isfinite(hi).all()):
         raise KernelArgumentError("linear_dynamic_int8: the input holds infinities or NaN, which 8-bit "
                                   "quantization cannot represent")
-    scale = max((hi - lo) / (QMAX - QMIN), float(np.finfo(np.float32).eps))
-    zero_point = int(min(max(QMIN - round(lo / scale), QMIN), QMAX))
-    return float(np.float32(scale)), zero_point
+    scale = np.maximum((hi - lo) / (QMAX - QMIN), float(np.finfo(np.float32).eps)).astype(np.float32)
+    zero_point = np.clip(QMIN - np.rint(lo / scale.astype(np.float64)), QMIN, QMAX)
+    return scale, zero_point
 
 
 @kernel(LINEAR_DYNAMIC_INT8)
 def linear_dynamic_int8(input, weight, weight_scale, bias, *, out=None):
-    """Float input (..., in_features) quantized per call (dynamic_qparams), times int8 weight (in_features,
-    out_features); returns float32 accumulator * input_scale * weight_scale + bias."""
+    """Float input (..., in_features), each row (a token's features) quantized on its own range at this call
+    (dynamic_qparams), times int8 weight (in_features, out_features); returns float32 accumulator x row scale x
+    weight scale + bias."""
     where = "linear_dynamic_int8"
     if input.dtype.kind != "f":
         raise KernelArgumentError(f"{where}: the input is a {input.dtype} tensor; it takes a float tensor")
     k, o = _linear_shape(where, input, weight)
     check_weight(where, weight, weight_scale, bias, o)
-    if input.size == 0:
-        scale, zero_point = 1.0, 0
-    else:
-        scale, zero_point = dynamic_qparams(input)
-    q = quantize_per_tensor(input.reshape(-1, k), scale, zero_point)
-    dtype = exact_dtype(k, zero_point, weight)
-    acc = np.subtract(q, dtype.type(zero_point), dtype=dtype) @ as_float(weight, dtype)
+    rows = input.reshape(-1, k)
+    scale, zero_point = dynamic_qparams(rows)
+    q = np.multiply(rows, (1 / scale)[:, None], dtype=np.float32)
+    np.rint(q, out=q)
+    q += zero_point[:, None].astype(np.float32)
+    np.clip(q, QMIN, QMAX, out=q)
+    dtype = exact_dtype(k, QMIN, weight)  # the widest reach: a zero point at either end
+    q -= zero_point[:, None].astype(np.float32)  # exact: integers below 2**8
+    acc = q.astype(dtype, copy=False) @ as_float(weight, dtype)
     shape = input.shape[:-1] + (o,)
     into = fits_out(out, shape, np.dtype(np.float32)) and out.flags.c_contiguous
     result = out.reshape(-1, o) if into else np.empty((acc.shape[0], o), np.float32)
-    np.multiply(acc, np.float32(scale) * weight_scale, out=result, casting="same_kind")
+    np.multiply(acc, scale[:, None] * weight_scale[None, :], out=result, casting="same_kind")
     if bias is not None:
         result += bias.astype(np.float32, copy=False)
     return out if into else result.reshape(shape)
