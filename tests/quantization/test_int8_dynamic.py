@@ -74,3 +74,44 @@ def test_dynamic_refuses_calibration_data_and_optimized_programs():
         ptlite.quantize(program, "int8_dynamic", [example[0].numpy()])
     with pytest.raises(ValueError, match="quantize the program as captured"):
         ptlite.quantize(ptlite.optimize_for_mobile(program), "int8_dynamic")
+
+
+@pytest.mark.parametrize("method", ["script", "trace"])
+def test_pytorch_dynamic_quantized_model_captures(method):
+    """A model quantized by torch.ao.quantization.quantize_dynamic captures with its int8 weights: ptlite quantizes
+    each row of the input, torch the whole input at once, so ptlite is at least as close to float as torch is."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 8)).eval()
+    x = torch.randn(5, 32)
+    x[2] *= 10  # one row with a wider range
+    quantized = torch.ao.quantization.quantize_dynamic(model, {nn.Linear}, dtype=torch.qint8)
+    captured = torch.jit.script(quantized) if method == "script" else torch.jit.trace(quantized, x)
+    program = ptlite.capture(captured, (x,), method=method)
+    assert describe(program) == "quantized in PyTorch: 2 operator(s) in int8", describe(program)
+    got = ptlite.Module(ptlite.optimize_for_mobile(program))(x.numpy())
+    with torch.no_grad():
+        theirs, want = quantized(x).numpy(), model(x).numpy()
+    ours_error, torch_error = np.abs(got - want).max(), np.abs(theirs - want).max()
+    assert ours_error <= 1.05 * torch_error, \
+        f"dynamic MLP ({method}): max |error| from float {ours_error:.3g}, torch's dynamic int8 {torch_error:.3g}"
+
+
+def test_unsupported_quantized_operators_are_named():
+    class HardswishNet(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.quant, self.dequant = torch.ao.quantization.QuantStub(), torch.ao.quantization.DeQuantStub()
+            self.conv, self.act = nn.Conv2d(3, 4, 3), nn.Hardswish()
+
+        def forward(self, x):
+            return self.dequant(self.act(self.conv(self.quant(x))))
+
+    import torch.ao.quantization as tq
+
+    model = HardswishNet().eval()
+    model.qconfig = tq.get_default_qconfig("x86")
+    prepared = tq.prepare(model)
+    prepared(torch.randn(1, 3, 8, 8))
+    quantized = tq.convert(prepared)
+    with pytest.raises(ptlite.errors.CaptureError, match=r"quantized::hardswish, which ptlite has no int8 kernel"):
+        ptlite.capture(torch.jit.script(quantized), (torch.randn(1, 3, 8, 8),), method="script")

@@ -288,3 +288,53 @@ def test_non_finite_calibration_data_is_named(digits):
     for observer in ("minmax", "histogram"):
         with pytest.raises(ValueError, match=r"calibration sample 1: input 'x' holds inf or NaN"):
             ptlite.quantize(program, "int8_static", [data.x_test[:40], bad], observer=observer)
+
+
+def _eager_int8(model: nn.Module, calibration: list[np.ndarray], engine: str) -> nn.Module:
+    """PyTorch Mobile's recipe: fuse_modules, the engine's qconfig, prepare, calibrate, convert."""
+    import copy
+
+    import torch.ao.quantization as tq
+
+    torch.backends.quantized.engine = engine
+    float_model = copy.deepcopy(model).eval()
+    tq.fuse_modules(float_model.features, [["0", "1", "2"], ["3", "4", "5"], ["7", "8", "9"]], inplace=True)
+    wrapped = tq.QuantWrapper(float_model).eval()
+    wrapped.qconfig = tq.get_default_qconfig(engine)
+    tq.prepare(wrapped, inplace=True)
+    with torch.no_grad():
+        for x in calibration:
+            wrapped(torch.from_numpy(x))
+    return tq.convert(wrapped)
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning", "ignore::DeprecationWarning")
+@pytest.mark.parametrize("engine", [e for e in ("qnnpack", "x86") if e in torch.backends.quantized.supported_engines])
+@pytest.mark.parametrize("method", ["script", "trace"])
+def test_pytorch_eager_quantized_digits_captures_with_torchs_results(digits, engine, method):
+    """The digits CNN quantized by PyTorch's own eager-mode workflow, scripted or traced, runs in ptlite with the
+    results of torch's quantized kernels (every logit within one step of the output's scale) and its accuracy
+    within a point of the float model's."""
+    data, model, float_accuracy = digits
+    previous = torch.backends.quantized.engine
+    try:
+        quantized = _eager_int8(model, [data.x_train[i:i + 40] for i in range(0, CALIBRATION, 40)], engine)
+        x = torch.from_numpy(data.x_test[:40])
+        scripted = torch.jit.script(quantized) if method == "script" else torch.jit.trace(quantized, x)
+        with torch.no_grad():
+            want = np.concatenate([quantized(torch.from_numpy(data.x_test[i:i + 40])).numpy()
+                                   for i in range(0, len(data.x_test), 40)])
+        program = ptlite.capture(scripted, (x,), method=method)
+    finally:
+        torch.backends.quantized.engine = previous
+    assert describe(program) == "quantized in PyTorch: 4 operator(s) in int8", describe(program)
+    module = ptlite.Module(ptlite.optimize_for_mobile(program))
+    got = _batched(module, data.x_test, 40)
+    step = quantized.module.classifier.scale
+    diff = np.abs(got - want)
+    assert diff.max() <= step * 1.001, f"digits CNN ({engine}, {method}): logits {diff.max() / step:.2f} steps " \
+                                       "from torch's quantized model"
+    for name, logits in (("PyTorch int8", want), ("ptlite", got)):
+        accuracy = demo.accuracy(logits, data.y_test)
+        assert accuracy >= float_accuracy - 0.01, \
+            f"digits CNN ({engine}, {method}) {name}: accuracy {accuracy:.2%}, float {float_accuracy:.2%}"

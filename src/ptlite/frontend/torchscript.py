@@ -13,6 +13,7 @@ from ptlite.ir.dtypes import normalize_dtype_name
 from ptlite.ir.graph import Block, Graph, Node, Program, Value, ValueSpec
 
 from .common import WeightStore, module_path, python_constant, tensor_spec
+from .torch_quantized import QuantizedGraph, summary
 
 # TorchScript's scalar type names (TensorType.scalarType()) -> ptlite dtype names
 _TS_DTYPES = {"Float": "float32", "Double": "float64", "Half": "float16", "Long": "int64", "Int": "int32",
@@ -77,6 +78,7 @@ class _Translator:
         self.values: dict[int, Value] = {}
         self.objects: dict[int, Any] = {}  # module-typed TorchScript values, resolved at capture time
         self.unsupported: list[tuple[str, str]] = []
+        self.quantized = QuantizedGraph(lambda array, hint: weights.add(torch.from_numpy(array), hint))
 
     def define(self, tv: torch._C.Value) -> Value:
         ty, dtype, shape = _type_of(tv)
@@ -101,6 +103,9 @@ class _Translator:
         out = tn.output()
         if isinstance(value, torch._C.ScriptModule):
             self.objects[out.unique()] = value
+            return []
+        if self.quantized.constant(out, value, _source(tn)):  # a quantized layer's packed weights
+            self.define(out)
             return []
         return self.constant_nodes(value, self.define(out), out.debugName(), tn)
 
@@ -133,6 +138,9 @@ class _Translator:
     def constant(self, tn: torch._C.Node) -> list[Node]:
         out = tn.output()
         value = out.toIValue() if tn.hasAttribute("value") else None
+        if self.quantized.constant(out, value, _source(tn)):  # a quantized layer's packed weights
+            self.define(out)
+            return []
         return self.constant_nodes(value, self.define(out), out.debugName().removeprefix("self."), tn)
 
     def node(self, tn: torch._C.Node) -> list[Node]:
@@ -149,9 +157,12 @@ class _Translator:
             (body,) = tn.blocks()
             block = self.block(body)
             return [Node(kind, inputs, [self.define(o) for o in tn.outputs()], blocks=[block], source=_source(tn))]
+        outputs = [self.define(o) for o in tn.outputs()]
+        translated = self.quantized.node(kind, _op_key(tn), tn, inputs, outputs, _source(tn))
+        if translated is not None:  # a quantized model's operator, or one reading a quantized tensor
+            return translated
         if kind in _EXPLAIN:
             self.unsupported.append((kind, f"{_source(tn)}: the model {_EXPLAIN[kind]}"))
-        outputs = [self.define(o) for o in tn.outputs()]
         return [Node(_op_key(tn), inputs, outputs, source=_source(tn))]
 
 
@@ -220,6 +231,8 @@ def translate_script_module(sm: torch.jit.ScriptModule, example_inputs: tuple | 
         graph.output_specs = _output_specs(graph, example_outputs if name == "forward" else None)
         program.methods[name] = graph
         unsupported.extend(tr.unsupported)
+        if name == "forward" and (tr.quantized.qparams or tr.quantized.found):
+            program.metadata["quantization"] = summary(graph.walk())
     if unsupported:
         lines = "\n".join(f"  {op}: {why}" for op, why in unsupported)
         raise CaptureError(f"cannot capture the model ({how}):\n{lines}")

@@ -15,6 +15,7 @@ from .graph import Program
 
 FLOAT16_KEY = "float16_weights"  # program.metadata[FLOAT16_KEY]: names of weights stored as float16, run as float32
 QUANTIZATION_KEY = "quantization"  # which scheme stored them so (ptlite.quantization): dropped with them on widening
+PYTORCH_SCHEME = "pytorch"  # metadata[QUANTIZATION_KEY]["scheme"] of a model quantized in PyTorch, captured
 
 
 def frozen(a: np.ndarray) -> bool:

@@ -16,14 +16,24 @@ from collections.abc import Callable
 from typing import Any
 
 from ptlite.ir.graph import Program
-from ptlite.ir.weights import widened
+from ptlite.ir.weights import PYTORCH_SCHEME, widened
 
 from . import fp16, int8_dynamic, int8_static
 from .calibration import Progress
 from .observers import OBSERVERS
 
 SCHEMES = (fp16.SCHEME, int8_static.SCHEME, int8_dynamic.SCHEME)
-_INT8 = {int8_static.SCHEME: int8_static, int8_dynamic.SCHEME: int8_dynamic}
+
+
+class _QuantizedInPyTorch:
+    """A model quantized in PyTorch and captured (ptlite.frontend.torch_quantized): described like ptlite's."""
+
+    @staticmethod
+    def describe(info: dict[str, Any]) -> str:
+        return f"quantized in PyTorch: {sum(info.get('int8', {}).values())} operator(s) in int8"
+
+
+_INT8 = {int8_static.SCHEME: int8_static, int8_dynamic.SCHEME: int8_dynamic, PYTORCH_SCHEME: _QuantizedInPyTorch}
 
 
 def quantize(program: Program, scheme: str, calibration_data: Any = None, *, observer: str = "histogram",
