@@ -46,6 +46,31 @@ def sample_images(batch: int, size: int, offset: int = 0) -> torch.Tensor:
     return torch.from_numpy(np.ascontiguousarray(np.stack(out), dtype=np.float32))
 
 
+def varied_crops(count: int, size: int, seed: int = 0) -> np.ndarray:
+    """`count` varied crops of scikit-learn's two sample photographs as ImageNet-normalised (count, 3, size, size)
+    float32: each a random square of 30-100 % of a photograph's shorter side at a random place, mirrored half the
+    time, resized (bilinear, Pillow) to size x size. Different seeds give different crops: calibration and
+    evaluation sets that do not overlap."""
+    from PIL import Image
+    from sklearn.datasets import load_sample_image
+
+    photos = [load_sample_image(n) for n in ("china.jpg", "flower.jpg")]
+    rng = np.random.default_rng(seed)
+    mean, std = np.array([0.485, 0.456, 0.406], np.float32), np.array([0.229, 0.224, 0.225], np.float32)
+    out = np.empty((count, 3, size, size), np.float32)
+    for i in range(count):
+        photo = photos[int(rng.integers(len(photos)))]
+        height, width = photo.shape[:2]
+        side = int(rng.uniform(0.3, 1.0) * min(height, width))
+        top, left = int(rng.integers(height - side + 1)), int(rng.integers(width - side + 1))
+        image = Image.fromarray(photo[top:top + side, left:left + side]).resize((size, size), Image.BILINEAR)
+        pixels = np.asarray(image, np.float32) / 255.0
+        if rng.random() < 0.5:
+            pixels = pixels[:, ::-1]
+        out[i] = ((pixels - mean) / std).transpose(2, 0, 1)
+    return out
+
+
 def calibrate(model: nn.Module, seed: int = 0, sizes: tuple[int, ...] = (224, 160), batch: int = 4) -> nn.Module:
     """Re-draw weights so outputs are O(1), re-estimate batch-norm statistics on photographs, and return the
     model in eval mode."""
