@@ -15,7 +15,6 @@ import argparse
 import numpy as np
 
 import ptlite
-from ptlite.backends.numpy.lower.prepack import pack_conv2d_weight
 from ptlite.backends.numpy.prepacked import conv2d_prepacked_nhwc
 from ptlite.backends.numpy.winograd import (
     LAVIN_AT2,
@@ -24,6 +23,7 @@ from ptlite.backends.numpy.winograd import (
     conv2d_winograd_nhwc,
     pack_winograd_weight,
 )
+from ptlite.ops.layouts import pack_conv2d_weight
 from ptlite.tools.bench import time_calls
 
 LAYERS = [(64, 56), (128, 28), (256, 14), (512, 7)]  # (channels in = out, image side)

@@ -10,7 +10,7 @@ from oracle import compare, op, randn, torch
 
 from ptlite.backends.numpy import _derived, conv_block
 from ptlite.backends.numpy._layout import is_channels_last
-from ptlite.backends.numpy.lower.prepack import pack_conv2d_weight
+from ptlite.ops.layouts import pack_conv2d_weight
 
 F = torch.nn.functional
 ACT = {"none": ([], lambda t: t), "relu": ([], F.relu), "clamp": ([0.0, 6.0], F.relu6),

@@ -12,9 +12,9 @@ from kernel_backend import kernel as op
 
 from ptlite import ops
 from ptlite.backends.numpy._layout import is_channels_last
-from ptlite.backends.numpy.lower.prepack import pack_conv2d_weight
 from ptlite.backends.numpy.packed import pack_panels
 from ptlite.backends.numpy.winograd import G_2X2, LAVIN_G, pack_winograd_weight
+from ptlite.ops.layouts import pack_conv2d_weight
 
 RNG = np.random.default_rng(0)
 

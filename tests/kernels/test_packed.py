@@ -9,8 +9,8 @@ import pytest
 from oracle import compare, op, randn, torch
 from test_prepacked import ACTIVATIONS, CASES, pair, torch_conv
 
-from ptlite.backends.numpy.lower.prepack import pack_conv2d_weight
 from ptlite.backends.numpy.packed import pack_panels, unpack_panels
+from ptlite.ops.layouts import pack_conv2d_weight
 
 F = torch.nn.functional
 

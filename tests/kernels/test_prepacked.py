@@ -9,7 +9,7 @@ import pytest
 from oracle import check, compare, op, randn, torch
 
 from ptlite.backends.numpy._layout import is_channels_last
-from ptlite.backends.numpy.lower.prepack import pack_conv2d_weight
+from ptlite.ops.layouts import pack_conv2d_weight
 
 F = torch.nn.functional
 

@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 import torch
 
-from ptlite.backends.numpy.lower.prepack import pack_conv2d_weight
 from ptlite.backends.numpy.quantized import (
     FLOAT32_EXACT,
     add_int8,
@@ -21,6 +20,7 @@ from ptlite.backends.numpy.quantized import (
     quantize_per_tensor,
 )
 from ptlite.errors import KernelArgumentError
+from ptlite.ops.layouts import pack_conv2d_weight
 
 # torch warns that its quantized tensors are deprecated; they are still its quantized reference
 pytestmark = pytest.mark.filterwarnings("ignore:torch.quantize_per_tensor:UserWarning")

@@ -13,6 +13,7 @@ from ptlite.ir.verifier import verify
 
 from .common import check_operators, dtype_name
 from .export import translate_exported
+from .pt2e import lower_decomposed
 from .torchscript import translate_script_module
 
 METHODS = ("auto", "export", "script", "trace")
@@ -70,7 +71,10 @@ def _capture_export(model: Any, example_inputs: tuple | None, dynamic_shapes: An
         if example_inputs is None:
             raise CaptureError("method='export' needs example_inputs (a tuple of tensors, as for torch.export)")
         if isinstance(model, torch.nn.Module):
-            model = model.eval()
+            try:
+                model = model.eval()
+            except NotImplementedError:  # a PT2E-quantized graph module refuses eval(): it is in eval mode already
+                pass
         try:
             ep = torch.export.export(model, example_inputs, dynamic_shapes=dynamic_shapes, strict=strict)
         except Exception as exc:
@@ -83,7 +87,9 @@ def _capture_export(model: Any, example_inputs: tuple | None, dynamic_shapes: An
         except (TypeError, ValueError):
             params = []
         names = params[: len(example_inputs)] or None
-    return translate_exported(ep, names)
+    program = translate_exported(ep, names)
+    lower_decomposed(program)  # a PT2E-quantized model's quantize/dequantize pairs
+    return program
 
 
 def _capture_script(model: Any, example_inputs: tuple | None, preserved_methods: tuple[str, ...]) -> Program:

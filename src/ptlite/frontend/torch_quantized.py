@@ -73,7 +73,7 @@ def unpack(obj: Any, where: str) -> Packed:
     bias_array = None if bias is None else bias.detach().float().numpy().copy()
     if kind == "linear":
         return Packed(kind, np.ascontiguousarray(q.T), scales, bias_array)
-    from ptlite.backends.numpy.lower.prepack import pack_conv2d_weight
+    from ptlite.ops.layouts import pack_conv2d_weight
 
     groups = int(obj.groups())
     pad = [int(p) for p in obj.padding()]

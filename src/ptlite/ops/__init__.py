@@ -36,6 +36,7 @@ CONV2D_PREPACKED = "ptlite::conv2d_prepacked"  # ops/prepacked.py
 LINEAR_PREPACKED = "ptlite::linear_prepacked"  # ops/prepacked.py
 QUANTIZE_PER_TENSOR = "ptlite::quantize_per_tensor"  # ops/quantized.py
 DEQUANTIZE_PER_TENSOR = "ptlite::dequantize_per_tensor"  # ops/quantized.py
+DEQUANTIZE_PER_CHANNEL = "ptlite::dequantize_per_channel"  # ops/quantized.py
 CONV2D_INT8 = "ptlite::conv2d_int8"  # ops/quantized.py
 LINEAR_INT8 = "ptlite::linear_int8"  # ops/quantized.py
 ADD_INT8 = "ptlite::add_int8"  # ops/quantized.py

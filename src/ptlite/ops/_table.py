@@ -454,6 +454,7 @@ prim::TupleSlice(...) -> ...
     "quantized": r"""
 ptlite::quantize_per_tensor(Tensor input, float scale, int zero_point) -> Tensor  @out
 ptlite::dequantize_per_tensor(Tensor input, float scale, int zero_point) -> Tensor  @out
+ptlite::dequantize_per_channel(Tensor input, Tensor scales, int axis) -> Tensor
 ptlite::conv2d_int8(Tensor input, float input_scale, int input_zero_point, Tensor weight, Tensor weight_scale, Tensor? bias, int[2] kernel_size, int[2] stride, int[4] padding, int[2] dilation, int groups, float output_scale, int output_zero_point, int output_min=0, int output_max=255) -> Tensor  @out
 ptlite::linear_int8(Tensor input, float input_scale, int input_zero_point, Tensor weight, Tensor weight_scale, Tensor? bias, float output_scale, int output_zero_point, int output_min=0, int output_max=255) -> Tensor  @out
 ptlite::add_int8(Tensor self, float self_scale, int self_zero_point, Tensor other, float other_scale, int other_zero_point, float output_scale, int output_zero_point, int output_min=0, int output_max=255) -> Tensor @out

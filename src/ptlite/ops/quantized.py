@@ -11,11 +11,15 @@ round-half-even(float32(accumulator) * float32(input_scale * weight_scale / outp
 clamped to [output_min, output_max], which is how a fused relu (output_min = zero point) or relu6 is expressed.
 linear_dynamic_int8 quantizes its float input at each call, each row (a token's features) on its own range (uint8,
 zero included), and returns float32: accumulator * row scale * weight_scale + bias. Per row, a sentence's result
-does not depend on what else is in the batch, and an outlier token coarsens only its own row."""
+does not depend on what else is in the batch, and an outlier token coarsens only its own row.
+
+dequantize_per_channel makes a symmetric int8 weight float32 (q times its channel's scale along `axis`): a
+PT2E-quantized model's weights as captured, which the QDQ folding (passes/fold_qdq.py) takes into int8 operators."""
 
 DECLARATIONS = r"""
 ptlite::quantize_per_tensor(Tensor input, float scale, int zero_point) -> Tensor  @out
 ptlite::dequantize_per_tensor(Tensor input, float scale, int zero_point) -> Tensor  @out
+ptlite::dequantize_per_channel(Tensor input, Tensor scales, int axis) -> Tensor
 ptlite::conv2d_int8(Tensor input, float input_scale, int input_zero_point, Tensor weight, Tensor weight_scale,
     Tensor? bias, int[2] kernel_size, int[2] stride, int[4] padding, int[2] dilation, int groups, float output_scale,
     int output_zero_point, int output_min=0, int output_max=255) -> Tensor  @out

@@ -18,7 +18,7 @@ from typing import Any
 from ptlite.ir.graph import Program
 from ptlite.ir.weights import PYTORCH_SCHEME, widened
 
-from . import fp16, int8_dynamic, int8_static
+from . import fp16, int8_dynamic, int8_static, qdq
 from .calibration import Progress
 from .observers import OBSERVERS
 
@@ -101,6 +101,8 @@ def optimized(program: Program, blocked: frozenset[str],
     """optimize(program, blocked) for a program that may be quantized: run on its weights widened to float32, without
     the optimizations whose weights must not be rounded after them (Winograd's transform), the result quantized
     again by the same scheme."""
+    if qdq.applies(program):  # a PT2E model's quantize/dequantize pairs: int8 operators before any float pass
+        program = qdq.fold(program)
     if not fp16.applies(program):
         return optimize(program, blocked)
     return fp16.narrow(optimize(widened(program), blocked | frozenset(fp16.NOT_BEFORE)))

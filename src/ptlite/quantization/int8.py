@@ -7,10 +7,20 @@ and q in [-127, 127] (no -128: the symmetric range keeps -w representable; a cha
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
+
+from ptlite.ir.graph import Node
+from ptlite.passes.base import constant_value
 
 QMIN, QMAX = 0, 255  # activations: uint8
 WMAX = 127  # weights: int8 in [-WMAX, WMAX]
+
+# Activations an int8 operator absorbs as its output's clamp: op -> its (lower, upper) real bounds.
+RELUS = {"aten::relu": (0.0, math.inf), "aten::relu_": (0.0, math.inf), "aten::relu6": (0.0, 6.0),
+         "aten::relu6_": (0.0, 6.0)}
+HARDTANHS = frozenset({"aten::hardtanh", "aten::hardtanh_"})
 
 
 def affine_qparams(lo: float, hi: float) -> tuple[float, int]:
@@ -35,3 +45,23 @@ def quantize_weight(weight: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     shape = (-1,) + (1,) * (w.ndim - 1)
     q = np.clip(np.rint(w / scales.reshape(shape)), -WMAX, WMAX).astype(np.int8)
     return q, scales
+
+
+def activation_bounds(node: Node) -> tuple[float, float] | None:
+    """The real output range of an activation an int8 operator can absorb (relu, relu6, hardtanh with constant
+    bounds around 0), else None."""
+    if node.op in RELUS:
+        return RELUS[node.op]
+    if node.op in HARDTANHS and len(node.inputs) == 3:
+        lo, hi = constant_value(node.inputs[1]), constant_value(node.inputs[2])
+        if all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (lo, hi)) and lo <= 0 <= hi:
+            return float(lo), float(hi)
+    return None
+
+
+def output_range(bounds: tuple[float, float] | None, scale: float, zero_point: int) -> tuple[int, int]:
+    """[output_min, output_max] of an int8 operator whose absorbed activation bounds its real outputs so."""
+    lo, hi = bounds if bounds is not None else (-math.inf, math.inf)
+    out_min = QMIN if lo == -math.inf else min(max(zero_point + round(lo / scale), QMIN), QMAX)
+    out_max = QMAX if hi == math.inf else min(max(zero_point + round(hi / scale), QMIN), QMAX)
+    return out_min, out_max

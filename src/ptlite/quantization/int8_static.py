@@ -46,17 +46,12 @@ from ptlite.passes.base import (
 from ptlite.passes.mutation import Mutations, written_positions
 
 from .calibration import Progress, calibrate, samples_of
-from .int8 import QMAX, QMIN, quantize_weight
+from .int8 import activation_bounds, output_range, quantize_weight
 from .observers import OBSERVERS
 
 SCHEME = "int8_static"
 KEY = QUANTIZATION_KEY  # program.metadata[KEY]: {"scheme", "observer", "samples", "int8": {op: n}, "float": [...]}
 
-# Activations an int8 operator absorbs as its output's clamp: op -> (lower, upper) real bounds, or the positions
-# of constant bounds among its inputs.
-_RELUS = {"aten::relu": (0.0, math.inf), "aten::relu_": (0.0, math.inf), "aten::relu6": (0.0, 6.0),
-          "aten::relu6_": (0.0, 6.0)}
-_HARDTANHS = frozenset({"aten::hardtanh", "aten::hardtanh_"})
 _ADDS = frozenset({"aten::add.Tensor", "aten::add_.Tensor"})
 # Operators exact on uint8 values: their output keeps the input's scale and zero point.
 TRANSPARENT = frozenset({"aten::max_pool2d", "aten::flatten.using_ints", "aten::reshape", "aten::view"})
@@ -216,8 +211,8 @@ def _units(graph: Graph, program: Program) -> tuple[list[Unit], dict[int, str], 
             continue
         after = users.get(unit.anchor.outputs[0].id, [])
         if len(after) == 1 and id(after[0]) in top and after[0].inputs[0] is unit.anchor.outputs[0]:
-            unit.bounds = _activation_bounds(after[0]) or unit.bounds
-            unit.activation = after[0] if _activation_bounds(after[0]) else None
+            unit.bounds = activation_bounds(after[0]) or unit.bounds
+            unit.activation = after[0] if activation_bounds(after[0]) else None
         units.append(unit)
         int8_values.add(unit.output.id)
     units, clean = _unwritten(units, graph, reasons)
@@ -266,16 +261,6 @@ def _add_unit(node: Node, users: dict, int8_values: set[int]) -> tuple[Unit | No
     if node.op == "aten::add_.Tensor" and users.get(a.id) != [node]:
         return None, "an in-place addition into a tensor that is read elsewhere"
     return Unit("add", node, [a, b]), ""
-
-
-def _activation_bounds(node: Node) -> tuple[float, float] | None:
-    if node.op in _RELUS:
-        return _RELUS[node.op]
-    if node.op in _HARDTANHS and len(node.inputs) == 3:
-        lo, hi = constant_value(node.inputs[1]), constant_value(node.inputs[2])
-        if all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (lo, hi)) and lo <= 0 <= hi:
-            return float(lo), float(hi)
-    return None
 
 
 def _float_tensor(v: Value) -> bool:
@@ -329,8 +314,7 @@ def _emit(r: Rewrite, unit: Unit) -> None:
     """The int8 node (and weight constants) of one unit, appended to the new node list."""
     node, program = unit.anchor, r.program
     scale, zero_point = r.qparams[unit.output.id]
-    out_min = QMIN if unit.bounds[0] == -math.inf else min(max(zero_point + round(unit.bounds[0] / scale), QMIN), QMAX)
-    out_max = QMAX if unit.bounds[1] == math.inf else min(max(zero_point + round(unit.bounds[1] / scale), QMIN), QMAX)
+    out_min, out_max = output_range(unit.bounds, scale, zero_point)
     tail = [r.const(scale, "float"), r.const(zero_point, "int"), r.const(out_min, "int"), r.const(out_max, "int")]
     out = Value(name=_q_name(unit.output), type="Tensor", dtype="uint8", shape=unit.output.shape)
     q_inputs = [r.int8_of(v) for v in unit.inputs]
@@ -339,7 +323,7 @@ def _emit(r: Rewrite, unit: Unit) -> None:
         inputs = [qa, r.const(sa, "float"), r.const(za, "int"), qb, r.const(sb, "float"), r.const(zb, "int"), *tail]
         r.nodes.append(Node(ADD_INT8, inputs, [out], source=node.source))
     else:
-        from ptlite.backends.numpy.lower.prepack import pack_conv2d_weight
+        from ptlite.ops.layouts import pack_conv2d_weight
 
         (qx, sx, zx), = q_inputs
         name = node.inputs[1].node.attrs["weight"]

@@ -88,7 +88,7 @@ def test_concurrent_calls_from_python_threads_agree(lib):
     from concurrent.futures import ThreadPoolExecutor
 
     from ptlite.backends.native.kernels import conv2d_prepacked
-    from ptlite.backends.numpy.lower.prepack import pack_conv2d_weight
+    from ptlite.ops.layouts import pack_conv2d_weight
 
     rng = np.random.default_rng(0)
     weight = pack_conv2d_weight(rng.standard_normal((32, 16, 3, 3)).astype(np.float32), 1)

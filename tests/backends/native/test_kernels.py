@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 from conftest import assert_close
 
-from ptlite.backends.numpy.lower.prepack import pack_conv2d_weight
+from ptlite.ops.layouts import pack_conv2d_weight
 
 ACTIVATIONS = {
     "none": ([], lambda t: t),

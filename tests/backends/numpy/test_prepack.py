@@ -9,8 +9,9 @@ import pytest
 from conftest import assert_close
 from irbuild import GraphBuilder, ops
 
-from ptlite.backends.numpy.lower.prepack import Prepack, pack_conv2d_weight
+from ptlite.backends.numpy.lower.prepack import Prepack
 from ptlite.ir import verify
+from ptlite.ops.layouts import pack_conv2d_weight
 from ptlite.passes.base import copy_program
 from ptlite.passes.dead_code import DeadCode
 from ptlite.runtime.module import Module
@@ -87,7 +88,7 @@ def test_left_alone(rng):
 
 
 def test_unpack_inverts_pack(rng):
-    from ptlite.backends.numpy.lower.prepack import unpack_dense_conv2d_weight
+    from ptlite.ops.layouts import unpack_dense_conv2d_weight
 
     w = rng.normal(size=(5, 3, 2, 4)).astype(np.float32)
     np.testing.assert_array_equal(unpack_dense_conv2d_weight(pack_conv2d_weight(w, 1), (2, 4)), w)

@@ -19,6 +19,7 @@ from ptlite.errors import KernelArgumentError
 from ptlite.ops import (
     ADD_INT8,
     CONV2D_INT8,
+    DEQUANTIZE_PER_CHANNEL,
     DEQUANTIZE_PER_TENSOR,
     LINEAR_DYNAMIC_INT8,
     LINEAR_INT8,
@@ -122,6 +123,20 @@ def dequantize_per_tensor(input, scale, zero_point, *, out=None):
     np.subtract(input, np.float32(zero_point), out=result, dtype=np.float32)
     result *= np.float32(scale)
     return result
+
+
+@kernel(DEQUANTIZE_PER_CHANNEL)
+def dequantize_per_channel(input, scales, axis):
+    """float32 q * scales[channel] along `axis` (symmetric int8 weights)."""
+    where = "dequantize_per_channel"
+    if input.dtype != np.int8:
+        raise KernelArgumentError(f"{where}: the input is {input.dtype}; it takes an int8 weight")
+    if not -input.ndim <= axis < input.ndim or scales.shape != (input.shape[axis],):
+        raise KernelArgumentError(f"{where}: {list(scales.shape)} scales for axis {axis} of a "
+                                  f"{list(input.shape)} weight")
+    shape = [1] * input.ndim
+    shape[axis] = -1
+    return input.astype(np.float32) * scales.astype(np.float32).reshape(shape)
 
 
 @kernel(CONV2D_INT8)

@@ -18,6 +18,7 @@ import numpy as np
 
 from ptlite.ir.graph import Graph, Node, Program, Value
 from ptlite.ops import CONV2D_PREPACKED, LINEAR_PREPACKED
+from ptlite.ops.layouts import pack_conv2d_weight
 from ptlite.passes.base import (
     NOT_CONSTANT,
     ConstantPool,
@@ -48,25 +49,6 @@ CONVOLUTIONS: dict[str, ConvArgs] = {
     "aten::_convolution": ConvArgs(3, 4, 5, 8, transposed=6),
     "aten::_convolution.deprecated": ConvArgs(3, 4, 5, 8, transposed=6),
 }
-
-
-def pack_conv2d_weight(weight: np.ndarray, groups: int) -> np.ndarray:
-    """(O, C/groups, kh, kw) -> the layout ptlite::conv2d_prepacked consumes for these groups."""
-    o, cg, kh, kw = weight.shape
-    if groups == 1:
-        packed = weight.transpose(2, 3, 1, 0).reshape(kh * kw * cg, o)
-    elif cg == 1 and o == groups:  # depthwise
-        packed = weight.reshape(o, kh * kw).T
-    else:
-        og = o // groups
-        packed = weight.reshape(groups, og, cg, kh, kw).transpose(0, 3, 4, 2, 1).reshape(groups, kh * kw * cg, og)
-    return np.ascontiguousarray(packed)
-
-
-def unpack_dense_conv2d_weight(packed: np.ndarray, kernel: tuple[int, int]) -> np.ndarray:
-    """The inverse of pack_conv2d_weight for groups == 1: (kh*kw*C, O) -> (O, C, kh, kw), a view."""
-    kh, kw = kernel
-    return packed.reshape(kh, kw, packed.shape[0] // (kh * kw), packed.shape[1]).transpose(3, 2, 0, 1)
 
 
 def is_prepacked_pointwise(node: Node, program: Program) -> bool:
@@ -169,14 +151,18 @@ class ConvGeometry:
     groups: int
 
 
-def conv_geometry(node: Node, program: Program) -> ConvGeometry | None:
-    """The geometry of a non-transposed convolution (any CONVOLUTIONS spelling) with a constant float 4-D weight, a
-    constant bias (or None) and constant arguments; None for anything else."""
+def conv_geometry(node: Node, program: Program, weight: np.ndarray | None = None) -> ConvGeometry | None:
+    """The geometry of a non-transposed convolution (any CONVOLUTIONS spelling) with a constant float 4-D weight (or
+    the `weight` given: what the node's weight input is known to hold), a constant bias (or None) and constant
+    arguments; None for anything else."""
     args = CONVOLUTIONS.get(node.op)
     if args is None:
         return None
-    weight = weight_of(program, node.inputs[1])
-    if weight is None or weight.ndim != 4 or weight.dtype.kind != "f" or not _bias_ok(program, node.inputs[2]):
+    if weight is None:
+        weight = weight_of(program, node.inputs[1])
+        if weight is not None and weight.dtype.kind != "f":
+            return None
+    if weight is None or weight.ndim != 4 or not _bias_ok(program, node.inputs[2]):
         return None
     if args.transposed is not None and constant_value(node.inputs[args.transposed]) is not False:
         return None

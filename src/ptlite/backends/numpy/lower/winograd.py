@@ -22,10 +22,10 @@ import numpy as np
 from ptlite.backends.base import Runner
 from ptlite.ir.graph import Graph, Node, Program
 from ptlite.ops import CONV2D_PACKED, CONV2D_PREPACKED, CONV2D_WINOGRAD_V2
+from ptlite.ops.layouts import unpack_dense_conv2d_weight
 from ptlite.passes.base import ConstantPool, Pass, blocks, constant_value, weight_constant, weight_of
 
 from .observe import observed_shapes
-from .prepack import unpack_dense_conv2d_weight
 
 MIN_SIZE = 20  # output height and width (pixels) from which Winograd is used
 MIN_CHANNELS = 16
