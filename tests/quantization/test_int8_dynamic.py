@@ -1,7 +1,7 @@
 """ptlite.quantize's int8_dynamic: every linear layer with a constant weight gets int8 weights and quantizes its
 input at each call. On the zoo's transformer encoder the result stays near PyTorch's own dynamic quantization
 (torch.ao.quantization.quantize_dynamic, qnnpack: the same per-call uint8 scheme, on fewer layers); optimizing and
-saving keep the results; LSTM and GRU weights stay float for now, and the report says so."""
+saving keep the results; LSTM and GRU layers are as close to float as PyTorch's dynamic ones."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import torch
 from torch import nn
 
 import ptlite
-from ptlite.ops import LINEAR_DYNAMIC_INT8
+from ptlite.ops import GRU_DYNAMIC_INT8, LINEAR_DYNAMIC_INT8, LSTM_DYNAMIC_INT8
 from ptlite.quantization import describe, report
 from ptlite.tools import zoo
 
@@ -51,19 +51,27 @@ def test_transformer_as_close_as_torch_dynamic_quantization(tmp_path):
     assert ours < 0.02 * np.abs(want).max(), f"transformer_encoder int8_dynamic: max |diff| {ours:.3g}"
 
 
-def test_recurrent_weights_stay_float_and_the_report_says_so():
-    model = zoo.lstm_classifier()
-    example = zoo.example_inputs("lstm_classifier")
+@pytest.mark.parametrize("name, op", [("lstm_classifier", LSTM_DYNAMIC_INT8), ("gru_classifier", GRU_DYNAMIC_INT8)])
+def test_recurrent_layers_as_close_as_torch_dynamic_quantization(name, op):
+    """LSTM and GRU layers (2 layers; the GRU bidirectional) get int8 weights, their products quantized per row at
+    each step: as close to float as PyTorch's own dynamic LSTM/GRU (qnnpack), within 2x."""
+    model = getattr(zoo, name)()
+    example = zoo.example_inputs(name)
     quantized = ptlite.quantize(ptlite.capture(model, example, method="export"), "int8_dynamic")
-    text = report(quantized)
-    assert text.splitlines()[0] == describe(quantized) == \
-        "int8_dynamic: 1 linear layer(s) with int8 weights, inputs quantized per call and row; 1 weighted " \
-        "operator(s) left in float"
-    assert "float     1 x aten::lstm.input: no dynamic int8 LSTM kernel yet" in text, text
-    with torch.no_grad():
-        want = model(*example).numpy()
-    got = ptlite.Module(quantized)(*[e.numpy() for e in example])
-    assert np.abs(got - want).max() < 0.02 * np.abs(want).max()
+    assert quantized.metadata["quantization"]["int8"] == {op: 1, LINEAR_DYNAMIC_INT8: 1}, report(quantized)
+    assert describe(quantized) == "int8_dynamic: 2 layer(s) with int8 weights, inputs quantized per call and row"
+    got = ptlite.Module(ptlite.optimize_for_mobile(quantized))(*[e.numpy() for e in example])
+    previous = torch.backends.quantized.engine
+    torch.backends.quantized.engine = "qnnpack"
+    try:
+        theirs = torch.ao.quantization.quantize_dynamic(model, {nn.LSTM, nn.GRU, nn.Linear}, dtype=torch.qint8)
+        with torch.no_grad():
+            torch_int8, want = theirs(*example).numpy(), model(*example).numpy()
+    finally:
+        torch.backends.quantized.engine = previous
+    ours, torch_error = np.abs(got - want).max(), np.abs(torch_int8 - want).max()
+    assert ours <= max(2 * torch_error, 1e-3 * np.abs(want).max()), \
+        f"{name} int8_dynamic: max |diff| from float {ours:.3g}, PyTorch's dynamic int8 {torch_error:.3g}"
 
 
 def test_dynamic_refuses_calibration_data_and_optimized_programs():

@@ -13,6 +13,12 @@ linear_dynamic_int8 quantizes its float input at each call, each row (a token's 
 zero included), and returns float32: accumulator * row scale * weight_scale + bias. Per row, a sentence's result
 does not depend on what else is in the batch, and an outlier token coarsens only its own row.
 
+lstm_dynamic_int8 and gru_dynamic_int8 are aten::lstm / aten::gru (inference: no dropout) whose weight matrices are
+int8: `params` holds, per layer and direction, w_ih (in, gates x hidden) int8, its scales, w_hh (hidden, gates x
+hidden) int8, its scales, then the float biases b_ih and b_hh where has_biases. Every matrix product is
+linear_dynamic_int8's (the input projection of all steps at once, then the recurrent one per step); the gates'
+arithmetic is float32, PyTorch's.
+
 dequantize_per_channel makes a symmetric int8 weight float32 (q times its channel's scale along `axis`): a
 PT2E-quantized model's weights as captured, which the QDQ folding (passes/fold_qdq.py) takes into int8 operators."""
 
@@ -29,4 +35,8 @@ ptlite::add_int8(Tensor self, float self_scale, int self_zero_point, Tensor othe
     int other_zero_point, float output_scale, int output_zero_point, int output_min=0, int output_max=255) -> Tensor
     @out
 ptlite::linear_dynamic_int8(Tensor input, Tensor weight, Tensor weight_scale, Tensor? bias) -> Tensor  @out
+ptlite::lstm_dynamic_int8(Tensor input, Tensor[] hx, Tensor[] params, bool has_biases, int num_layers,
+    bool bidirectional, bool batch_first) -> (Tensor, Tensor, Tensor)
+ptlite::gru_dynamic_int8(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers,
+    bool bidirectional, bool batch_first) -> (Tensor, Tensor)
 """

@@ -1,9 +1,10 @@
-"""The int8_dynamic scheme: linear layers with int8 weights (symmetric per output channel, int8.py) whose float
-inputs are quantized at every call, each row (token) over its own range (ptlite::linear_dynamic_int8): no
-calibration data, suited to transformers, whose activations' ranges vary from input to input and token to token.
-Every aten::linear with a constant weight becomes one, inside control flow too; the program's metadata lists what
-stays float and why (`report`).
-Quantize a program as captured, before optimize_for_mobile.
+"""The int8_dynamic scheme: linear layers (and LSTM and GRU layers) with int8 weights, symmetric per output channel
+(int8.py), whose float inputs are quantized at every call, each row (token) over its own range
+(ptlite::linear_dynamic_int8): no calibration data, suited to transformers and recurrent networks, whose
+activations' ranges vary from input to input and token to token. Every aten::linear with a constant weight becomes
+one, inside control flow too, and every aten::lstm / aten::gru with constant weights its dynamic int8 form (the same
+products, per step); the program's metadata lists what stays float and why (`report`). Quantize a program as
+captured, before optimize_for_mobile.
 """
 
 from __future__ import annotations
@@ -14,21 +15,19 @@ from typing import Any
 import numpy as np
 
 from ptlite.ir.copy import copy_program
-from ptlite.ir.graph import Node, Program
+from ptlite.ir.graph import Node, Program, Value
 from ptlite.ir.verifier import verify
 from ptlite.ir.weights import QUANTIZATION_KEY
-from ptlite.ops import LINEAR_DYNAMIC_INT8
+from ptlite.ops import GRU_DYNAMIC_INT8, LINEAR_DYNAMIC_INT8, LSTM_DYNAMIC_INT8
 from ptlite.passes import DeadCode
-from ptlite.passes.base import ConstantPool, constant_value, rewrite_nodes, weight_constant, weight_of
+from ptlite.passes.base import NOT_CONSTANT, ConstantPool, constant_value, rewrite_nodes, weight_constant, weight_of
 
 from .int8 import quantize_weight
 
 SCHEME = "int8_dynamic"
 KEY = QUANTIZATION_KEY  # program.metadata[KEY]: {"scheme", "int8": {op: n}, "float": [{"op", "count", "why"}]}
 
-# Operators whose weights the scheme would quantize, and why they stay float for now.
-NOT_YET = {"aten::lstm.input": "no dynamic int8 LSTM kernel yet: its weights stay float32",
-           "aten::gru.input": "no dynamic int8 GRU kernel yet: its weights stay float32"}
+RECURRENT = {"aten::lstm.input": LSTM_DYNAMIC_INT8, "aten::gru.input": GRU_DYNAMIC_INT8}
 
 
 def quantize(program: Program) -> Program:
@@ -45,8 +44,13 @@ def quantize(program: Program) -> Program:
     left: Counter[tuple[str, str]] = Counter()
 
     def rewrite(node: Node, memo: dict, pool: ConstantPool) -> list[Node] | None:
-        if node.op in NOT_YET:
-            left[(node.op, NOT_YET[node.op])] += 1
+        if node.op in RECURRENT:
+            nodes, why = _recurrent(node, result)
+            if nodes is None:
+                left[(node.op, why)] += 1
+            else:
+                int8[RECURRENT[node.op]] += 1
+            return nodes
         if node.op != "aten::linear":
             return None
         weight = weight_of(result, node.inputs[1])
@@ -77,6 +81,39 @@ def quantize(program: Program) -> Program:
     return result
 
 
+def _recurrent(node: Node, program: Program) -> tuple[list[Node] | None, str]:
+    """An aten::lstm / aten::gru with constant float32 weights as its dynamic int8 operator (ops/quantized.py), or
+    (None, why it stays float)."""
+    x, hx, params, has_biases, num_layers, _dropout, train, bidirectional, batch_first = node.inputs
+    flags = [constant_value(v) for v in (has_biases, num_layers, train, bidirectional)]
+    listed = params.node
+    if listed is None or listed.op != "prim::ListConstruct" or any(f is NOT_CONSTANT for f in flags):
+        return None, "its weights or flags are not constants"
+    weights = [weight_of(program, v) for v in listed.inputs]
+    if any(w is None or w.dtype != np.float32 for w in weights):
+        return None, "its weights are not constant float32 arrays"
+    has_bias, layers, training, both = flags
+    per = 4 if has_bias else 2
+    if training or len(weights) != per * layers * (2 if both else 1):
+        return None, "a projection (proj_size), or training mode: no int8 kernel for it"
+    nodes: list[Node] = []
+    items: list[Value] = []
+    for start in range(0, len(weights), per):
+        for k in (0, 1):  # w_ih, w_hh -> int8 (in, gates x hidden) and their scales
+            q, scales = quantize_weight(weights[start + k])
+            name = listed.inputs[start + k].node.attrs["weight"]
+            for array, suffix in ((np.ascontiguousarray(q.T), "int8"), (scales, "scale")):
+                const = weight_constant(program, f"{name}.{suffix}", array, node.source)
+                nodes.append(const)
+                items.append(const.outputs[0])
+        items += listed.inputs[start + 2:start + per]  # the float biases
+    new_list = Value(type="List[Tensor]")
+    nodes.append(Node("prim::ListConstruct", items, [new_list]))
+    inputs = [x, hx, new_list, has_biases, num_layers, bidirectional, batch_first]
+    nodes.append(Node(RECURRENT[node.op], inputs, node.outputs, source=node.source))
+    return nodes, ""
+
+
 def _float_vector(bias: np.ndarray | None) -> bool:
     return bias is not None and bias.ndim == 1 and bias.dtype == np.float32
 
@@ -84,5 +121,5 @@ def _float_vector(bias: np.ndarray | None) -> bool:
 def describe(info: dict[str, Any]) -> str:
     int8 = sum(info.get("int8", {}).values())
     floats = sum(item["count"] for item in info.get("float", []))
-    return f"{SCHEME}: {int8} linear layer(s) with int8 weights, inputs quantized per call and row" + \
+    return f"{SCHEME}: {int8} layer(s) with int8 weights, inputs quantized per call and row" + \
         (f"; {floats} weighted operator(s) left in float" if floats else "")

@@ -21,8 +21,10 @@ from ptlite.ops import (
     CONV2D_INT8,
     DEQUANTIZE_PER_CHANNEL,
     DEQUANTIZE_PER_TENSOR,
+    GRU_DYNAMIC_INT8,
     LINEAR_DYNAMIC_INT8,
     LINEAR_INT8,
+    LSTM_DYNAMIC_INT8,
     QUANTIZE_PER_TENSOR,
 )
 
@@ -275,3 +277,72 @@ def _linear_shape(where: str, input: np.ndarray, weight: np.ndarray) -> tuple[in
         raise KernelArgumentError(f"{where}: the input's last dimension is "
                                   f"{input.shape[-1] if input.ndim else 'missing'}, the weight expects {k}")
     return k, o
+
+
+@kernel(LSTM_DYNAMIC_INT8)
+def lstm_dynamic_int8(input, hx, params, has_biases, num_layers, bidirectional, batch_first):
+    """aten::lstm with int8 weight matrices (ops/quantized.py): (output, h_n, c_n)."""
+    return _dynamic_rnn("lstm", input, hx[0], hx[1], params, has_biases, num_layers, bidirectional, batch_first)
+
+
+@kernel(GRU_DYNAMIC_INT8)
+def gru_dynamic_int8(input, hx, params, has_biases, num_layers, bidirectional, batch_first):
+    """aten::gru with int8 weight matrices (ops/quantized.py): (output, h_n)."""
+    return _dynamic_rnn("gru", input, hx, None, params, has_biases, num_layers, bidirectional, batch_first)[:2]
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    return 0.5 * np.tanh(0.5 * x) + 0.5
+
+
+def _dynamic_rnn(mode: str, input: np.ndarray, h0: np.ndarray, c0: np.ndarray | None, params: list,
+                 has_biases: bool, num_layers: int, bidirectional: bool, batch_first: bool) -> tuple:
+    where = f"{mode}_dynamic_int8"
+    gates = 4 if mode == "lstm" else 3
+    dirs = 2 if bidirectional else 1
+    per = 6 if has_biases else 4
+    if len(params) != per * num_layers * dirs:
+        raise KernelArgumentError(f"{where}: {len(params)} parameters do not fit {num_layers} layer(s) x {dirs} "
+                                  f"direction(s) of {per}")
+    if input.ndim != 3:
+        raise KernelArgumentError(f"{where}: the input has {input.ndim} dimensions; it takes 3 (steps, batch, "
+                                  "features), or (batch, steps, features) with batch_first")
+    seq = np.ascontiguousarray(np.swapaxes(input, 0, 1) if batch_first else input, dtype=np.float32)
+    steps, batch = seq.shape[:2]
+    hidden = params[2].shape[0]
+    for name, state in (("h0", h0), ("c0", c0)):
+        if state is not None and state.shape != (num_layers * dirs, batch, hidden):
+            raise KernelArgumentError(f"{where}: the initial state {name} has shape {list(state.shape)}; the "
+                                      f"weights and the input need {[num_layers * dirs, batch, hidden]}")
+    h_n, c_n = [], []
+    for layer in range(num_layers):
+        outputs = []
+        for d in range(dirs):
+            row = layer * dirs + d
+            w_ih, s_ih, w_hh, s_hh, *biases = params[row * per:(row + 1) * per]
+            b_ih, b_hh = biases if has_biases else (None, None)
+            projected = linear_dynamic_int8(seq.reshape(steps * batch, -1), w_ih, s_ih, b_ih)
+            projected = projected.reshape(steps, batch, gates * hidden)
+            h = np.array(h0[row], dtype=np.float32)
+            c = None if c0 is None else np.array(c0[row], dtype=np.float32)
+            out = np.empty((steps, batch, hidden), np.float32)
+            for t in (range(steps - 1, -1, -1) if d else range(steps)):
+                recurrent = linear_dynamic_int8(h, w_hh, s_hh, b_hh)
+                x_t = projected[t]
+                if mode == "lstm":
+                    total = x_t + recurrent
+                    i, f, g, o = (total[:, k * hidden:(k + 1) * hidden] for k in range(4))
+                    c = _sigmoid(f) * c + _sigmoid(i) * np.tanh(g)
+                    h = _sigmoid(o) * np.tanh(c)
+                else:
+                    r = _sigmoid(x_t[:, :hidden] + recurrent[:, :hidden])
+                    z = _sigmoid(x_t[:, hidden:2 * hidden] + recurrent[:, hidden:2 * hidden])
+                    n = np.tanh(x_t[:, 2 * hidden:] + r * recurrent[:, 2 * hidden:])
+                    h = (1 - z) * n + z * h
+                out[t] = h
+            outputs.append(out)
+            h_n.append(h)
+            c_n.append(c)
+        seq = np.concatenate(outputs, axis=2) if dirs > 1 else outputs[0]
+    output = np.ascontiguousarray(np.swapaxes(seq, 0, 1)) if batch_first else seq
+    return output, np.stack(h_n), None if c0 is None else np.stack(c_n)
