@@ -11,7 +11,7 @@ import torch
 from torch import nn
 
 import ptlite
-from ptlite.ops import GRU_DYNAMIC_INT8, LINEAR_DYNAMIC_INT8, LSTM_DYNAMIC_INT8
+from ptlite.ops import EMBEDDING_INT8, GRU_DYNAMIC_INT8, LINEAR_DYNAMIC_INT8, LSTM_DYNAMIC_INT8
 from ptlite.quantization import describe, report
 from ptlite.tools import zoo
 
@@ -27,7 +27,8 @@ def test_transformer_as_close_as_torch_dynamic_quantization(tmp_path):
     example = zoo.example_inputs("transformer_encoder")
     program = ptlite.capture(model, example, method="export")
     quantized = ptlite.quantize(program, "int8_dynamic")
-    assert quantized.metadata["quantization"]["int8"] == {LINEAR_DYNAMIC_INT8: 9}, report(quantized)
+    assert quantized.metadata["quantization"]["int8"] == {LINEAR_DYNAMIC_INT8: 9, EMBEDDING_INT8: 1}, \
+        report(quantized)
     ptlite.save(ptlite.optimize_for_mobile(quantized), tmp_path / "q.ptlite")
     got = _first(ptlite.load(tmp_path / "q.ptlite")(*[e.numpy() for e in example]))
     with torch.no_grad():

@@ -14,6 +14,7 @@ from ptlite.backends.numpy.quantized import (
     add_int8,
     conv2d_int8,
     dequantize_per_tensor,
+    embedding_int8,
     exact_dtype,
     linear_dynamic_int8,
     linear_int8,
@@ -187,6 +188,17 @@ def test_float32_is_exact_up_to_the_bound():
     # a scale that keeps it in range: the exact sum, requantized
     acc = linear_int8(xq, 1.0, 0, wq, ones / 65536, None, 1.0, 128, 0, 255)
     np.testing.assert_array_equal(acc, np.clip(np.rint(exact.astype(np.float32) / 65536) + 128, 0, 255))
+
+
+def test_embedding_int8_is_the_dequantized_rows():
+    rng = np.random.default_rng(9)
+    table = rng.integers(-127, 128, (50, 8)).astype(np.int8)
+    scales = rng.random(50).astype(np.float32)
+    indices = np.array([[0, 49, 7], [7, 3, 3]])
+    np.testing.assert_array_equal(embedding_int8(table, scales, indices),
+                                  (table.astype(np.float32) * scales[:, None])[indices])
+    with pytest.raises(KernelArgumentError, match="index 50 is out of range for a table of 50 rows"):
+        embedding_int8(table, scales, np.array([1, 50]))
 
 
 @pytest.mark.parametrize("call, message", [

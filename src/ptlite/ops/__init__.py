@@ -42,6 +42,7 @@ LINEAR_INT8 = "ptlite::linear_int8"  # ops/quantized.py
 ADD_INT8 = "ptlite::add_int8"  # ops/quantized.py
 LINEAR_DYNAMIC_INT8 = "ptlite::linear_dynamic_int8"  # ops/quantized.py
 LSTM_DYNAMIC_INT8 = "ptlite::lstm_dynamic_int8"  # ops/quantized.py
+EMBEDDING_INT8 = "ptlite::embedding_int8"  # ops/quantized.py
 GRU_DYNAMIC_INT8 = "ptlite::gru_dynamic_int8"  # ops/quantized.py
 ISINSTANCE = "ptlite::isinstance"  # ops/script_types.py
 SQUEEZE_EXCITE = "ptlite::squeeze_excite"  # ops/squeeze_excite.py

@@ -459,6 +459,7 @@ ptlite::conv2d_int8(Tensor input, float input_scale, int input_zero_point, Tenso
 ptlite::linear_int8(Tensor input, float input_scale, int input_zero_point, Tensor weight, Tensor weight_scale, Tensor? bias, float output_scale, int output_zero_point, int output_min=0, int output_max=255) -> Tensor  @out
 ptlite::add_int8(Tensor self, float self_scale, int self_zero_point, Tensor other, float other_scale, int other_zero_point, float output_scale, int output_zero_point, int output_min=0, int output_max=255) -> Tensor @out
 ptlite::linear_dynamic_int8(Tensor input, Tensor weight, Tensor weight_scale, Tensor? bias) -> Tensor  @out
+ptlite::embedding_int8(Tensor weight, Tensor scales, Tensor indices) -> Tensor
 ptlite::lstm_dynamic_int8(Tensor input, Tensor[] hx, Tensor[] params, bool has_biases, int num_layers, bool bidirectional, bool batch_first) -> (Tensor, Tensor, Tensor)
 ptlite::gru_dynamic_int8(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers, bool bidirectional, bool batch_first) -> (Tensor, Tensor)
 """,

@@ -19,6 +19,9 @@ hidden) int8, its scales, then the float biases b_ih and b_hh where has_biases. 
 linear_dynamic_int8's (the input projection of all steps at once, then the recurrent one per step); the gates'
 arithmetic is float32, PyTorch's.
 
+embedding_int8 is aten::embedding on an int8 table with a float32 scale per row: the rows picked, times their
+scales, float32.
+
 dequantize_per_channel makes a symmetric int8 weight float32 (q times its channel's scale along `axis`): a
 PT2E-quantized model's weights as captured, which the QDQ folding (passes/fold_qdq.py) takes into int8 operators."""
 
@@ -35,6 +38,7 @@ ptlite::add_int8(Tensor self, float self_scale, int self_zero_point, Tensor othe
     int other_zero_point, float output_scale, int output_zero_point, int output_min=0, int output_max=255) -> Tensor
     @out
 ptlite::linear_dynamic_int8(Tensor input, Tensor weight, Tensor weight_scale, Tensor? bias) -> Tensor  @out
+ptlite::embedding_int8(Tensor weight, Tensor scales, Tensor indices) -> Tensor
 ptlite::lstm_dynamic_int8(Tensor input, Tensor[] hx, Tensor[] params, bool has_biases, int num_layers,
     bool bidirectional, bool batch_first) -> (Tensor, Tensor, Tensor)
 ptlite::gru_dynamic_int8(Tensor input, Tensor hx, Tensor[] params, bool has_biases, int num_layers,

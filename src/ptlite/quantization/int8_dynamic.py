@@ -2,9 +2,9 @@
 (int8.py), whose float inputs are quantized at every call, each row (token) over its own range
 (ptlite::linear_dynamic_int8): no calibration data, suited to transformers and recurrent networks, whose
 activations' ranges vary from input to input and token to token. Every aten::linear with a constant weight becomes
-one, inside control flow too, and every aten::lstm / aten::gru with constant weights its dynamic int8 form (the same
-products, per step); the program's metadata lists what stays float and why (`report`). Quantize a program as
-captured, before optimize_for_mobile.
+one, inside control flow too; every aten::lstm / aten::gru with constant weights its dynamic int8 form (the same
+products, per step); every aten::embedding's table becomes int8 with a scale per row. The program's metadata lists
+what stays float and why (`report`). Quantize a program as captured, before optimize_for_mobile.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from ptlite.ir.copy import copy_program
 from ptlite.ir.graph import Node, Program, Value
 from ptlite.ir.verifier import verify
 from ptlite.ir.weights import QUANTIZATION_KEY
-from ptlite.ops import GRU_DYNAMIC_INT8, LINEAR_DYNAMIC_INT8, LSTM_DYNAMIC_INT8
+from ptlite.ops import EMBEDDING_INT8, GRU_DYNAMIC_INT8, LINEAR_DYNAMIC_INT8, LSTM_DYNAMIC_INT8
 from ptlite.passes import DeadCode
 from ptlite.passes.base import NOT_CONSTANT, ConstantPool, constant_value, rewrite_nodes, weight_constant, weight_of
 
@@ -51,6 +51,18 @@ def quantize(program: Program) -> Program:
             else:
                 int8[RECURRENT[node.op]] += 1
             return nodes
+        if node.op == "aten::embedding":
+            table = weight_of(result, node.inputs[0])
+            if table is None or table.ndim != 2 or table.dtype != np.float32:
+                left[(node.op, "its table is not a constant float32 matrix")] += 1
+                return None
+            q, scales = quantize_weight(table)  # a scale per row
+            name = node.inputs[0].node.attrs["weight"]
+            constants = [weight_constant(result, f"{name}.{what}", array, node.source)
+                         for what, array in (("int8", q), ("scale", scales))]
+            int8[EMBEDDING_INT8] += 1
+            return [*constants, Node(EMBEDDING_INT8, [constants[0].outputs[0], constants[1].outputs[0],
+                                                      node.inputs[1]], node.outputs, source=node.source)]
         if node.op != "aten::linear":
             return None
         weight = weight_of(result, node.inputs[1])

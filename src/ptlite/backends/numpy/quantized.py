@@ -21,6 +21,7 @@ from ptlite.ops import (
     CONV2D_INT8,
     DEQUANTIZE_PER_CHANNEL,
     DEQUANTIZE_PER_TENSOR,
+    EMBEDDING_INT8,
     GRU_DYNAMIC_INT8,
     LINEAR_DYNAMIC_INT8,
     LINEAR_INT8,
@@ -277,6 +278,23 @@ def _linear_shape(where: str, input: np.ndarray, weight: np.ndarray) -> tuple[in
         raise KernelArgumentError(f"{where}: the input's last dimension is "
                                   f"{input.shape[-1] if input.ndim else 'missing'}, the weight expects {k}")
     return k, o
+
+
+@kernel(EMBEDDING_INT8)
+def embedding_int8(weight, scales, indices):
+    """Rows `indices` of an int8 table (V, D), each times its float32 scale."""
+    where = "embedding_int8"
+    if weight.dtype != np.int8 or weight.ndim != 2 or scales.shape != (weight.shape[0],):
+        raise KernelArgumentError(f"{where}: a {weight.dtype}{list(weight.shape)} table with {list(scales.shape)} "
+                                  "scales; it takes an int8 (rows, features) table and a scale per row")
+    if indices.dtype.kind not in "iu":
+        raise KernelArgumentError(f"{where}: the indices are {indices.dtype}; they must be integers")
+    if indices.size and (indices.min() < 0 or indices.max() >= weight.shape[0]):
+        bad = int(indices.min()) if indices.min() < 0 else int(indices.max())
+        raise KernelArgumentError(f"{where}: index {bad} is out of range for a table of {weight.shape[0]} rows")
+    rows = np.take(weight, indices, axis=0).astype(np.float32)
+    rows *= np.take(scales, indices)[..., None]
+    return rows
 
 
 @kernel(LSTM_DYNAMIC_INT8)
