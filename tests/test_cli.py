@@ -215,6 +215,17 @@ def test_convert_quantize_int8_static_calibrates_on_a_folder(work, capsys, monke
         f"tiny model int8_static: max |diff| {np.abs(got - want).max():.3g} of {np.abs(want).max():.3g}"
 
 
+def test_convert_quantize_int8_dynamic(work, capsys, monkeypatch):
+    monkeypatch.chdir(work["folder"])
+    code, out, err = cli(capsys, "convert", f"{MODULE}:tiny", "--input-shape", "1,3,16,16", "--quantize",
+                         "int8_dynamic", "-o", "dynamic.ptlite")
+    assert code == 0, err
+    assert "quantized: int8_dynamic: 1 layer(s) with int8 weights, inputs quantized per call and row" in out, out
+    got = ptlite.load(work["folder"] / "dynamic.ptlite")(work["x"])
+    want = torch_forward(work["model"], work["x"])
+    assert np.abs(got - want).max() <= 0.02 * np.abs(want).max(), f"max |diff| {np.abs(got - want).max()}"
+
+
 @pytest.mark.parametrize("flags, expected", [
     (["--quantize", "int8_static"], "--quantize int8_static needs --calibrate DIR"),
     (["--calibrate", "."], "--calibrate is int8_static's calibration data"),
