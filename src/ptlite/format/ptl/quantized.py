@@ -1,5 +1,7 @@
 """Quantized models (PyTorch's eager-mode or dynamic quantization, saved for the lite interpreter) are refused
-with one error naming their quantized operators, before their packed weights (native objects) are read."""
+with one error naming their quantized operators, before their packed weights (native objects) are read: their
+convolutions rebuild their packed weights in __setstate__ bytecode (quantized::conv2d_prepack), which the reader
+does not run yet. The same models captured from TorchScript run in int8 (ptlite.frontend.torch_quantized)."""
 
 from __future__ import annotations
 
@@ -33,6 +35,7 @@ def refuse_quantized(functions: dict[str, Function], name: str) -> None:
         return
     lines = [f"  {op}  (used in {', '.join(dict.fromkeys(where))})" for op, where in sorted(found.items())]
     raise UnsupportedOperatorError(
-        f"{name}: a quantized model; quantized models are not supported yet. It uses {len(found)} quantized "
-        "operator(s):\n" + "\n".join(lines) + "\nSave the float model (before torch.ao.quantization's prepare and "
-        "convert) for the lite interpreter instead; ptlite runs it in float32.")
+        f"{name}: a quantized model; ptlite does not read quantized .ptl files yet. It uses {len(found)} quantized "
+        "operator(s):\n" + "\n".join(lines) + "\nWhere you have the model, capture it instead: "
+        "ptlite.capture(torch.jit.script(quantized_model)) runs PyTorch's quantized operators in int8 (or "
+        "`ptlite convert` the scripted model); or quantize the float model with ptlite.quantize.")
