@@ -104,6 +104,10 @@ def main(out: Path) -> None:
                 ptlite.save(lowered, out / kind / f"{name}.{method}.ptlite")
             quantized = ptlite.optimize_for_mobile(ptlite.quantize(program, "fp16_weights"), backend="native")
             ptlite.save(_portable(quantized), out / "native" / f"{name}.{method}.fp16.ptlite")  # widened at load
+            calibration = [(torch.randn(*shape).numpy(),) for _ in range(2)]
+            for scheme, data in (("int8_static", calibration), ("int8_dynamic", None)):
+                int8 = ptlite.optimize_for_mobile(ptlite.quantize(program, scheme, data), backend="native")
+                ptlite.save(_portable(int8), out / "native" / f"{name}.{method}.{scheme}.ptlite")
         scripted = torch.jit.script(model)
         scripted._save_for_lite_interpreter(str(out / "ptl" / f"{name}.ptl"))
         scripted._save_for_lite_interpreter(str(out / "ptl" / f"{name}.flatbuffer.ptl"), _use_flatbuffer=True)
