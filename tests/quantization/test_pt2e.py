@@ -98,3 +98,21 @@ def test_mobilenet_v2_x86_folds_every_quantized_convolution():
     # one-step differences (rounding ties, the bias rounded to int32) flip later layers' rounding; measured 0.966
     assert cosine > 0.95 and np.argmax(got) == np.argmax(want), \
         f"mobilenet_v2 (PT2E, x86) folded: cosine {cosine:.4f} with PyTorch's int8 logits"
+
+
+def test_an_affine_weight_is_refused_whatever_its_granularity():
+    """A weight quantized per tensor with a nonzero zero point (a custom quantizer's affine weight observer) is
+    refused as the per-channel one is, not run as if symmetric (a review found it silently wrong)."""
+    from ptlite.frontend.pt2e import lower_decomposed
+    from ptlite.ir.graph import Graph, Node, Program, Value
+
+    program = Program(weights={"w": np.full((4, 3, 1, 1), 5, np.int8)})
+    w = Value(name="w", dtype="int8", shape=(4, 3, 1, 1))
+    consts = [Node("prim::Constant", [], [Value(type=t)], {"value": v})
+              for v, t in ((0.1, "float"), (-128, "int"), (-128, "int"), (127, "int"), (1, "int"))]
+    out = Value(name="w_real")
+    node = Node("quantized_decomposed::dequantize_per_tensor", [w, *(c.outputs[0] for c in consts)], [out])
+    graph = Graph("forward", [], [Node("prim::Constant", [], [w], {"weight": "w"}), *consts, node], [out])
+    program.methods["forward"] = graph
+    with pytest.raises(ptlite.errors.CaptureError, match="nonzero zero points"):
+        lower_decomposed(program)

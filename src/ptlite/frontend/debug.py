@@ -28,7 +28,11 @@ def first_divergence(model: torch.nn.Module, example_inputs: tuple, program: Pro
     """For a program captured by export from `model` with `example_inputs`: run both on `inputs` (default: the
     examples) and describe the first node whose output differs by more than rtol x its max |reference|."""
     inputs = inputs if inputs is not None else example_inputs
-    ep = torch.export.export(model.eval(), example_inputs)
+    try:
+        model = model.eval()
+    except NotImplementedError:  # a PT2E-quantized graph module refuses eval(): it is in eval mode already
+        pass
+    ep = torch.export.export(model, example_inputs)
     recorder = _Recorder(ep.module())
     with torch.inference_mode():
         recorder.run(*inputs)

@@ -59,7 +59,7 @@ def _lower(node: Node, program: Program) -> list[Node]:
             raise CaptureError(f"{where}: {node.op} with parameters computed at run time (dynamic quantization); "
                                "ptlite takes PT2E's static quantization")
         if name == "dequantize_per_tensor" and weight_of(program, x) is not None:
-            return _weight(node, program, x, np.full(1, scale), np.zeros(1), None, where)
+            return _weight(node, program, x, np.full(1, scale), np.full(1, zero_point), None, where)
         if dtype not in RANGES or (qmin, qmax) != RANGES[dtype]:
             raise CaptureError(f"{where}: {node.op} to ScalarType {dtype} over [{qmin}, {qmax}]; ptlite takes 8-bit "
                                "activations over their whole range (int8 -128..127 or uint8 0..255)")

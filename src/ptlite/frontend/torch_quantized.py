@@ -117,6 +117,10 @@ class QuantizedGraph:
         if not isinstance(value, torch._C.ScriptObject):
             return False
         name = value._type().qualified_name()
+        if name.endswith("CellParamsBase"):
+            raise CaptureError(f"{where}: an LSTM or GRU quantized by torch.ao.quantization.quantize_dynamic, whose "
+                               "packed cells ptlite does not read; capture the float model and quantize it with "
+                               "ptlite.quantize(program, 'int8_dynamic'), which quantizes LSTM and GRU layers")
         if name not in PACKED_CLASSES:
             return False
         self.packed[tv.unique()] = unpack(value, where)
@@ -136,6 +140,8 @@ class QuantizedGraph:
         if kind == "aten::dequantize":
             q = inputs[0]
             if q.id not in self.qparams:
+                if q.dtype in ("uint8", "quint8", "QUInt8"):
+                    self._input(q, source, kind)  # raises, saying what could not be followed
                 return None
             return self._dequantize(q, outputs[0], source)
         if kind.startswith("quantized::"):
@@ -155,8 +161,12 @@ class QuantizedGraph:
             nodes = self._dequantize(inputs[0], real, source)
             nodes.append(Node(key, [real, *inputs[1:]], [result], source=source))
             return nodes + self._quantize(result, outputs[0], *params, source)
-        raise CaptureError(f"{source}: {key} on a quantized tensor, which ptlite cannot run in int8; keep that part "
-                           "of the model float (a DeQuantStub before it, a QuantStub after)")
+        if key in ("prim::ListConstruct", "prim::TupleConstruct"):
+            raise CaptureError(f"{source or 'the model'}: a list of quantized tensors (for cat or stack): ptlite "
+                               "cannot run quantized concatenation (quantized::cat); keep that part of the model "
+                               "float (a DeQuantStub before it, a QuantStub after)")
+        raise CaptureError(f"{source or 'the model'}: {key} on a quantized tensor, which ptlite cannot run in int8; "
+                           "keep that part of the model float (a DeQuantStub before it, a QuantStub after)")
 
     # ------------------------------------------------------------------------------------------------ helpers
 
@@ -192,8 +202,36 @@ class QuantizedGraph:
     def _input(self, v: Value, source: str, kind: str) -> tuple[float, int]:
         if v.id not in self.qparams:
             raise CaptureError(f"{source}: {kind} reads a tensor whose scale and zero point ptlite could not follow "
-                               "from a quantize_per_tensor or a quantized operator")
+                               "from a quantize_per_tensor or a quantized operator (for example a result of "
+                               "control flow whose branches leave it with different ones)")
         return self.qparams[v.id]
+
+    def control_flow(self, node: Node) -> None:
+        """Give a prim::If's results (a prim::Loop's carried values) the scale and zero point that every branch
+        (the value entering the loop and the body's result) agrees on; the others stay unknown."""
+        if node.op == "prim::If":
+            sources = [[block.outputs[k] for block in node.blocks] for k in range(len(node.outputs))]
+        elif node.op == "prim::Loop":
+            sources = [[node.inputs[k + 2], node.blocks[0].outputs[k + 1]] for k in range(len(node.outputs))]
+        else:
+            return
+        for out, values in zip(node.outputs, sources):
+            params = {self.qparams.get(v.id) for v in values}
+            if len(params) == 1 and None not in params:
+                self._mark(out, *params.pop())
+
+    def outputs(self, values: list[Value]) -> tuple[list[Node], list[Value]]:
+        """A method's results as float: its quantized ones dequantized (ptlite's values carry no scale)."""
+        nodes: list[Node] = []
+        result = []
+        for v in values:
+            if v.id in self.qparams:
+                real = Value(name=f"{v.name}_real" if v.name else "", type="Tensor", dtype="float32")
+                nodes += self._dequantize(v, real, "the method's result")
+                result.append(real)
+            else:
+                result.append(v)
+        return nodes, result
 
     def _quantized_op(self, kind: str, tn: torch._C.Node, inputs: list[Value], outputs: list[Value],
                       source: str) -> list[Node]:

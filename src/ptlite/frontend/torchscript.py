@@ -152,11 +152,15 @@ class _Translator:
         inputs = [self.use(i) for i in tn.inputs()]
         if kind == "prim::If":
             blocks = [self.block(b) for b in tn.blocks()]
-            return [Node(kind, inputs, [self.define(o) for o in tn.outputs()], blocks=blocks, source=_source(tn))]
+            node = Node(kind, inputs, [self.define(o) for o in tn.outputs()], blocks=blocks, source=_source(tn))
+            self.quantized.control_flow(node)
+            return [node]
         if kind == "prim::Loop":
             (body,) = tn.blocks()
             block = self.block(body)
-            return [Node(kind, inputs, [self.define(o) for o in tn.outputs()], blocks=[block], source=_source(tn))]
+            node = Node(kind, inputs, [self.define(o) for o in tn.outputs()], blocks=[block], source=_source(tn))
+            self.quantized.control_flow(node)
+            return [node]
         outputs = [self.define(o) for o in tn.outputs()]
         translated = self.quantized.node(kind, _op_key(tn), tn, inputs, outputs, _source(tn))
         if translated is not None:  # a quantized model's operator, or one reading a quantized tensor
@@ -197,7 +201,8 @@ def _output_specs(graph: Graph, example_outputs: Any) -> list[ValueSpec]:
     for i, v in enumerate(graph.outputs):
         spec = ValueSpec(name=f"output{i}" if len(graph.outputs) > 1 else "output", type=v.type)
         if isinstance(example_outputs, torch.Tensor) and v.type == "Tensor":
-            spec.dtype = normalize_dtype_name(str(example_outputs.dtype))
+            # a quantized result is returned dequantized (QuantizedGraph.outputs)
+            spec.dtype = "float32" if example_outputs.is_quantized else normalize_dtype_name(str(example_outputs.dtype))
             spec.shape = tuple(None for _ in example_outputs.shape)
         specs.append(spec)
     return specs
@@ -226,7 +231,8 @@ def translate_script_module(sm: torch.jit.ScriptModule, example_inputs: tuple | 
         tr.objects[tinputs[0].unique()] = frozen
         params = [tr.define(i) for i in tinputs[1:]]
         body = tr.block(tgraph, params=params)
-        graph = Graph(name, body.inputs, body.nodes, body.outputs)
+        tail, results = tr.quantized.outputs(body.outputs)  # a quantized result is returned dequantized
+        graph = Graph(name, body.inputs, body.nodes + tail, results)
         graph.input_specs = _method_specs(sm, name, graph, example_inputs if name == "forward" else None)
         graph.output_specs = _output_specs(graph, example_outputs if name == "forward" else None)
         program.methods[name] = graph
