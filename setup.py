@@ -71,7 +71,7 @@ def _link_args() -> list[str]:
 
 
 SOURCES = ["module.c", "plan.c", "conv.c", "winograd.c", "rows.c", "attention.c", "copy.c", "broadcast.c",
-           "matmul.c", "recurrent.c", "params.c", "threads.c", "isa.c", "isa_generic.c", "isa_avx2.c",
+           "matmul.c", "qgemm.c", "recurrent.c", "params.c", "threads.c", "isa.c", "isa_generic.c", "isa_avx2.c",
            "isa_avx512.c"]
 
 setup(

@@ -111,7 +111,7 @@ def test_the_operator_table_names_each_kernel_and_its_module(lib):
             "from ptlite.backends import native\n"
             "from ptlite.backends.native import kernels\n"
             "seen, found = set(), {}\n"
-            "for module in ('kernels', 'attention', 'recurrent'):\n"
+            "for module in ('kernels', 'attention', 'recurrent', 'quantized'):\n"
             "    importlib.import_module('ptlite.backends.native.' + module)\n"
             "    found.update((k, module) for k in set(kernels.KERNELS) - seen)\n"
             "    seen = set(kernels.KERNELS)\n"

@@ -22,8 +22,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[3]
 CSRC = ROOT / "src" / "ptlite" / "backends" / "native" / "csrc"
-KERNELS = ["conv.c", "winograd.c", "rows.c", "attention.c", "copy.c", "broadcast.c", "matmul.c", "recurrent.c",
-           "params.c", "threads.c", "isa.c", "isa_generic.c", "isa_avx2.c", "isa_avx512.c"]
+KERNELS = ["conv.c", "winograd.c", "rows.c", "attention.c", "copy.c", "broadcast.c", "matmul.c", "qgemm.c",
+           "recurrent.c", "params.c", "threads.c", "isa.c", "isa_generic.c", "isa_avx2.c", "isa_avx512.c"]
 FLAGS = ["-std=c11", "-ffp-contract=fast", "-fno-math-errno", "-pthread", "-Wall", "-Wno-psabi", f"-I{CSRC}"]
 SANITIZE = ["-O1", "-g", "-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-fno-sanitize-recover=all"]
 X86 = platform.machine() in ("x86_64", "AMD64")
@@ -89,7 +89,7 @@ def test_the_binding_under_the_sanitizers(tmp_path):
     tests = [str(ROOT / "tests" / p) for p in ("backends/native/test_kernels.py", "backends/native/test_validation.py",
                                                 "backends/native/test_math.py", "backends/native/test_executor.py",
                                                 "backends/native/test_recurrent.py",
-                                                "kernels/test_packed.py")]
+                                                "backends/native/test_quantized.py", "kernels/test_packed.py")]
     fuzz = [str(ROOT / "tests" / "test_format.py") + f"::test_mutated_programs_fail_with_ptlite_errors_only[{which}]"
             for which in ("cnn", "sequence")]
     out = _run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *tests, *fuzz],

@@ -49,6 +49,7 @@ OPERATORS: dict[str, str] = {
                      "aten::matmul", "aten::mm"), "attention"),
     **dict.fromkeys(("aten::lstm.input", "aten::gru.input", "aten::rnn_tanh.input", "aten::rnn_relu.input"),
                     "recurrent"),
+    **dict.fromkeys((ops.CONV2D_INT8, ops.LINEAR_INT8), "quantized"),
 }
 
 

@@ -577,6 +577,59 @@ static PyObject *py_matmul(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* qgemm(x, w, offset, mult, y, (m, k, n, ldx, zy, lo, hi)): the int8 GEMM with requantization (qgemm.c); x and y
+ * uint8, w int8, offset int32, mult float32, each C-contiguous (the Python side guarantees the dtypes). */
+static int get_bytes(PyObject *obj, Py_buffer *view, int writable, const char *what)
+{
+    if (PyObject_GetBuffer(obj, view, writable ? (PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) : PyBUF_C_CONTIGUOUS) != 0) {
+        PyErr_Format(PyExc_ValueError, "%s must be a %sC-contiguous array", what, writable ? "writable " : "");
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *py_qgemm(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *obj[5];
+    pl_qgemm p;
+    if (!PyArg_ParseTuple(args, "OOOOO(LLLLLLL)", &obj[0], &obj[1], &obj[2], &obj[3], &obj[4], &p.m, &p.k, &p.n,
+                          &p.ldx, &p.zy, &p.lo, &p.hi))
+        return NULL;
+    static const char *const names[5] = {"the input", "the weight", "the offsets", "the multipliers", "the output"};
+    static const size_t item[5] = {1, 1, 4, 4, 1};
+    Py_buffer v[5];
+    int got = 0, ok = 1;
+    for (; got < 5; got++)
+        if (get_bytes(obj[got], &v[got], got == 4, names[got]) != 0) { ok = 0; break; }
+    char err[ERR_CAP];
+    if (ok && pl_qgemm_check(&p, (size_t)v[0].len / item[0], (size_t)v[1].len / item[1], (size_t)v[2].len / item[2],
+                             (size_t)v[3].len / item[3], (size_t)v[4].len / item[4], err, sizeof err) != 0) {
+        PyErr_SetString(PyExc_ValueError, err);
+        ok = 0;
+    }
+    for (int i = 0; ok && i < 4; i++)
+        if (overlaps(&v[4], &v[i])) {
+            PyErr_Format(PyExc_ValueError, "qgemm: the output overlaps %s", names[i]);
+            ok = 0;
+        }
+    if (ok) {
+        Py_BEGIN_ALLOW_THREADS
+        pl_qgemm_run(&p, v[0].buf, v[1].buf, v[2].buf, v[3].buf, v[4].buf);
+        Py_END_ALLOW_THREADS
+    }
+    for (int i = 0; i < got; i++) PyBuffer_Release(&v[i]);
+    if (!ok) return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_qgemm_vnni(PyObject *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    return PyBool_FromLong(pl_qgemm_vnni());
+}
+
 /* ------------------------------------------------------------------------------------------------ plans */
 
 #define STEP_INTS 40  /* int64 values per step in make_plan's encoding (kernels.py's PlanBuilder writes it) */
@@ -923,6 +976,8 @@ static PyMethodDef methods[] = {
     {"reduce", py_reduce, METH_VARARGS, "A scaled sum over the middle dimension of (outer, r, inner)."},
     {"attention", py_attention, METH_VARARGS, "Scaled dot-product attention with an optional additive mask."},
     {"pad", py_pad, METH_VARARGS, "Constant padding (a negative amount crops)."},
+    {"qgemm", py_qgemm, METH_VARARGS, "The int8 GEMM with requantization (uint8 x int8 -> uint8)."},
+    {"qgemm_vnni", py_qgemm_vnni, METH_NOARGS, "Whether the int8 GEMM runs on AVX-512 VNNI."},
     {"matmul", py_matmul, METH_VARARGS, "Batched matrix products, the right operand read at any strides."},
     {"hold_buffer", py_hold_buffer, METH_VARARGS, "Keep a read-only buffer in a plan for its runs."},
     {"make_plan", py_make_plan, METH_VARARGS, "Validate a planned region's steps; returns the plan."},

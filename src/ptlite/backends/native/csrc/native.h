@@ -324,4 +324,17 @@ void pl_broadcast_run(const pl_broadcast *p, const float *a, const float *b, flo
 /* rows.c */
 void pl_reduce_run(const pl_reduce *p, const float *x, float *y);
 
+/* qgemm.c: the int8 GEMM with requantization (uint8 activations, int8 weights packed (ceil(k / 4), n rounded up to
+ * PL_QNR, 4), int32 offsets, float32 multipliers; see qgemm.c). pl_qgemm_vnni: whether runs use AVX-512 VNNI. */
+#define PL_QNR 16
+#define PL_QGEMM_MAX_K 60000  /* k * 255 * 128 stays below 2^31 with room for the offsets */
+typedef struct {
+    int64_t m, k, n, ldx, zy, lo, hi;
+} pl_qgemm;
+int pl_qgemm_check(const pl_qgemm *p, size_t x_len, size_t w_len, size_t offset_len, size_t mult_len, size_t y_len,
+                   char *err, size_t cap);
+int pl_qgemm_run(const pl_qgemm *p, const uint8_t *x, const int8_t *w, const int32_t *offset, const float *mult,
+                 uint8_t *y);
+int pl_qgemm_vnni(void);
+
 #endif

@@ -1,0 +1,121 @@
+"""The native backend's int8 kernels: linear_int8 and dense (groups == 1) conv2d_int8 on the library's int8 GEMM
+(csrc/qgemm.c: AVX-512 VNNI where the CPU has it, plain C elsewhere), bit for bit the reference's results (the same
+integer sums, the same float32 requantization). A convolution's input becomes the GEMM's rows here (im2col in
+NumPy, padded with the zero point; a pointwise one's channels-last input as it is). Other arguments (grouped and
+depthwise convolutions, offsets past int32) go to the reference's kernels.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ptlite.backends.numpy._derived import derived
+from ptlite.ops import CONV2D_INT8, LINEAR_INT8
+
+from . import _native as lib
+from .kernels import _kernel, _reference
+
+QNR = 16  # the GEMM's column block (PL_QNR)
+MAX_K = 60000  # PL_QGEMM_MAX_K
+INT32 = 1 << 31
+
+
+def pack(weight: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """An int8 (K, N) weight as the GEMM reads it, (ceil(K / 4), N rounded up to QNR, 4), rows and columns past K and
+    N zero; and its columns' sums (int64)."""
+    k, n = weight.shape
+    k4, np_ = -(-k // 4), -(-n // QNR) * QNR
+    padded = np.zeros((k4 * 4, np_), np.int8)
+    padded[:k, :n] = weight
+    packed = np.ascontiguousarray(padded.reshape(k4, 4, np_).transpose(0, 2, 1))
+    return packed, weight.astype(np.int64).sum(axis=0)
+
+
+def _gemm(x2: np.ndarray, input_scale: float, input_zero_point: int, weight: np.ndarray, weight_scale: np.ndarray,
+          bias: np.ndarray | None, output_scale: float, output_zero_point: int, output_min: int, output_max: int,
+          y2: np.ndarray) -> bool:
+    """y2 (m, n) uint8 = the int8 GEMM of x2 (m, k) uint8 and weight (k, n); False (nothing written) where the
+    library does not take the arguments."""
+    k, n = weight.shape
+    if k > MAX_K or not (0 <= output_min <= output_max <= 255) or not 0 <= output_zero_point <= 255:
+        return False
+    packed, colsum = derived((weight,), ("qgemm pack",), lambda: pack(weight))
+    product_scale = np.float32(input_scale) * weight_scale
+    offset = -int(input_zero_point) * colsum
+    if bias is not None:
+        offset = offset + np.rint(bias.astype(np.float64) / product_scale.astype(np.float64)).astype(np.int64)
+    if np.abs(offset).max(initial=0) + k * 255 * 128 >= INT32:
+        return False  # the reference sums in int64
+    padded = packed.shape[1]  # offsets and multipliers are read a whole column block at a time
+    offsets = np.zeros(padded, np.int32)
+    offsets[:n] = offset
+    multipliers = np.zeros(padded, np.float32)
+    multipliers[:n] = product_scale / np.float32(output_scale)
+    lib.qgemm(x2, packed, offsets, multipliers, y2,
+              (x2.shape[0], k, n, k, int(output_zero_point), int(output_min), int(output_max)))
+    return True
+
+
+@_kernel(LINEAR_INT8)
+def linear_int8(input, input_scale, input_zero_point, weight, weight_scale, bias, output_scale, output_zero_point,
+                output_min=0, output_max=255, *, out=None):
+    if input.dtype == np.uint8 and weight.dtype == np.int8 and weight.ndim == 2 and input.ndim >= 1 \
+            and input.shape[-1] == weight.shape[0] and input.size and weight_scale.dtype == np.float32 \
+            and weight_scale.shape == (weight.shape[1],):
+        shape = input.shape[:-1] + (weight.shape[1],)
+        into = isinstance(out, np.ndarray) and out.shape == shape and out.dtype == np.uint8 \
+            and out.flags.c_contiguous and out.flags.writeable
+        y = out if into else np.empty(shape, np.uint8)
+        x2 = np.ascontiguousarray(input).reshape(-1, weight.shape[0])
+        if _gemm(x2, input_scale, input_zero_point, weight, weight_scale, bias, output_scale, output_zero_point,
+                 output_min, output_max, y.reshape(-1, weight.shape[1])):
+            return y
+    return _reference(LINEAR_INT8)(input, input_scale, input_zero_point, weight, weight_scale, bias, output_scale,
+                                   output_zero_point, output_min, output_max, out=out)
+
+
+@_kernel(CONV2D_INT8)
+def conv2d_int8(input, input_scale, input_zero_point, weight, weight_scale, bias, kernel_size, stride, padding,
+                dilation, groups, output_scale, output_zero_point, output_min=0, output_max=255, *, out=None):
+    if int(groups) == 1 and input.dtype == np.uint8 and input.ndim == 4 and weight.dtype == np.int8 \
+            and weight.ndim == 2 and input.size and weight_scale.dtype == np.float32 \
+            and weight_scale.shape == (weight.shape[1],) and 0 <= int(input_zero_point) <= 255 \
+            and weight.shape[0] == input.shape[1] * kernel_size[0] * kernel_size[1]:
+        x2, (n, ho, wo) = _patches(input, kernel_size, stride, padding, dilation, int(input_zero_point))
+        o = weight.shape[1]
+        target = out.transpose(0, 2, 3, 1) if isinstance(out, np.ndarray) and out.shape == (n, o, ho, wo) \
+            and out.dtype == np.uint8 and out.flags.writeable else None
+        into = target is not None and target.flags.c_contiguous
+        y = target if into else np.empty((n, ho, wo, o), np.uint8)
+        if x2.shape[0] and _gemm(x2, input_scale, input_zero_point, weight, weight_scale, bias, output_scale,
+                                 output_zero_point, output_min, output_max, y.reshape(n * ho * wo, o)):
+            return out if into else y.transpose(0, 3, 1, 2)
+    return _reference(CONV2D_INT8)(input, input_scale, input_zero_point, weight, weight_scale, bias, kernel_size,
+                                   stride, padding, dilation, groups, output_scale, output_zero_point, output_min,
+                                   output_max, out=out)
+
+
+def _patches(input: np.ndarray, kernel_size, stride, padding, dilation, zero_point: int
+             ) -> tuple[np.ndarray, tuple[int, int, int]]:
+    """The dense convolution's input as the GEMM's rows: (N * Ho * Wo, kh * kw * C) uint8, taps ordered (kh, kw, C)
+    as the packed weight's rows, the padding the input's zero point (the real 0); a 1x1 stride-1 unpadded
+    convolution's channels-last input as it is."""
+    n, c, h, w = input.shape
+    kh, kw = (int(v) for v in kernel_size)
+    sh, sw = (int(v) for v in stride)
+    dh, dw = (int(v) for v in dilation)
+    top, bottom, left, right = (int(v) for v in padding)
+    ho = (h + top + bottom - dh * (kh - 1) - 1) // sh + 1
+    wo = (w + left + right - dw * (kw - 1) - 1) // sw + 1
+    nhwc = input.transpose(0, 2, 3, 1)
+    if (kh, kw, sh, sw, top, bottom, left, right) == (1, 1, 1, 1, 0, 0, 0, 0):
+        rows = nhwc if nhwc.flags.c_contiguous else np.ascontiguousarray(nhwc)
+        return rows.reshape(n * h * w, c), (n, h, w)
+    if ho < 1 or wo < 1:
+        return np.empty((0, kh * kw * c), np.uint8), (n, max(ho, 0), max(wo, 0))
+    padded = np.full((n, h + top + bottom, w + left + right, c), zero_point, np.uint8)
+    padded[:, top:top + h, left:left + w] = nhwc
+    s = padded.strides
+    view = np.lib.stride_tricks.as_strided(padded, (n, ho, wo, kh, kw, c),
+                                           (s[0], s[1] * sh, s[2] * sw, s[1] * dh, s[2] * dw, s[3]), writeable=False)
+    return np.ascontiguousarray(view).reshape(n * ho * wo, kh * kw * c), (n, ho, wo)

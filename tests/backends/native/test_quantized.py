@@ -1,0 +1,98 @@
+"""The native int8 kernels (linear_int8 and dense conv2d_int8 on csrc/qgemm.c) give the NumPy reference's results
+bit for bit (the same integer sums, the same float32 requantization), on every instruction set this CPU has (AVX-512
+runs VNNI where the CPU has it), for reductions past the reference's float32 bound, every zero point and clamp;
+what the library does not take goes to the reference."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ptlite.backends.numpy import quantized as reference
+
+
+@pytest.fixture
+def native(lib):
+    from ptlite.backends.native import quantized
+
+    return quantized
+
+
+def _case(rng, m, k, n, relu, with_bias=True):
+    x = rng.integers(0, 256, (m, k)).astype(np.uint8)
+    w = rng.integers(-127, 128, (k, n)).astype(np.int8)
+    scales = ((rng.random(n) + 0.1) / 100).astype(np.float32)
+    bias = rng.standard_normal(n).astype(np.float32) if with_bias else None
+    zx, zo = int(rng.integers(0, 256)), int(rng.integers(0, 256))
+    so = float(rng.random() * 0.5 + 0.01) * k ** 0.5
+    return x, 0.02, zx, w, scales, bias, so, zo, (zo if relu else 0), 255
+
+
+@pytest.mark.parametrize("m, k, n", [(1, 1, 1), (5, 3, 17), (64, 16, 96), (33, 200, 40), (7, 700, 31),
+                                     (130, 96, 24), (3, 4096, 10)])
+@pytest.mark.parametrize("relu", [False, True])
+def test_linear_int8_is_the_reference_bit_for_bit(native, isa, m, k, n, relu):
+    rng = np.random.default_rng(m * 1000 + k + n)
+    args = _case(rng, m, k, n, relu, with_bias=(m % 2 == 1))
+    want = reference.linear_int8(*args)
+    got = native.linear_int8(*args)
+    assert got.dtype == np.uint8 and np.array_equal(got, want), \
+        f"linear_int8 ({isa}) m={m} k={k} n={n}: {int((got != want).sum())} outputs differ from the reference"
+
+
+@pytest.mark.parametrize("layout", ["channels-last", "nchw"])
+def test_pointwise_conv2d_int8_is_the_reference_bit_for_bit(native, isa, layout):
+    rng = np.random.default_rng(3)
+    x = rng.integers(0, 256, (2, 24, 9, 7)).astype(np.uint8)
+    if layout == "channels-last":
+        x = x.transpose(0, 2, 3, 1).copy().transpose(0, 3, 1, 2)
+    w = rng.integers(-127, 128, (24, 40)).astype(np.int8)
+    args = (x, 0.03, 17, w, (rng.random(40) / 50).astype(np.float32), rng.standard_normal(40).astype(np.float32),
+            [1, 1], [1, 1], [0, 0, 0, 0], [1, 1], 1, 0.2, 100, 100, 255)
+    want = reference.conv2d_int8(*args)
+    got = native.conv2d_int8(*args)
+    assert np.array_equal(got, want), f"pointwise conv2d_int8 ({isa}, {layout} input) differs from the reference"
+    assert got.transpose(0, 2, 3, 1).flags.c_contiguous, "the result is not channels-last"
+    out = np.empty((2, 9, 7, 40), np.uint8).transpose(0, 3, 1, 2)
+    assert native.conv2d_int8(*args, out=out) is out and np.array_equal(out, want), "out= not written"
+
+
+@pytest.mark.parametrize("kernel, stride, padding, dilation", [
+    (3, 1, [1, 1, 1, 1], 1), (3, 2, [1, 1, 1, 1], 1), (5, 1, [0, 2, 1, 0], 1), (3, 1, [2, 2, 2, 2], 2),
+    (7, 2, [3, 3, 3, 3], 1), (3, 3, [0, 0, 0, 0], 1)])
+def test_dense_conv2d_int8_is_the_reference_bit_for_bit(native, isa, kernel, stride, padding, dilation):
+    """im2col padded with the input's zero point, then the GEMM: every tap, stride, padding and dilation."""
+    rng = np.random.default_rng(kernel * 10 + stride)
+    x = rng.integers(0, 256, (2, 5, 11, 10)).astype(np.uint8)
+    from ptlite.ops.layouts import pack_conv2d_weight
+
+    w = pack_conv2d_weight(rng.integers(-127, 128, (9, 5, kernel, kernel)).astype(np.int8), 1)
+    args = (x, 0.03, 201, w, (rng.random(9) / 50).astype(np.float32), rng.standard_normal(9).astype(np.float32),
+            [kernel, kernel], [stride, stride], padding, [dilation, dilation], 1, 0.2, 30, 30, 255)
+    want = reference.conv2d_int8(*args)
+    got = native.conv2d_int8(*args)
+    assert np.array_equal(got, want), f"{kernel}x{kernel} conv2d_int8 ({isa}) stride {stride} padding {padding} " \
+                                      f"dilation {dilation}: {int((got != want).sum())} outputs differ"
+
+
+def test_what_the_library_does_not_take_goes_to_the_reference(native):
+    rng = np.random.default_rng(4)
+    x = rng.integers(0, 256, (1, 8, 6, 6)).astype(np.uint8)
+    w = rng.integers(-127, 128, (9, 8)).astype(np.int8)  # depthwise
+    args = (x, 0.03, 17, w, np.full(8, 0.01, np.float32), None, [3, 3], [1, 1], [1, 1, 1, 1], [1, 1], 8, 0.2, 100)
+    assert np.array_equal(native.conv2d_int8(*args), reference.conv2d_int8(*args)), "depthwise conv2d_int8"
+    big = _case(rng, 2, 8, 3, False)  # a bias too large for int32 offsets: the reference sums in int64
+    huge = (big[0], 1e-6, *big[2:4], np.full(3, 1e-6, np.float32), np.full(3, 1e6, np.float32), *big[6:])
+    assert np.array_equal(native.linear_int8(*huge), reference.linear_int8(*huge))
+
+
+def test_the_library_checks_its_buffers(lib):
+    x = np.zeros((4, 8), np.uint8)
+    packed = np.zeros((2, 16, 4), np.int8)
+    offsets, mults = np.zeros(16, np.int32), np.zeros(16, np.float32)
+    with pytest.raises(ValueError, match="shorter than the sizes need"):
+        lib.qgemm(x, packed, offsets, mults, np.zeros((4, 3), np.uint8), (5, 8, 3, 8, 0, 0, 255))
+    with pytest.raises(ValueError, match="invalid sizes"):
+        lib.qgemm(x, packed, offsets, mults, np.zeros((4, 3), np.uint8), (4, 9, 3, 8, 0, 0, 255))
+    with pytest.raises(ValueError, match="outside uint8"):
+        lib.qgemm(x, packed, offsets, mults, np.zeros((4, 3), np.uint8), (4, 8, 3, 8, 300, 0, 255))
