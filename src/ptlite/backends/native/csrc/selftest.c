@@ -773,6 +773,53 @@ static void test_pool(void)
     }
 }
 
+/* The int8 GEMM against plain integer sums and the same float32 requantization, bytes compared exactly: rows and
+ * columns past a block, reductions not a multiple of four, both clamps. */
+static void test_qgemm(const char *isa)
+{
+    static const int64_t shapes[][3] = {{1, 1, 1}, {5, 3, 17}, {9, 37, 33}, {70, 130, 16}, {3, 301, 5}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        const int64_t m = shapes[s][0], k = shapes[s][1], n = shapes[s][2];
+        const int64_t np = (n + PL_QNR - 1) / PL_QNR * PL_QNR, k4 = (k + 3) / 4;
+        uint8_t *x = malloc((size_t)(m * k)), *y = malloc((size_t)(m * n)), *want = malloc((size_t)(m * n));
+        int8_t *w = malloc((size_t)(k * n)), *packed = calloc((size_t)(k4 * np * 4), 1);
+        int32_t *offset = calloc((size_t)np, sizeof *offset);
+        float *mult = calloc((size_t)np, sizeof *mult);
+        for (int64_t i = 0; i < m * k; i++) x[i] = (uint8_t)((frand() + 1) * 127.9);
+        for (int64_t i = 0; i < k * n; i++) w[i] = (int8_t)(frand() * 127);
+        for (int64_t r = 0; r < k; r++)
+            for (int64_t j = 0; j < n; j++) packed[((r / 4) * np + j) * 4 + r % 4] = w[r * n + j];
+        for (int64_t j = 0; j < n; j++) {
+            offset[j] = (int32_t)(frand() * 5000);
+            mult[j] = (float)((frand() + 1.5) * 0.3 / (double)(k * 64));
+        }
+        const pl_qgemm p = {m, k, n, k, 1 + (int64_t)s * 40, s % 2 ? 1 + (int64_t)s * 40 : 0, 255};
+        for (int64_t i = 0; i < m; i++)
+            for (int64_t j = 0; j < n; j++) {
+                int64_t acc = offset[j];
+                for (int64_t r = 0; r < k; r++) acc += (int64_t)x[i * k + r] * w[r * n + j];
+                float v = nearbyintf((float)acc * mult[j]) + (float)p.zy;
+                v = v < (float)p.lo ? (float)p.lo : v > (float)p.hi ? (float)p.hi : v;
+                want[i * n + j] = (uint8_t)v;
+            }
+        char err[256];
+        checks++;
+        if (pl_qgemm_check(&p, (size_t)(m * k), (size_t)(k4 * np * 4), (size_t)np, (size_t)np, (size_t)(m * n), err,
+                           sizeof err) != 0) {
+            printf("FAIL %s qgemm %lld x %lld x %lld: %s\n", isa, (long long)m, (long long)k, (long long)n, err);
+            failures++;
+        } else {
+            pl_qgemm_run(&p, x, packed, offset, mult, y);
+            if (memcmp(y, want, (size_t)(m * n)) != 0) {
+                printf("FAIL %s qgemm %lld x %lld x %lld: bytes differ from the integer sums\n", isa, (long long)m,
+                       (long long)k, (long long)n);
+                failures++;
+            }
+        }
+        free(x); free(y); free(want); free(w); free(packed); free(offset); free(mult);
+    }
+}
+
 int main(void)
 {
     size_t n;
@@ -793,6 +840,7 @@ int main(void)
         test_attention(all[i]->name);
         test_broadcast_and_reduce(all[i]->name);
         test_rnn_stack(all[i]->name);
+        test_qgemm(all[i]->name);
         tested++;
     }
     test_hostile_parameters();
