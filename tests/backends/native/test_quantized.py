@@ -75,12 +75,27 @@ def test_dense_conv2d_int8_is_the_reference_bit_for_bit(native, isa, kernel, str
                                       f"dilation {dilation}: {int((got != want).sum())} outputs differ"
 
 
+@pytest.mark.parametrize("kernel, stride, padding, dilation", [
+    (3, 1, 1, 1), (3, 2, 1, 1), (5, 1, 2, 1), (3, 1, 2, 2), (5, 2, 2, 1)])
+def test_depthwise_conv2d_int8_is_the_reference_bit_for_bit(native, isa, kernel, stride, padding, dilation):
+    """The library's float32 depthwise convolution of (input - zero point): its sums of a few integer products are
+    exact in float32, so the requantized bytes are the reference's."""
+    rng = np.random.default_rng(kernel + 7 * stride)
+    x = rng.integers(0, 256, (2, 24, 13, 11)).astype(np.uint8).transpose(0, 2, 3, 1).copy().transpose(0, 3, 1, 2)
+    w = rng.integers(-127, 128, (kernel * kernel, 24)).astype(np.int8)
+    args = (x, 0.02, 77, w, (rng.random(24) / 50).astype(np.float32), rng.standard_normal(24).astype(np.float32),
+            [kernel, kernel], [stride, stride], [padding] * 4, [dilation, dilation], 24, 0.1, 50, 50, 255)
+    got, want = native.conv2d_int8(*args), reference.conv2d_int8(*args)
+    assert np.array_equal(got, want), f"depthwise {kernel}x{kernel} conv2d_int8 ({isa}): " \
+                                      f"{int((got != want).sum())} outputs differ from the reference"
+
+
 def test_what_the_library_does_not_take_goes_to_the_reference(native):
     rng = np.random.default_rng(4)
     x = rng.integers(0, 256, (1, 8, 6, 6)).astype(np.uint8)
-    w = rng.integers(-127, 128, (9, 8)).astype(np.int8)  # depthwise
-    args = (x, 0.03, 17, w, np.full(8, 0.01, np.float32), None, [3, 3], [1, 1], [1, 1, 1, 1], [1, 1], 8, 0.2, 100)
-    assert np.array_equal(native.conv2d_int8(*args), reference.conv2d_int8(*args)), "depthwise conv2d_int8"
+    w = rng.integers(-127, 128, (2, 9 * 4, 3)).astype(np.int8)  # two groups of four channels
+    args = (x, 0.03, 17, w, np.full(6, 0.01, np.float32), None, [3, 3], [1, 1], [1, 1, 1, 1], [1, 1], 2, 0.2, 100)
+    assert np.array_equal(native.conv2d_int8(*args), reference.conv2d_int8(*args)), "grouped conv2d_int8"
     big = _case(rng, 2, 8, 3, False)  # a bias too large for int32 offsets: the reference sums in int64
     huge = (big[0], 1e-6, *big[2:4], np.full(3, 1e-6, np.float32), np.full(3, 1e6, np.float32), *big[6:])
     assert np.array_equal(native.linear_int8(*huge), reference.linear_int8(*huge))

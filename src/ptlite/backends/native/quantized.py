@@ -1,8 +1,10 @@
 """The native backend's int8 kernels: linear_int8 and dense (groups == 1) conv2d_int8 on the library's int8 GEMM
 (csrc/qgemm.c: AVX-512 VNNI where the CPU has it, plain C elsewhere), bit for bit the reference's results (the same
 integer sums, the same float32 requantization). A convolution's input becomes the GEMM's rows here (im2col in
-NumPy, padded with the zero point; a pointwise one's channels-last input as it is). Other arguments (grouped and
-depthwise convolutions, offsets past int32) go to the reference's kernels.
+NumPy, padded with the zero point; a pointwise one's channels-last input as it is). A depthwise convolution runs the
+library's float32 depthwise kernel on the input minus its zero point (its few products per output sum exactly in
+float32), then the reference's requantization. Other arguments (other grouped convolutions, offsets past int32) go
+to the reference's kernels.
 """
 
 from __future__ import annotations
@@ -10,10 +12,12 @@ from __future__ import annotations
 import numpy as np
 
 from ptlite.backends.numpy._derived import derived
+from ptlite.backends.numpy.quantized import as_float, exact_dtype, requantize
 from ptlite.ops import CONV2D_INT8, LINEAR_INT8
 
 from . import _native as lib
-from .kernels import _kernel, _reference
+from .arguments import activation_epilogue
+from .kernels import _kernel, _reference, conv_nhwc
 
 QNR = 16  # the GEMM's column block (PL_QNR)
 MAX_K = 60000  # PL_QGEMM_MAX_K
@@ -90,9 +94,36 @@ def conv2d_int8(input, input_scale, input_zero_point, weight, weight_scale, bias
         if x2.shape[0] and _gemm(x2, input_scale, input_zero_point, weight, weight_scale, bias, output_scale,
                                  output_zero_point, output_min, output_max, y.reshape(n * ho * wo, o)):
             return out if into else y.transpose(0, 3, 1, 2)
+    if input.dtype == np.uint8 and input.ndim == 4 and weight.dtype == np.int8 and weight.ndim == 2 \
+            and int(groups) == input.shape[1] == weight.shape[1] > 1 and input.size \
+            and weight.shape[0] == kernel_size[0] * kernel_size[1] and weight_scale.shape == (weight.shape[1],) \
+            and 0 <= int(input_zero_point) <= 255:
+        y = _depthwise(input, input_scale, int(input_zero_point), weight, weight_scale, bias, kernel_size, stride,
+                       padding, dilation, output_scale, int(output_zero_point), int(output_min), int(output_max))
+        if y is not None:
+            return y
     return _reference(CONV2D_INT8)(input, input_scale, input_zero_point, weight, weight_scale, bias, kernel_size,
                                    stride, padding, dilation, groups, output_scale, output_zero_point, output_min,
                                    output_max, out=out)
+
+
+def _depthwise(input, input_scale, zero_point, weight, weight_scale, bias, kernel_size, stride, padding, dilation,
+               output_scale, output_zero_point, output_min, output_max) -> np.ndarray | None:
+    """A depthwise conv2d_int8 by the library's float32 depthwise convolution of (input - zero point): exact, since
+    a tap's few products of integers sum exactly in float32 (exact_dtype), then the reference's requantization:
+    the reference's results, bit for bit. None where the sums could leave float32's integers."""
+    k = weight.shape[0]
+    if exact_dtype(k, zero_point, weight) != np.float32:
+        return None
+    nhwc = input.transpose(0, 2, 3, 1)
+    shifted = np.subtract(nhwc, np.float32(zero_point), dtype=np.float32)  # C-contiguous NHWC
+    acc = conv_nhwc(shifted, as_float(weight, np.dtype(np.float32)), None, tuple(kernel_size), tuple(stride),
+                    tuple(padding), tuple(dilation), input.shape[1], activation_epilogue("none", ()))
+    if acc is None:
+        return None
+    result = requantize(acc, bias, np.float32(input_scale) * weight_scale, output_scale, output_zero_point,
+                        output_min, output_max)
+    return result.transpose(0, 3, 1, 2)
 
 
 def _patches(input: np.ndarray, kernel_size, stride, padding, dilation, zero_point: int
