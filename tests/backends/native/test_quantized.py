@@ -75,18 +75,21 @@ def test_dense_conv2d_int8_is_the_reference_bit_for_bit(native, isa, kernel, str
                                       f"dilation {dilation}: {int((got != want).sum())} outputs differ"
 
 
+@pytest.mark.parametrize("layout", ["channels-last", "nchw"])
 @pytest.mark.parametrize("kernel, stride, padding, dilation", [
     (3, 1, 1, 1), (3, 2, 1, 1), (5, 1, 2, 1), (3, 1, 2, 2), (5, 2, 2, 1)])
-def test_depthwise_conv2d_int8_is_the_reference_bit_for_bit(native, isa, kernel, stride, padding, dilation):
+def test_depthwise_conv2d_int8_is_the_reference_bit_for_bit(native, isa, kernel, stride, padding, dilation, layout):
     """The library's float32 depthwise convolution of (input - zero point): its sums of a few integer products are
     exact in float32, so the requantized bytes are the reference's."""
     rng = np.random.default_rng(kernel + 7 * stride)
-    x = rng.integers(0, 256, (2, 24, 13, 11)).astype(np.uint8).transpose(0, 2, 3, 1).copy().transpose(0, 3, 1, 2)
+    x = rng.integers(0, 256, (2, 24, 13, 11)).astype(np.uint8)
+    if layout == "channels-last":
+        x = x.transpose(0, 2, 3, 1).copy().transpose(0, 3, 1, 2)
     w = rng.integers(-127, 128, (kernel * kernel, 24)).astype(np.int8)
     args = (x, 0.02, 77, w, (rng.random(24) / 50).astype(np.float32), rng.standard_normal(24).astype(np.float32),
             [kernel, kernel], [stride, stride], [padding] * 4, [dilation, dilation], 24, 0.1, 50, 50, 255)
     got, want = native.conv2d_int8(*args), reference.conv2d_int8(*args)
-    assert np.array_equal(got, want), f"depthwise {kernel}x{kernel} conv2d_int8 ({isa}): " \
+    assert np.array_equal(got, want), f"depthwise {kernel}x{kernel} conv2d_int8 ({isa}, {layout}): " \
                                       f"{int((got != want).sum())} outputs differ from the reference"
 
 
