@@ -15,7 +15,7 @@ from ptlite.errors import CaptureError
 from ptlite.ir.graph import Node, Program, Value
 from ptlite.ir.weights import PYTORCH_SCHEME, QUANTIZATION_KEY
 from ptlite.ops import DEQUANTIZE_PER_CHANNEL, DEQUANTIZE_PER_TENSOR, QUANTIZE_PER_TENSOR
-from ptlite.passes.base import NOT_CONSTANT, add_weight, constant_value, weight_of
+from ptlite.passes.base import NOT_CONSTANT, add_weight, blocks, constant_value, weight_of
 
 NAMESPACE = "quantized_decomposed::"
 INT8, UINT8 = 1, 0  # ScalarType codes
@@ -27,7 +27,7 @@ def lower_decomposed(program: Program) -> None:
     docstring); CaptureError for what ptlite cannot take (dynamic parameters, other dtypes, affine weights)."""
     found = False
     for graph in program.methods.values():
-        for block in _blocks(graph):
+        for block in blocks(graph):
             rewritten: list[Node] = []
             for node in block.nodes:
                 if node.op.startswith(NAMESPACE):
@@ -39,15 +39,6 @@ def lower_decomposed(program: Program) -> None:
     if found:
         program.metadata[QUANTIZATION_KEY] = {"scheme": PYTORCH_SCHEME, "int8": {}, "float": [],
                                               "pt2e": "quantize/dequantize pairs; optimize_for_mobile folds them"}
-
-
-def _blocks(graph):
-    stack = [graph]
-    while stack:
-        block = stack.pop()
-        yield block
-        for node in block.nodes:
-            stack.extend(node.blocks)
 
 
 def _lower(node: Node, program: Program) -> list[Node]:

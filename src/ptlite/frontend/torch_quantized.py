@@ -183,6 +183,18 @@ class QuantizedGraph:
         v = Value(name=name, type="Tensor", dtype=str(array.dtype), shape=tuple(array.shape))
         return Node("prim::Constant", [], [v], {"weight": name}), v
 
+    def _packed_values(self, packed: Packed, source: str) -> tuple[list[Node], tuple[Value, Value, Value]]:
+        """Constants for a packed weight's int8 matrix, its scales and its bias (or None), and their values."""
+        hint = _hint(source)
+        w_node, w = self._weight_nodes(packed.weight, f"{hint}.int8")
+        s_node, s = self._weight_nodes(packed.scales, f"{hint}.scale")
+        if packed.bias is None:
+            bias_nodes, (bias,) = self._consts((None, "NoneType"))
+        else:
+            b_node, bias = self._weight_nodes(packed.bias, f"{hint}.bias")
+            bias_nodes = [b_node]
+        return [w_node, s_node, *bias_nodes], (w, s, bias)
+
     def _quantize(self, x: Value, out: Value, scale: float, zero_point: int, source: str) -> list[Node]:
         nodes, (s, z) = self._consts((scale, "float"), (zero_point, "int"))
         self._mark(out, scale, zero_point)
@@ -243,16 +255,8 @@ class QuantizedGraph:
             sx, zx = self._input(inputs[0], source, kind)
             out_min = int(zero_point) if name.endswith("_relu") else 0
             nodes, consts = self._consts((sx, "float"), (zx, "int"))
-            hint = _hint(source)
-            w_node, w = self._weight_nodes(packed.weight, f"{hint}.int8")
-            s_node, s = self._weight_nodes(packed.scales, f"{hint}.scale")
-            nodes += [w_node, s_node]
-            if packed.bias is None:
-                bias_nodes, (bias,) = self._consts((None, "NoneType"))
-            else:
-                b_node, bias = self._weight_nodes(packed.bias, f"{hint}.bias")
-                bias_nodes = [b_node]
-            nodes += bias_nodes
+            weight_nodes, (w, s, bias) = self._packed_values(packed, source)
+            nodes += weight_nodes
             geometry: list[Value] = []
             if packed.kind == "conv":
                 kernel, stride, pads, dilation, groups = packed.geometry
@@ -276,18 +280,9 @@ class QuantizedGraph:
             return [*nodes, Node(ADD_INT8, [inputs[0], c[0], c[1], inputs[1], c[2], c[3], *c[4:]], outputs,
                                  source=source)]
         if name == "linear_dynamic":
-            packed = self._packed(tn, source, kind)
-            hint = _hint(source)
-            w_node, w = self._weight_nodes(packed.weight, f"{hint}.int8")
-            s_node, s = self._weight_nodes(packed.scales, f"{hint}.scale")
-            if packed.bias is None:
-                bias_nodes, (bias,) = self._consts((None, "NoneType"))
-            else:
-                b_node, bias = self._weight_nodes(packed.bias, f"{hint}.bias")
-                bias_nodes = [b_node]
+            weight_nodes, (w, s, bias) = self._packed_values(self._packed(tn, source, kind), source)
             outputs[0].type, outputs[0].dtype = "Tensor", "float32"
-            return [w_node, s_node, *bias_nodes, Node(LINEAR_DYNAMIC_INT8, [inputs[0], w, s, bias], outputs,
-                                                      source=source)]
+            return [*weight_nodes, Node(LINEAR_DYNAMIC_INT8, [inputs[0], w, s, bias], outputs, source=source)]
         raise CaptureError(f"{source}: {kind}, which ptlite has no int8 kernel for (it runs quantized conv2d, "
                            "linear, add and their relu forms, and dynamic linear); keep that part of the model float")
 

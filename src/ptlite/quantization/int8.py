@@ -11,7 +11,8 @@ import math
 
 import numpy as np
 
-from ptlite.ir.graph import Node
+from ptlite.ir.graph import Node, Program
+from ptlite.ir.weights import QUANTIZATION_KEY
 from ptlite.passes.base import constant_value
 
 QMIN, QMAX = 0, 255  # activations: uint8
@@ -65,3 +66,13 @@ def output_range(bounds: tuple[float, float] | None, scale: float, zero_point: i
     out_min = QMIN if lo == -math.inf else min(max(zero_point + round(lo / scale), QMIN), QMAX)
     out_max = QMAX if hi == math.inf else min(max(zero_point + round(hi / scale), QMIN), QMAX)
     return out_min, out_max
+
+
+def require_captured(program: Program, scheme: str) -> None:
+    """ValueError unless `program` is a float program as captured: not quantized, not optimized (lowered) yet."""
+    done = program.metadata.get(QUANTIZATION_KEY)
+    if isinstance(done, dict):
+        raise ValueError(f"the program is quantized already ({done.get('scheme')}); quantize the float program")
+    if program.lowered_for is not None:
+        raise ValueError(f"{scheme}: the program was optimized (lowered for {program.lowered_for}) already; "
+                         "quantize the program as captured, then optimize_for_mobile the result")

@@ -22,7 +22,7 @@ from ptlite.ops import EMBEDDING_INT8, GRU_DYNAMIC_INT8, LINEAR_DYNAMIC_INT8, LS
 from ptlite.passes import DeadCode
 from ptlite.passes.base import NOT_CONSTANT, ConstantPool, constant_value, rewrite_nodes, weight_constant, weight_of
 
-from .int8 import quantize_weight
+from .int8 import quantize_weight, require_captured
 
 SCHEME = "int8_dynamic"
 KEY = QUANTIZATION_KEY  # program.metadata[KEY]: {"scheme", "int8": {op: n}, "float": [{"op", "count", "why"}]}
@@ -32,12 +32,7 @@ RECURRENT = {"aten::lstm.input": LSTM_DYNAMIC_INT8, "aten::gru.input": GRU_DYNAM
 
 def quantize(program: Program) -> Program:
     """The int8_dynamic copy of a captured program (see the module docstring); `program` is unchanged."""
-    done = program.metadata.get(KEY)
-    if isinstance(done, dict):
-        raise ValueError(f"the program is quantized already ({done.get('scheme')}); quantize the float program")
-    if program.lowered_for is not None:
-        raise ValueError(f"{SCHEME}: the program was optimized (lowered for {program.lowered_for}) already; "
-                         "quantize the program as captured, then optimize_for_mobile the result")
+    require_captured(program, SCHEME)
     result = copy_program(program)
     DeadCode()(result)  # layers whose results nobody reads (a pooler the model does not return) are not counted
     int8: Counter[str] = Counter()

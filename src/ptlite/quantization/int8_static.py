@@ -46,7 +46,7 @@ from ptlite.passes.base import (
 from ptlite.passes.mutation import Mutations, written_positions
 
 from .calibration import Progress, calibrate, samples_of
-from .int8 import activation_bounds, output_range, quantize_weight
+from .int8 import activation_bounds, output_range, quantize_weight, require_captured
 from .observers import OBSERVERS
 
 SCHEME = "int8_static"
@@ -133,7 +133,7 @@ def quantize(program: Program, calibration_data: Any, observer: str = "histogram
     if "forward" not in program.methods:
         raise ValueError(f"{SCHEME} quantizes the method forward, which this program lacks (it has "
                          f"{', '.join(program.methods)})")
-    _refuse_lowered(program)
+    require_captured(program, SCHEME)
     prepared = copy_program(program)
     run_to_fixpoint(prepared, [RemoveDropout(), RemoveNoops(), FoldConstants(_evaluate()), FoldConvBatchNorm(),
                                DeadCode()])
@@ -159,15 +159,6 @@ def _evaluate() -> Callable:
     from ptlite.backends import reference
 
     return reference().evaluate
-
-
-def _refuse_lowered(program: Program) -> None:
-    done = program.metadata.get(KEY)
-    if isinstance(done, dict):
-        raise ValueError(f"the program is quantized already ({done.get('scheme')}); quantize the float program")
-    if program.lowered_for is not None:
-        raise ValueError(f"{SCHEME}: the program was optimized (lowered for {program.lowered_for}) already; "
-                         "quantize the program as captured, then optimize_for_mobile the result")
 
 
 # ------------------------------------------------------------------------------------------------ choosing

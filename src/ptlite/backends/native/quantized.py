@@ -35,26 +35,42 @@ def pack(weight: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return packed, weight.astype(np.int64).sum(axis=0)
 
 
-def _gemm(x2: np.ndarray, input_scale: float, input_zero_point: int, weight: np.ndarray, weight_scale: np.ndarray,
-          bias: np.ndarray | None, output_scale: float, output_zero_point: int, output_min: int, output_max: int,
-          y2: np.ndarray) -> bool:
-    """y2 (m, n) uint8 = the int8 GEMM of x2 (m, k) uint8 and weight (k, n); False (nothing written) where the
-    library does not take the arguments."""
+def _requantization(weight: np.ndarray, weight_scale: np.ndarray, bias: np.ndarray | None, input_scale: float,
+                    input_zero_point: int, output_scale: float) -> tuple[np.ndarray, np.ndarray] | None:
+    """The GEMM's int32 offsets (the bias rounded at the product's scale, minus the input's zero point times each
+    column's sum) and float32 multipliers, padded to the packed weight's width; None where an offset and the sums
+    could pass int32 (the reference sums in int64)."""
     k, n = weight.shape
-    if k > MAX_K or not (0 <= output_min <= output_max <= 255) or not 0 <= output_zero_point <= 255:
-        return False
     packed, colsum = derived((weight,), ("qgemm pack",), lambda: pack(weight))
     product_scale = np.float32(input_scale) * weight_scale
     offset = -int(input_zero_point) * colsum
     if bias is not None:
         offset = offset + np.rint(bias.astype(np.float64) / product_scale.astype(np.float64)).astype(np.int64)
     if np.abs(offset).max(initial=0) + k * 255 * 128 >= INT32:
-        return False  # the reference sums in int64
-    padded = packed.shape[1]  # offsets and multipliers are read a whole column block at a time
-    offsets = np.zeros(padded, np.int32)
+        return None
+    offsets = np.zeros(packed.shape[1], np.int32)  # read a whole column block at a time
     offsets[:n] = offset
-    multipliers = np.zeros(padded, np.float32)
+    multipliers = np.zeros(packed.shape[1], np.float32)
     multipliers[:n] = product_scale / np.float32(output_scale)
+    return offsets, multipliers
+
+
+def _gemm(x2: np.ndarray, input_scale: float, input_zero_point: int, weight: np.ndarray, weight_scale: np.ndarray,
+          bias: np.ndarray | None, output_scale: float, output_zero_point: int, output_min: int, output_max: int,
+          y2: np.ndarray) -> bool:
+    """y2 (m, n) uint8 = the int8 GEMM of x2 (m, k) uint8 and weight (k, n); False (nothing written) where the
+    library does not take the arguments. The packed weight, offsets and multipliers are made once per weight and
+    quantization parameters (derived), not at every call."""
+    k, n = weight.shape
+    if k > MAX_K or not (0 <= output_min <= output_max <= 255) or not 0 <= output_zero_point <= 255:
+        return False
+    packed, _ = derived((weight,), ("qgemm pack",), lambda: pack(weight))
+    key = ("qgemm requantization", float(input_scale), int(input_zero_point), float(output_scale))
+    made = derived((weight, weight_scale, bias), key, lambda: _requantization(
+        weight, weight_scale, bias, input_scale, input_zero_point, output_scale))
+    if made is None:
+        return False
+    offsets, multipliers = made
     lib.qgemm(x2, packed, offsets, multipliers, y2,
               (x2.shape[0], k, n, k, int(output_zero_point), int(output_min), int(output_max)))
     return True
