@@ -1,10 +1,10 @@
 """The native backend's int8 kernels: linear_int8 and dense (groups == 1) conv2d_int8 on the library's int8 GEMM
 (csrc/qgemm.c: AVX-512 VNNI where the CPU has it, plain C elsewhere), bit for bit the reference's results (the same
-integer sums, the same float32 requantization). A convolution's input becomes the GEMM's rows here (im2col in
-NumPy, padded with the zero point; a pointwise one's channels-last input as it is). A depthwise convolution runs the
-library's float32 depthwise kernel on the input minus its zero point (its few products per output sum exactly in
-float32), then the reference's requantization. Other arguments (other grouped convolutions, offsets past int32) go
-to the reference's kernels.
+integer sums, the same float32 requantization). The library gathers a convolution's patches from its channels-last
+input a tile of rows at a time (a pointwise convolution's pixels are the GEMM's rows as they are). A depthwise
+convolution runs the library's float32 depthwise kernel on the input minus its zero point (its few products per
+output sum exactly in float32), then the reference's requantization. Other arguments (other grouped convolutions,
+offsets past int32) go to the reference's kernels.
 """
 
 from __future__ import annotations
@@ -19,20 +19,22 @@ from . import _native as lib
 from .arguments import activation_epilogue
 from .kernels import _kernel, _reference, conv_nhwc
 
-QNR = 16  # the GEMM's column block (PL_QNR)
+QNR = 16  # the GEMM's columns are padded to a multiple of this (PL_QNR)
+QNB = 64  # the packed weight's panel width (PL_QNB)
 MAX_K = 60000  # PL_QGEMM_MAX_K
 INT32 = 1 << 31
 
 
 def pack(weight: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """An int8 (K, N) weight as the GEMM reads it, (ceil(K / 4), N rounded up to QNR, 4), rows and columns past K and
-    N zero; and its columns' sums (int64)."""
+    """An int8 (K, N) weight as the GEMM reads it (native.h): panels of QNB columns, each (ceil(K / 4), width, 4),
+    the width QNB or the rest of N rounded up to QNR, rows and columns past K and N zero; and its columns' sums
+    (int64)."""
     k, n = weight.shape
     k4, np_ = -(-k // 4), -(-n // QNR) * QNR
     padded = np.zeros((k4 * 4, np_), np.int8)
     padded[:k, :n] = weight
-    packed = np.ascontiguousarray(padded.reshape(k4, 4, np_).transpose(0, 2, 1))
-    return packed, weight.astype(np.int64).sum(axis=0)
+    panels = [padded[:, j:j + QNB].reshape(k4, 4, -1).transpose(0, 2, 1).ravel() for j in range(0, np_, QNB)]
+    return np.concatenate(panels), weight.astype(np.int64).sum(axis=0)
 
 
 def _requantization(weight: np.ndarray, weight_scale: np.ndarray, bias: np.ndarray | None, input_scale: float,
@@ -48,19 +50,21 @@ def _requantization(weight: np.ndarray, weight_scale: np.ndarray, bias: np.ndarr
         offset = offset + np.rint(bias.astype(np.float64) / product_scale.astype(np.float64)).astype(np.int64)
     if np.abs(offset).max(initial=0) + k * 255 * 128 >= INT32:
         return None
-    offsets = np.zeros(packed.shape[1], np.int32)  # read a whole column block at a time
+    width = -(-n // QNR) * QNR  # read 16 columns at a time
+    offsets = np.zeros(width, np.int32)
     offsets[:n] = offset
-    multipliers = np.zeros(packed.shape[1], np.float32)
+    multipliers = np.zeros(width, np.float32)
     multipliers[:n] = product_scale / np.float32(output_scale)
     return offsets, multipliers
 
 
 def _gemm(x2: np.ndarray, input_scale: float, input_zero_point: int, weight: np.ndarray, weight_scale: np.ndarray,
           bias: np.ndarray | None, output_scale: float, output_zero_point: int, output_min: int, output_max: int,
-          y2: np.ndarray) -> bool:
-    """y2 (m, n) uint8 = the int8 GEMM of x2 (m, k) uint8 and weight (k, n); False (nothing written) where the
-    library does not take the arguments. The packed weight, offsets and multipliers are made once per weight and
-    quantization parameters (derived), not at every call."""
+          y2: np.ndarray, conv: tuple[int, ...] | None = None) -> bool:
+    """y2 (m, n) uint8 = the int8 GEMM of x2 (m, k) uint8, or of the patches of the NHWC convolution input x2 that
+    `conv` describes (batch, h, w, c, kh, kw, sh, sw, dh, dw, top, left, ho, wo, zero point), and weight (k, n);
+    False (nothing written) where the library does not take the arguments. The packed weight, offsets and
+    multipliers are made once per weight and quantization parameters (derived), not at every call."""
     k, n = weight.shape
     if k > MAX_K or not (0 <= output_min <= output_max <= 255) or not 0 <= output_zero_point <= 255:
         return False
@@ -71,8 +75,11 @@ def _gemm(x2: np.ndarray, input_scale: float, input_zero_point: int, weight: np.
     if made is None:
         return False
     offsets, multipliers = made
-    lib.qgemm(x2, packed, offsets, multipliers, y2,
-              (x2.shape[0], k, n, k, int(output_zero_point), int(output_min), int(output_max)))
+    sizes = (y2.shape[0], k, n, k, int(output_zero_point), int(output_min), int(output_max))
+    if conv is None:
+        lib.qgemm(x2, packed, offsets, multipliers, y2, sizes)
+    else:
+        lib.qgemm(x2, packed, offsets, multipliers, y2, sizes, conv)
     return True
 
 
@@ -101,14 +108,14 @@ def conv2d_int8(input, input_scale, input_zero_point, weight, weight_scale, bias
             and weight.ndim == 2 and input.size and weight_scale.dtype == np.float32 \
             and weight_scale.shape == (weight.shape[1],) and 0 <= int(input_zero_point) <= 255 \
             and weight.shape[0] == input.shape[1] * kernel_size[0] * kernel_size[1]:
-        x2, (n, ho, wo) = _patches(input, kernel_size, stride, padding, dilation, int(input_zero_point))
+        rows, conv, (n, ho, wo) = _rows(input, kernel_size, stride, padding, dilation, int(input_zero_point))
         o = weight.shape[1]
         target = out.transpose(0, 2, 3, 1) if isinstance(out, np.ndarray) and out.shape == (n, o, ho, wo) \
             and out.dtype == np.uint8 and out.flags.writeable else None
         into = target is not None and target.flags.c_contiguous
         y = target if into else np.empty((n, ho, wo, o), np.uint8)
-        if x2.shape[0] and _gemm(x2, input_scale, input_zero_point, weight, weight_scale, bias, output_scale,
-                                 output_zero_point, output_min, output_max, y.reshape(n * ho * wo, o)):
+        if y.size and _gemm(rows, input_scale, input_zero_point, weight, weight_scale, bias, output_scale,
+                            output_zero_point, output_min, output_max, y.reshape(n * ho * wo, o), conv):
             return out if into else y.transpose(0, 3, 1, 2)
     if input.dtype == np.uint8 and input.ndim == 4 and weight.dtype == np.int8 and weight.ndim == 2 \
             and int(groups) == input.shape[1] == weight.shape[1] > 1 and input.size \
@@ -145,27 +152,22 @@ def _depthwise(input, input_scale, zero_point, weight, weight_scale, bias, kerne
     return result.transpose(0, 3, 1, 2)
 
 
-def _patches(input: np.ndarray, kernel_size, stride, padding, dilation, zero_point: int
-             ) -> tuple[np.ndarray, tuple[int, int, int]]:
-    """The dense convolution's input as the GEMM's rows: (N * Ho * Wo, kh * kw * C) uint8, taps ordered (kh, kw, C)
-    as the packed weight's rows, the padding the input's zero point (the real 0); a 1x1 stride-1 unpadded
-    convolution's channels-last input as it is."""
+def _rows(input: np.ndarray, kernel_size, stride, padding, dilation, zero_point: int
+          ) -> tuple[np.ndarray, tuple[int, ...] | None, tuple[int, int, int]]:
+    """The dense convolution's input for the GEMM: its C-contiguous NHWC copy (none where it is one already, as a
+    channels-last plan leaves it), with the description of the patches the library gathers from it (taps ordered
+    (kh, kw, C) as the packed weight's rows, the padding the input's zero point: the real 0); or, for a 1x1
+    stride-1 unpadded convolution, those pixels as the GEMM's rows and no description. And (N, Ho, Wo)."""
     n, c, h, w = input.shape
     kh, kw = (int(v) for v in kernel_size)
     sh, sw = (int(v) for v in stride)
     dh, dw = (int(v) for v in dilation)
     top, bottom, left, right = (int(v) for v in padding)
-    ho = (h + top + bottom - dh * (kh - 1) - 1) // sh + 1
-    wo = (w + left + right - dw * (kw - 1) - 1) // sw + 1
+    ho = max((h + top + bottom - dh * (kh - 1) - 1) // sh + 1, 0)
+    wo = max((w + left + right - dw * (kw - 1) - 1) // sw + 1, 0)
     nhwc = input.transpose(0, 2, 3, 1)
+    if not nhwc.flags.c_contiguous:
+        nhwc = np.ascontiguousarray(nhwc)
     if (kh, kw, sh, sw, top, bottom, left, right) == (1, 1, 1, 1, 0, 0, 0, 0):
-        rows = nhwc if nhwc.flags.c_contiguous else np.ascontiguousarray(nhwc)
-        return rows.reshape(n * h * w, c), (n, h, w)
-    if ho < 1 or wo < 1:
-        return np.empty((0, kh * kw * c), np.uint8), (n, max(ho, 0), max(wo, 0))
-    padded = np.full((n, h + top + bottom, w + left + right, c), zero_point, np.uint8)
-    padded[:, top:top + h, left:left + w] = nhwc
-    s = padded.strides
-    view = np.lib.stride_tricks.as_strided(padded, (n, ho, wo, kh, kw, c),
-                                           (s[0], s[1] * sh, s[2] * sw, s[1] * dh, s[2] * dw, s[3]), writeable=False)
-    return np.ascontiguousarray(view).reshape(n * ho * wo, kh * kw * c), (n, ho, wo)
+        return nhwc.reshape(n * h * w, c), None, (n, h, w)
+    return nhwc, (n, h, w, c, kh, kw, sh, sw, dh, dw, top, left, ho, wo, zero_point), (n, ho, wo)

@@ -577,8 +577,10 @@ static PyObject *py_matmul(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
-/* qgemm(x, w, offset, mult, y, (m, k, n, ldx, zy, lo, hi)): the int8 GEMM with requantization (qgemm.c); x and y
- * uint8, w int8, offset int32, mult float32, each C-contiguous (the Python side guarantees the dtypes). */
+/* qgemm(x, w, offset, mult, y, (m, k, n, ldx, zy, lo, hi)[, (batch, h, w, c, kh, kw, sh, sw, dh, dw, top, left, ho,
+ * wo, zx)]): the int8 GEMM with requantization (qgemm.c), its rows x's or, with the second tuple, the patches of the
+ * NHWC convolution input x; x and y uint8, w int8, offset int32, mult float32, each C-contiguous (the Python side
+ * guarantees the dtypes). */
 static int get_bytes(PyObject *obj, Py_buffer *view, int writable, const char *what)
 {
     if (PyObject_GetBuffer(obj, view, writable ? (PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) : PyBUF_C_CONTIGUOUS) != 0) {
@@ -591,11 +593,19 @@ static int get_bytes(PyObject *obj, Py_buffer *view, int writable, const char *w
 static PyObject *py_qgemm(PyObject *self, PyObject *args)
 {
     (void)self;
-    PyObject *obj[5];
+    PyObject *obj[5], *conv = NULL;
     pl_qgemm p;
-    if (!PyArg_ParseTuple(args, "OOOOO(LLLLLLL)", &obj[0], &obj[1], &obj[2], &obj[3], &obj[4], &p.m, &p.k, &p.n,
-                          &p.ldx, &p.zy, &p.lo, &p.hi))
+    memset(&p, 0, sizeof p);
+    if (!PyArg_ParseTuple(args, "OOOOO(LLLLLLL)|O!", &obj[0], &obj[1], &obj[2], &obj[3], &obj[4], &p.m, &p.k, &p.n,
+                          &p.ldx, &p.zy, &p.lo, &p.hi, &PyTuple_Type, &conv))
         return NULL;
+    if (conv) {
+        if (!PyArg_ParseTuple(conv, "LLLLLLLLLLLLLLL;qgemm: the convolution tuple needs 15 integers", &p.batch, &p.h,
+                              &p.w, &p.c, &p.kh, &p.kw, &p.sh, &p.sw, &p.dh, &p.dw, &p.top, &p.left, &p.ho, &p.wo,
+                              &p.zx))
+            return NULL;
+        p.conv = 1;
+    }
     static const char *const names[5] = {"the input", "the weight", "the offsets", "the multipliers", "the output"};
     static const size_t item[5] = {1, 1, 4, 4, 1};
     Py_buffer v[5];
@@ -614,9 +624,14 @@ static PyObject *py_qgemm(PyObject *self, PyObject *args)
             ok = 0;
         }
     if (ok) {
+        int rc;
         Py_BEGIN_ALLOW_THREADS
-        pl_qgemm_run(&p, v[0].buf, v[1].buf, v[2].buf, v[3].buf, v[4].buf);
+        rc = pl_qgemm_run(&p, v[0].buf, v[1].buf, v[2].buf, v[3].buf, v[4].buf);
         Py_END_ALLOW_THREADS
+        if (rc != 0) {
+            PyErr_SetString(PyExc_MemoryError, "qgemm: out of memory for a convolution's gathered rows");
+            ok = 0;
+        }
     }
     for (int i = 0; i < got; i++) PyBuffer_Release(&v[i]);
     if (!ok) return NULL;

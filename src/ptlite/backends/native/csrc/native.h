@@ -324,12 +324,20 @@ void pl_broadcast_run(const pl_broadcast *p, const float *a, const float *b, flo
 /* rows.c */
 void pl_reduce_run(const pl_reduce *p, const float *x, float *y);
 
-/* qgemm.c: the int8 GEMM with requantization (uint8 activations, int8 weights packed (ceil(k / 4), n rounded up to
- * PL_QNR, 4), int32 offsets, float32 multipliers; see qgemm.c). pl_qgemm_vnni: whether runs use AVX-512 VNNI. */
+/* qgemm.c: the int8 GEMM with requantization (uint8 activations, int8 weights, int32 offsets, float32
+ * multipliers; see qgemm.c). The weight (k, n) is packed in panels of PL_QNB columns: np = n rounded up to PL_QNR,
+ * panel p (columns 64p.., width wp = min(PL_QNB, np - 64p)) at 64p * k4 * 4, element (row r, column j) of it at
+ * ((r / 4) * wp + j - 64p) * 4 + r % 4, with k4 = ceil(k / 4) and the rows and columns past k and n zero. The rows
+ * are x's (m rows of k bytes, ldx apart) or, when conv is set, a convolution's patches of the NHWC input x (batch,
+ * h, w, c) with taps ordered (kh, kw, c) and the padding the zero point zx: m = batch * ho * wo, k = kh * kw * c.
+ * pl_qgemm_run returns -1 when a thread's gather buffer cannot be allocated. pl_qgemm_vnni: whether runs use
+ * AVX-512 VNNI. */
 #define PL_QNR 16
+#define PL_QNB 64
 #define PL_QGEMM_MAX_K 60000  /* k * 255 * 128 stays below 2^31 with room for the offsets */
 typedef struct {
     int64_t m, k, n, ldx, zy, lo, hi;
+    int64_t conv, batch, h, w, c, kh, kw, sh, sw, dh, dw, top, left, ho, wo, zx;
 } pl_qgemm;
 int pl_qgemm_check(const pl_qgemm *p, size_t x_len, size_t w_len, size_t offset_len, size_t mult_len, size_t y_len,
                    char *err, size_t cap);

@@ -2,20 +2,27 @@
  *
  *   y[i][j] = clamp(round_half_even(float(sum_k x[i][k] * w[k][j] + offset[j]) * mult[j]) + zy, lo, hi)
  *
- * x uint8 (m x k, row i at x + i * ldx), w int8 packed in groups of four rows, (ceil(k / 4), np, 4) with np = n
- * rounded up to PL_QNR and the rows and columns past k and n zero (made once per weight, on the Python side), offset
- * int32 (the bias at the product's scale minus the input's zero point times the column's sum) and mult float32 (input
- * scale x weight scale / output scale), both padded to np entries. The sum is exact in int32: the check bounds k * 255 * 128 + |offset| below 2^31.
- * On AVX-512 VNNI (vpdpbusd: 4 u8 x s8 products per int32 lane) when the AVX-512 table is selected and the CPU has
- * it; in plain C otherwise (which the compiler vectorizes). */
+ * x uint8: m rows of k bytes (row i at x + i * ldx), or a convolution's patches gathered here from its NHWC input
+ * (p->conv: the padding reads as the input's zero point, the real 0). w int8 in panels of PL_QNB columns (see
+ * native.h), made once per weight on the Python side. offset int32 (the bias at the product's scale minus the
+ * input's zero point times the column's sum) and mult float32 (input scale x weight scale / output scale), padded to
+ * np entries. The sums are exact in int32: the check bounds k * 255 * 128 + |offset| below 2^31.
+ *
+ * Work is split into tiles of TILE_M rows by panel groups, on the thread pool. A tile of a convolution first gathers
+ * its rows (k padded to a multiple of 4 with zeros) into a per-thread buffer. On AVX-512 VNNI (vpdpbusd: four
+ * u8 x s8 products per int32 lane), when the AVX-512 table is selected and the CPU has it, QMR rows times one
+ * panel at a time (24 accumulators); elsewhere plain C (which the compiler vectorizes). */
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "native.h"
 
-#define QMR 4            /* rows a micro-kernel computes */
-#define ROWS_PER_TASK 64
+#define QMR 6        /* rows the VNNI micro-kernel computes at once */
+#define TILE_M 48    /* rows a task computes (a multiple of QMR) */
+#define MIN_TASKS 8  /* split the panels too when the rows give fewer tiles than this */
 
 typedef struct {
     const pl_qgemm *p;
@@ -24,15 +31,16 @@ typedef struct {
     const int32_t *offset;
     const float *mult;
     uint8_t *y;
-    int64_t np;
+    int64_t np, k4, panels, groups, per_group;
     int vnni;
+    atomic_int failed;
 } qgemm_job;
 
 int pl_qgemm_check(const pl_qgemm *p, size_t x_len, size_t w_len, size_t offset_len, size_t mult_len, size_t y_len,
                    char *err, size_t cap)
 {
     if (p->m < 1 || p->k < 1 || p->n < 1 || p->m > ((int64_t)1 << 40) || p->k > PL_QGEMM_MAX_K
-        || p->n > ((int64_t)1 << 30) || p->ldx < p->k) {
+        || p->n > ((int64_t)1 << 30) || (!p->conv && p->ldx < p->k)) {
         snprintf(err, cap, "qgemm: invalid sizes (m %lld, k %lld, n %lld, ldx %lld)", (long long)p->m,
                  (long long)p->k, (long long)p->n, (long long)p->ldx);
         return -1;
@@ -42,14 +50,60 @@ int pl_qgemm_check(const pl_qgemm *p, size_t x_len, size_t w_len, size_t offset_
                  (long long)p->lo, (long long)p->hi);
         return -1;
     }
+    size_t x_need = (size_t)((p->m - 1) * p->ldx + p->k);
+    if (p->conv) {
+        const int64_t big = (int64_t)1 << 30;
+        int ok = p->batch >= 1 && p->h >= 1 && p->w >= 1 && p->c >= 1 && p->kh >= 1 && p->kw >= 1 && p->sh >= 1
+                 && p->sw >= 1 && p->dh >= 1 && p->dw >= 1 && p->ho >= 1 && p->wo >= 1 && p->zx >= 0 && p->zx <= 255;
+        const int64_t dims[] = {p->batch, p->h, p->w, p->c, p->kh, p->kw, p->sh, p->sw, p->dh, p->dw, p->top,
+                                p->left, p->ho, p->wo};
+        for (size_t i = 0; i < sizeof dims / sizeof dims[0]; i++) ok = ok && dims[i] >= 0 && dims[i] < big;
+        if (!ok || p->batch * p->ho * p->wo != p->m || p->kh * p->kw * p->c != p->k
+            || (double)p->batch * (double)p->h * (double)p->w * (double)p->c > (double)((int64_t)1 << 50)) {
+            snprintf(err, cap, "qgemm: invalid convolution (input %lld x %lld x %lld x %lld, kernel %lld x %lld, "
+                     "output %lld x %lld, m %lld, k %lld)", (long long)p->batch, (long long)p->h, (long long)p->w,
+                     (long long)p->c, (long long)p->kh, (long long)p->kw, (long long)p->ho, (long long)p->wo,
+                     (long long)p->m, (long long)p->k);
+            return -1;
+        }
+        x_need = (size_t)(p->batch * p->h * p->w * p->c);
+    }
     const int64_t np = (p->n + PL_QNR - 1) / PL_QNR * PL_QNR, k4 = (p->k + 3) / 4;
-    if ((size_t)((p->m - 1) * p->ldx + p->k) > x_len || (size_t)(k4 * np * 4) > w_len || (size_t)np > offset_len
-        || (size_t)np > mult_len || (size_t)(p->m * p->n) > y_len) {
+    if (x_need > x_len || (size_t)(k4 * np * 4) > w_len || (size_t)np > offset_len || (size_t)np > mult_len
+        || (size_t)(p->m * p->n) > y_len) {
         snprintf(err, cap, "qgemm: a buffer is shorter than the sizes need (m %lld, k %lld, n %lld)",
                  (long long)p->m, (long long)p->k, (long long)p->n);
         return -1;
     }
     return 0;
+}
+
+/* Rows i0.. (count of them) of the convolution's patch matrix into buf, each k4 * 4 bytes: taps (kh, kw, c) in the
+ * weight's row order, the padding and the bytes past k as the input's zero point and 0. */
+static void gather(const pl_qgemm *p, const uint8_t *x, int64_t i0, int64_t count, int64_t k4, uint8_t *buf)
+{
+    const int64_t c = p->c, row_bytes = k4 * 4;
+    for (int64_t r = 0; r < count; r++) {
+        const int64_t i = i0 + r, b = i / (p->ho * p->wo), oy = i / p->wo % p->ho, ox = i % p->wo;
+        const uint8_t *image = x + b * p->h * p->w * c;
+        uint8_t *dst = buf + r * row_bytes;
+        const int64_t ix0 = ox * p->sw - p->left;
+        const int whole = p->dw == 1 && ix0 >= 0 && ix0 + p->kw <= p->w;  /* a tap row is one run of the input */
+        for (int64_t ty = 0; ty < p->kh; ty++) {
+            const int64_t iy = oy * p->sh - p->top + ty * p->dh;
+            if (whole && iy >= 0 && iy < p->h) {
+                memcpy(dst, image + (iy * p->w + ix0) * c, (size_t)(p->kw * c));
+                dst += p->kw * c;
+                continue;
+            }
+            for (int64_t tx = 0; tx < p->kw; tx++, dst += c) {
+                const int64_t ix = ix0 + tx * p->dw;
+                if (iy < 0 || iy >= p->h || ix < 0 || ix >= p->w) memset(dst, (int)p->zx, (size_t)c);
+                else memcpy(dst, image + (iy * p->w + ix) * c, (size_t)c);
+            }
+        }
+        memset(dst, 0, (size_t)(row_bytes - p->k));
+    }
 }
 
 static inline uint8_t requantize(int32_t acc, int32_t offset, float mult, const pl_qgemm *p)
@@ -60,7 +114,7 @@ static inline uint8_t requantize(int32_t acc, int32_t offset, float mult, const 
     return (uint8_t)v;
 }
 
-/* x's four bytes k0..k0+3 of row i as one int32 (bytes past k read as 0: never past the row's end). */
+/* x's four bytes k0..k0+3 of a row as one int32 (bytes past k read as 0: never past the row's end). */
 static inline int32_t four(const uint8_t *row, int64_t k0, int64_t k)
 {
     int32_t v = 0;
@@ -68,90 +122,112 @@ static inline int32_t four(const uint8_t *row, int64_t k0, int64_t k)
     return v;
 }
 
-static void rows_generic(const qgemm_job *job, int64_t i0, int64_t i1)
+/* Rows rows[0..count) (their first bytes; row t is output row i0 + t) by panel `panel`, in plain C. */
+static void panel_generic(const qgemm_job *job, const uint8_t *const *rows, int64_t count, int64_t i0, int64_t panel)
 {
     const pl_qgemm *p = job->p;
-    const int64_t k4 = (p->k + 3) / 4;
-    int32_t acc[PL_QNR];
-    for (int64_t i = i0; i < i1; i++) {
-        const uint8_t *row = job->x + i * p->ldx;
-        for (int64_t j0 = 0; j0 < p->n; j0 += PL_QNR) {
-            memset(acc, 0, sizeof acc);
-            for (int64_t kk = 0; kk < k4; kk++) {
-                int32_t packed = four(row, 4 * kk, p->k);
-                uint8_t a[4];
-                memcpy(a, &packed, 4);
-                const int8_t *b = job->w + (kk * job->np + j0) * 4;
-                for (int c = 0; c < PL_QNR; c++)
-                    acc[c] += a[0] * b[4 * c] + a[1] * b[4 * c + 1] + a[2] * b[4 * c + 2] + a[3] * b[4 * c + 3];
-            }
-            const int64_t valid = p->n - j0 < PL_QNR ? p->n - j0 : PL_QNR;
-            for (int64_t c = 0; c < valid; c++)
-                job->y[i * p->n + j0 + c] = requantize(acc[c], job->offset[j0 + c], job->mult[j0 + c], p);
+    const int64_t j0 = panel * PL_QNB, wp = job->np - j0 < PL_QNB ? job->np - j0 : PL_QNB;
+    const int64_t valid = p->n - j0 < wp ? p->n - j0 : wp;
+    const int8_t *w = job->w + j0 * job->k4 * 4;
+    int32_t acc[PL_QNB];
+    for (int64_t t = 0; t < count; t++) {
+        memset(acc, 0, sizeof acc);
+        for (int64_t kk = 0; kk < job->k4; kk++) {
+            const int32_t packed = four(rows[t], 4 * kk, p->k);
+            uint8_t a[4];
+            memcpy(a, &packed, 4);
+            const int8_t *b = w + kk * wp * 4;
+            for (int64_t c = 0; c < wp; c++)
+                acc[c] += a[0] * b[4 * c] + a[1] * b[4 * c + 1] + a[2] * b[4 * c + 2] + a[3] * b[4 * c + 3];
         }
+        uint8_t *y = job->y + (i0 + t) * p->n + j0;
+        for (int64_t c = 0; c < valid; c++) y[c] = requantize(acc[c], job->offset[j0 + c], job->mult[j0 + c], p);
     }
 }
 
 #ifdef PL_X86
 #include <immintrin.h>
 
-/* Requantize one row's 16 accumulators at columns j0.. (offset and mult are read for all 16: they are padded to np) */
-__attribute__((target("avx512f,avx512vnni")))
-static void epilogue_vnni(const qgemm_job *job, __m512i acc, int64_t i, int64_t j0)
+#define VNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
+
+/* Requantize 16 accumulators of output row y (columns j0.., valid of them; offset and mult are padded to np). */
+VNNI static inline void store16(const qgemm_job *job, __m512i acc, uint8_t *y, int64_t j0, int64_t valid)
 {
     const pl_qgemm *p = job->p;
-    const int64_t valid = p->n - j0 < PL_QNR ? p->n - j0 : PL_QNR;
     __m512 v = _mm512_cvtepi32_ps(_mm512_add_epi32(acc, _mm512_loadu_si512(job->offset + j0)));
     v = _mm512_roundscale_ps(_mm512_mul_ps(v, _mm512_loadu_ps(job->mult + j0)),
                              _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     v = _mm512_add_ps(v, _mm512_set1_ps((float)p->zy));
     v = _mm512_min_ps(_mm512_max_ps(v, _mm512_set1_ps((float)p->lo)), _mm512_set1_ps((float)p->hi));
     const __m128i bytes = _mm512_cvtusepi32_epi8(_mm512_cvtps_epi32(v));
-    uint8_t *y = job->y + i * p->n + j0;
-    if (valid == PL_QNR) {
-        _mm_storeu_si128((__m128i *)y, bytes);
-    } else {
-        uint8_t lanes[PL_QNR];
-        _mm_storeu_si128((__m128i *)lanes, bytes);
-        memcpy(y, lanes, (size_t)valid);
-    }
+    if (valid >= 16) _mm_storeu_si128((__m128i *)y, bytes);
+    else if (valid > 0) _mm_mask_storeu_epi8(y, (__mmask16)((1u << valid) - 1), bytes);
 }
 
-/* QMR rows at a time, one 16-column block: the weight block's 64 bytes are loaded once per four k and serve every row */
-__attribute__((target("avx512f,avx512vnni")))
-static void rows_vnni(const qgemm_job *job, int64_t i0, int64_t i1)
+/* QMR rows (duplicates past `count`, not stored) by one panel of nv x 16 columns: per four k, nv weight vectors
+ * loaded once serve every row. nv is a constant in each call below and the 24 accumulators are named variables, so
+ * the compiler keeps them in registers and drops the columns past nv. */
+/* acc += the four u8 x s8 products of each lane. In assembly: GCC 12's intrinsic copies the accumulator to a
+ * scratch register and back around every instruction, a third of the loop's instructions. */
+#define QDOT(acc, av, wv) __asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(av), "v"(wv))
+#define QROWS(X) X(0) X(1) X(2) X(3) X(4) X(5)
+#define QDECLARE(t) __m512i c##t##0 = _mm512_setzero_si512(), c##t##1 = c##t##0, c##t##2 = c##t##0, c##t##3 = c##t##0;
+#define QUPDATE(t, av) \
+    QDOT(c##t##0, av, w0); \
+    if (nv > 1) QDOT(c##t##1, av, w1); \
+    if (nv > 2) QDOT(c##t##2, av, w2); \
+    if (nv > 3) QDOT(c##t##3, av, w3);
+#define QSTEP(t) { int32_t a; memcpy(&a, r##t + 4 * kk, 4); const __m512i av = _mm512_set1_epi32(a); QUPDATE(t, av) }
+#define QTAIL(t) { const __m512i av = _mm512_set1_epi32(four(r##t, 4 * full4, p->k)); QUPDATE(t, av) }
+#define QSTORE(t) \
+    if (t < count) { \
+        uint8_t *y = job->y + (i0 + t) * p->n + j0; \
+        store16(job, c##t##0, y, j0, p->n - j0); \
+        if (nv > 1) store16(job, c##t##1, y + 16, j0 + 16, p->n - j0 - 16); \
+        if (nv > 2) store16(job, c##t##2, y + 32, j0 + 32, p->n - j0 - 32); \
+        if (nv > 3) store16(job, c##t##3, y + 48, j0 + 48, p->n - j0 - 48); \
+    }
+
+VNNI static inline __attribute__((always_inline)) void tile_vnni(const qgemm_job *job, const uint8_t *const *r,
+                                                                 int64_t count, int64_t i0, int64_t j0, const int8_t *w,
+                                                                 const int nv)
 {
     const pl_qgemm *p = job->p;
-    const int64_t k4 = (p->k + 3) / 4, full4 = p->k / 4;
-    for (int64_t i = i0; i < i1; i += QMR) {
-        const int64_t rows = i1 - i < QMR ? i1 - i : QMR;
+    const int64_t full4 = p->k / 4, step = nv * 64;
+    const uint8_t *r0 = r[0], *r1 = r[1], *r2 = r[2], *r3 = r[3], *r4 = r[4], *r5 = r[5];
+    QROWS(QDECLARE)
+    const int8_t *b = w;
+    __m512i w0, w1 = _mm512_setzero_si512(), w2 = w1, w3 = w1;
+    for (int64_t kk = 0; kk < full4; kk++, b += step) {
+        w0 = _mm512_loadu_si512(b);
+        if (nv > 1) w1 = _mm512_loadu_si512(b + 64);
+        if (nv > 2) w2 = _mm512_loadu_si512(b + 128);
+        if (nv > 3) w3 = _mm512_loadu_si512(b + 192);
+        QROWS(QSTEP)
+    }
+    if (full4 < job->k4) {  /* the last k % 4 bytes of each row, the rest read as 0 */
+        w0 = _mm512_loadu_si512(b);
+        if (nv > 1) w1 = _mm512_loadu_si512(b + 64);
+        if (nv > 2) w2 = _mm512_loadu_si512(b + 128);
+        if (nv > 3) w3 = _mm512_loadu_si512(b + 192);
+        QROWS(QTAIL)
+    }
+    QROWS(QSTORE)
+}
+
+VNNI static void panel_vnni(const qgemm_job *job, const uint8_t *const *rows, int64_t count, int64_t i0, int64_t panel)
+{
+    const int64_t j0 = panel * PL_QNB, wp = job->np - j0 < PL_QNB ? job->np - j0 : PL_QNB;
+    const int8_t *w = job->w + j0 * job->k4 * 4;
+    for (int64_t t0 = 0; t0 < count; t0 += QMR) {
+        const int64_t n = count - t0 < QMR ? count - t0 : QMR;
         const uint8_t *r[QMR];
-        for (int64_t t = 0; t < QMR; t++) r[t] = job->x + (i + (t < rows ? t : 0)) * p->ldx;
-        for (int64_t j0 = 0; j0 < p->n; j0 += PL_QNR) {
-            __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;
-            const int8_t *b = job->w + j0 * 4;
-            int64_t kk = 0;
-            for (; kk < full4; kk++, b += job->np * 4) {
-                const __m512i w = _mm512_loadu_si512(b);
-                int32_t v0, v1, v2, v3;
-                memcpy(&v0, r[0] + 4 * kk, 4);
-                memcpy(&v1, r[1] + 4 * kk, 4);
-                memcpy(&v2, r[2] + 4 * kk, 4);
-                memcpy(&v3, r[3] + 4 * kk, 4);
-                a0 = _mm512_dpbusd_epi32(a0, _mm512_set1_epi32(v0), w);
-                a1 = _mm512_dpbusd_epi32(a1, _mm512_set1_epi32(v1), w);
-                a2 = _mm512_dpbusd_epi32(a2, _mm512_set1_epi32(v2), w);
-                a3 = _mm512_dpbusd_epi32(a3, _mm512_set1_epi32(v3), w);
-            }
-            if (kk < k4) {  /* the last k % 4 bytes of each row, the rest read as 0 */
-                const __m512i w = _mm512_loadu_si512(b);
-                a0 = _mm512_dpbusd_epi32(a0, _mm512_set1_epi32(four(r[0], 4 * kk, p->k)), w);
-                a1 = _mm512_dpbusd_epi32(a1, _mm512_set1_epi32(four(r[1], 4 * kk, p->k)), w);
-                a2 = _mm512_dpbusd_epi32(a2, _mm512_set1_epi32(four(r[2], 4 * kk, p->k)), w);
-                a3 = _mm512_dpbusd_epi32(a3, _mm512_set1_epi32(four(r[3], 4 * kk, p->k)), w);
-            }
-            const __m512i acc[QMR] = {a0, a1, a2, a3};
-            for (int64_t t = 0; t < rows; t++) epilogue_vnni(job, acc[t], i + t, j0);
+        for (int64_t t = 0; t < QMR; t++) r[t] = rows[t0 + (t < n ? t : 0)];
+        switch (wp / 16) {
+        case 4: tile_vnni(job, r, n, i0 + t0, j0, w, 4); break;
+        case 3: tile_vnni(job, r, n, i0 + t0, j0, w, 3); break;
+        case 2: tile_vnni(job, r, n, i0 + t0, j0, w, 2); break;
+        default: tile_vnni(job, r, n, i0 + t0, j0, w, 1); break;
         }
     }
 }
@@ -159,23 +235,49 @@ static void rows_vnni(const qgemm_job *job, int64_t i0, int64_t i1)
 static int vnni_available(void)
 {
     __builtin_cpu_init();
-    return pl_isa_current() == &pl_isa_avx512 && __builtin_cpu_supports("avx512f")
-           && __builtin_cpu_supports("avx512vnni");
+    return pl_isa_current() == &pl_isa_avx512 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw")
+           && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
 }
 #endif
 
+/* One thread's gather buffer, grown as needed and kept (a few hundred KiB at most for the usual layers). */
+static _Thread_local uint8_t *gathered;
+static _Thread_local size_t gathered_cap;
+
 static void qgemm_task(void *ctx, size_t task)
 {
-    const qgemm_job *job = ctx;
-    const int64_t i0 = (int64_t)task * ROWS_PER_TASK;
-    const int64_t i1 = i0 + ROWS_PER_TASK < job->p->m ? i0 + ROWS_PER_TASK : job->p->m;
-#ifdef PL_X86
-    if (job->vnni) {
-        rows_vnni(job, i0, i1);
-        return;
+    qgemm_job *job = ctx;
+    const pl_qgemm *p = job->p;
+    const int64_t tile = (int64_t)task / job->groups, group = (int64_t)task % job->groups;
+    const int64_t i0 = tile * TILE_M, count = p->m - i0 < TILE_M ? p->m - i0 : TILE_M;
+    const int64_t first = group * job->per_group;
+    const int64_t last = first + job->per_group < job->panels ? first + job->per_group : job->panels;
+    const uint8_t *rows[TILE_M];
+    if (p->conv) {
+        const size_t need = (size_t)(TILE_M * job->k4 * 4);
+        if (gathered_cap < need) {
+            uint8_t *grown = realloc(gathered, need);
+            if (!grown) {
+                atomic_store(&job->failed, 1);
+                return;
+            }
+            gathered = grown;
+            gathered_cap = need;
+        }
+        gather(p, job->x, i0, count, job->k4, gathered);
+        for (int64_t t = 0; t < count; t++) rows[t] = gathered + t * job->k4 * 4;
+    } else {
+        for (int64_t t = 0; t < count; t++) rows[t] = job->x + (i0 + t) * p->ldx;
     }
+    for (int64_t panel = first; panel < last; panel++) {
+#ifdef PL_X86
+        if (job->vnni) {
+            panel_vnni(job, rows, count, i0, panel);
+            continue;
+        }
 #endif
-    rows_generic(job, i0, i1);
+        panel_generic(job, rows, count, i0, panel);
+    }
 }
 
 int pl_qgemm_vnni(void)
@@ -190,8 +292,13 @@ int pl_qgemm_vnni(void)
 int pl_qgemm_run(const pl_qgemm *p, const uint8_t *x, const int8_t *w, const int32_t *offset, const float *mult,
                  uint8_t *y)
 {
-    qgemm_job job = {p, x, w, offset, mult, y, (p->n + PL_QNR - 1) / PL_QNR * PL_QNR, pl_qgemm_vnni()};
-    const int64_t tasks = (p->m + ROWS_PER_TASK - 1) / ROWS_PER_TASK;
-    pl_parallel_work((size_t)tasks, qgemm_task, &job, (double)p->m * (double)p->k * (double)p->n / 4.0);
-    return 0;
+    const int64_t np = (p->n + PL_QNR - 1) / PL_QNR * PL_QNR, panels = (np + PL_QNB - 1) / PL_QNB;
+    const int64_t tiles = (p->m + TILE_M - 1) / TILE_M;
+    int64_t groups = tiles >= MIN_TASKS ? 1 : (MIN_TASKS + tiles - 1) / tiles;
+    if (groups > panels) groups = panels;
+    const int64_t per_group = (panels + groups - 1) / groups;
+    groups = (panels + per_group - 1) / per_group;
+    qgemm_job job = {p, x, w, offset, mult, y, np, (p->k + 3) / 4, panels, groups, per_group, pl_qgemm_vnni(), 0};
+    pl_parallel_work((size_t)(tiles * groups), qgemm_task, &job, (double)p->m * (double)p->k * (double)p->n / 4.0);
+    return atomic_load(&job.failed) ? -1 : 0;
 }

@@ -777,7 +777,8 @@ static void test_pool(void)
  * columns past a block, reductions not a multiple of four, both clamps. */
 static void test_qgemm(const char *isa)
 {
-    static const int64_t shapes[][3] = {{1, 1, 1}, {5, 3, 17}, {9, 37, 33}, {70, 130, 16}, {3, 301, 5}};
+    static const int64_t shapes[][3] = {{1, 1, 1}, {5, 3, 17}, {9, 37, 33}, {70, 130, 16}, {3, 301, 5}, {13, 40, 200},
+                                         {100, 8, 80}};
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
         const int64_t m = shapes[s][0], k = shapes[s][1], n = shapes[s][2];
         const int64_t np = (n + PL_QNR - 1) / PL_QNR * PL_QNR, k4 = (k + 3) / 4;
@@ -788,12 +789,18 @@ static void test_qgemm(const char *isa)
         for (int64_t i = 0; i < m * k; i++) x[i] = (uint8_t)((frand() + 1) * 127.9);
         for (int64_t i = 0; i < k * n; i++) w[i] = (int8_t)(frand() * 127);
         for (int64_t r = 0; r < k; r++)
-            for (int64_t j = 0; j < n; j++) packed[((r / 4) * np + j) * 4 + r % 4] = w[r * n + j];
+            for (int64_t j = 0; j < n; j++) {
+                const int64_t j0 = j / PL_QNB * PL_QNB, wp = np - j0 < PL_QNB ? np - j0 : PL_QNB;
+                packed[j0 * k4 * 4 + ((r / 4) * wp + j - j0) * 4 + r % 4] = w[r * n + j];
+            }
         for (int64_t j = 0; j < n; j++) {
             offset[j] = (int32_t)(frand() * 5000);
             mult[j] = (float)((frand() + 1.5) * 0.3 / (double)(k * 64));
         }
-        const pl_qgemm p = {m, k, n, k, 1 + (int64_t)s * 40, s % 2 ? 1 + (int64_t)s * 40 : 0, 255};
+        pl_qgemm p;
+        memset(&p, 0, sizeof p);
+        p.m = m, p.k = k, p.n = n, p.ldx = k, p.zy = 1 + (int64_t)s * 30, p.lo = s % 2 ? 1 + (int64_t)s * 30 : 0;
+        p.hi = 255;
         for (int64_t i = 0; i < m; i++)
             for (int64_t j = 0; j < n; j++) {
                 int64_t acc = offset[j];
@@ -820,6 +827,67 @@ static void test_qgemm(const char *isa)
     }
 }
 
+/* The GEMM's convolution rows: the patches gathered from an NHWC input (padding = the zero point) against the
+ * direct sums, strided, dilated, padded unevenly, with channel counts that leave k % 4 != 0. */
+static void test_qconv(const char *isa)
+{
+    /* batch, h, w, c, kh, kw, stride, dilation, top, left, bottom/right, n */
+    static const int64_t cases[][12] = {{1, 9, 7, 3, 3, 3, 1, 1, 1, 1, 1, 20}, {2, 11, 8, 5, 7, 7, 2, 1, 3, 3, 3, 64},
+                                        {1, 6, 6, 8, 3, 3, 1, 2, 2, 0, 1, 70}, {1, 5, 9, 1, 1, 3, 2, 1, 0, 1, 2, 16}};
+    for (size_t s = 0; s < sizeof cases / sizeof cases[0]; s++) {
+        const int64_t *q = cases[s];
+        const int64_t b = q[0], h = q[1], w = q[2], c = q[3], kh = q[4], kw = q[5], st = q[6], dil = q[7];
+        const int64_t top = q[8], left = q[9], extra = q[10], n = q[11];
+        const int64_t ho = (h + top + extra - dil * (kh - 1) - 1) / st + 1, wo = (w + left + extra - dil * (kw - 1) - 1) / st + 1;
+        const int64_t m = b * ho * wo, k = kh * kw * c, k4 = (k + 3) / 4, np = (n + PL_QNR - 1) / PL_QNR * PL_QNR;
+        const int64_t zx = 37 + (int64_t)s;
+        uint8_t *x = malloc((size_t)(b * h * w * c)), *y = malloc((size_t)(m * n)), *want = malloc((size_t)(m * n));
+        int8_t *wt = malloc((size_t)(k * n)), *packed = calloc((size_t)(k4 * np * 4), 1);
+        int32_t *offset = calloc((size_t)np, sizeof *offset);
+        float *mult = calloc((size_t)np, sizeof *mult);
+        for (int64_t i = 0; i < b * h * w * c; i++) x[i] = (uint8_t)((frand() + 1) * 127.9);
+        for (int64_t i = 0; i < k * n; i++) wt[i] = (int8_t)(frand() * 127);
+        for (int64_t r = 0; r < k; r++)
+            for (int64_t j = 0; j < n; j++) {
+                const int64_t j0 = j / PL_QNB * PL_QNB, wp = np - j0 < PL_QNB ? np - j0 : PL_QNB;
+                packed[j0 * k4 * 4 + ((r / 4) * wp + j - j0) * 4 + r % 4] = wt[r * n + j];
+            }
+        for (int64_t j = 0; j < n; j++) mult[j] = (float)((frand() + 1.5) * 0.3 / (double)(k * 64));
+        pl_qgemm p;
+        memset(&p, 0, sizeof p);
+        p.m = m, p.k = k, p.n = n, p.ldx = k, p.zy = 100, p.lo = 0, p.hi = 255, p.conv = 1;
+        p.batch = b, p.h = h, p.w = w, p.c = c, p.kh = kh, p.kw = kw, p.sh = p.sw = st, p.dh = p.dw = dil;
+        p.top = top, p.left = left, p.ho = ho, p.wo = wo, p.zx = zx;
+        for (int64_t i = 0; i < m; i++) {
+            const int64_t bi = i / (ho * wo), oy = i / wo % ho, ox = i % wo;
+            for (int64_t j = 0; j < n; j++) {
+                int64_t acc = 0;
+                for (int64_t ty = 0; ty < kh; ty++)
+                    for (int64_t tx = 0; tx < kw; tx++)
+                        for (int64_t ch = 0; ch < c; ch++) {
+                            const int64_t iy = oy * st - top + ty * dil, ix = ox * st - left + tx * dil;
+                            const int64_t v = iy < 0 || iy >= h || ix < 0 || ix >= w ? zx
+                                              : x[((bi * h + iy) * w + ix) * c + ch];
+                            acc += v * wt[((ty * kw + tx) * c + ch) * n + j];
+                        }
+                float v = nearbyintf((float)acc * mult[j]) + (float)p.zy;
+                want[i * n + j] = (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
+            }
+        }
+        char err[256];
+        checks++;
+        if (pl_qgemm_check(&p, (size_t)(b * h * w * c), (size_t)(k4 * np * 4), (size_t)np, (size_t)np,
+                           (size_t)(m * n), err, sizeof err) != 0) {
+            printf("FAIL %s qgemm convolution case %zu: %s\n", isa, s, err);
+            failures++;
+        } else if (pl_qgemm_run(&p, x, packed, offset, mult, y) != 0 || memcmp(y, want, (size_t)(m * n)) != 0) {
+            printf("FAIL %s qgemm convolution case %zu: bytes differ from the direct sums\n", isa, s);
+            failures++;
+        }
+        free(x); free(y); free(want); free(wt); free(packed); free(offset); free(mult);
+    }
+}
+
 int main(void)
 {
     size_t n;
@@ -841,6 +909,7 @@ int main(void)
         test_broadcast_and_reduce(all[i]->name);
         test_rnn_stack(all[i]->name);
         test_qgemm(all[i]->name);
+        test_qconv(all[i]->name);
         tested++;
     }
     test_hostile_parameters();
