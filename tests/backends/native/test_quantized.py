@@ -1,7 +1,7 @@
-"""The native int8 kernels (linear_int8 and dense conv2d_int8 on csrc/qgemm.c) give the NumPy reference's results
-bit for bit (the same integer sums, the same float32 requantization), on every instruction set this CPU has (AVX-512
-runs VNNI where the CPU has it), for reductions past the reference's float32 bound, every zero point and clamp;
-what the library does not take goes to the reference."""
+"""The native int8 kernels (linear_int8 and dense conv2d_int8 on csrc/qgemm.c, depthwise conv2d_int8 on
+csrc/qdepthwise.c) give the NumPy reference's results bit for bit (the same integer sums, the same float32
+requantization), on every instruction set this CPU has (AVX-512 runs VNNI where the CPU has it), for reductions past
+the reference's float32 bound, every zero point and clamp; what the library does not take goes to the reference."""
 
 from __future__ import annotations
 
@@ -60,37 +60,46 @@ def test_pointwise_conv2d_int8_is_the_reference_bit_for_bit(native, isa, layout)
 @pytest.mark.parametrize("kernel, stride, padding, dilation", [
     (3, 1, [1, 1, 1, 1], 1), (3, 2, [1, 1, 1, 1], 1), (5, 1, [0, 2, 1, 0], 1), (3, 1, [2, 2, 2, 2], 2),
     (7, 2, [3, 3, 3, 3], 1), (3, 3, [0, 0, 0, 0], 1)])
-def test_dense_conv2d_int8_is_the_reference_bit_for_bit(native, isa, kernel, stride, padding, dilation):
-    """im2col padded with the input's zero point, then the GEMM: every tap, stride, padding and dilation."""
+@pytest.mark.parametrize("channels, outputs", [(5, 9), (3, 64), (16, 140)])
+def test_dense_conv2d_int8_is_the_reference_bit_for_bit(native, isa, kernel, stride, padding, dilation, channels,
+                                                        outputs):
+    """The patches gathered with the input's zero point as padding, then the GEMM: every tap, stride, padding and
+    dilation; tap rows of 3 bytes (k % 4 != 0) and outputs over several panels."""
     rng = np.random.default_rng(kernel * 10 + stride)
-    x = rng.integers(0, 256, (2, 5, 11, 10)).astype(np.uint8)
+    x = rng.integers(0, 256, (2, channels, 11, 10)).astype(np.uint8)
     from ptlite.ops.layouts import pack_conv2d_weight
 
-    w = pack_conv2d_weight(rng.integers(-127, 128, (9, 5, kernel, kernel)).astype(np.int8), 1)
-    args = (x, 0.03, 201, w, (rng.random(9) / 50).astype(np.float32), rng.standard_normal(9).astype(np.float32),
+    w = pack_conv2d_weight(rng.integers(-127, 128, (outputs, channels, kernel, kernel)).astype(np.int8), 1)
+    args = (x, 0.03, 201, w, (rng.random(outputs) / 50).astype(np.float32),
+            rng.standard_normal(outputs).astype(np.float32),
             [kernel, kernel], [stride, stride], padding, [dilation, dilation], 1, 0.2, 30, 30, 255)
     want = reference.conv2d_int8(*args)
     got = native.conv2d_int8(*args)
-    assert np.array_equal(got, want), f"{kernel}x{kernel} conv2d_int8 ({isa}) stride {stride} padding {padding} " \
-                                      f"dilation {dilation}: {int((got != want).sum())} outputs differ"
+    assert np.array_equal(got, want), f"{kernel}x{kernel} conv2d_int8 ({isa}) {channels} -> {outputs} channels, " \
+        f"stride {stride} padding {padding} dilation {dilation}: {int((got != want).sum())} outputs differ"
 
 
 @pytest.mark.parametrize("layout", ["channels-last", "nchw"])
 @pytest.mark.parametrize("kernel, stride, padding, dilation", [
     (3, 1, 1, 1), (3, 2, 1, 1), (5, 1, 2, 1), (3, 1, 2, 2), (5, 2, 2, 1)])
-def test_depthwise_conv2d_int8_is_the_reference_bit_for_bit(native, isa, kernel, stride, padding, dilation, layout):
-    """The library's float32 depthwise convolution of (input - zero point): its sums of a few integer products are
-    exact in float32, so the requantized bytes are the reference's."""
+@pytest.mark.parametrize("channels", [24, 300])
+def test_depthwise_conv2d_int8_is_the_reference_bit_for_bit(native, isa, kernel, stride, padding, dilation, layout,
+                                                            channels):
+    """The library's int8 depthwise kernel: the same integer sums, the same requantization; more channels than its
+    block of sums, a clamped output range, and out= written in place."""
     rng = np.random.default_rng(kernel + 7 * stride)
-    x = rng.integers(0, 256, (2, 24, 13, 11)).astype(np.uint8)
+    x = rng.integers(0, 256, (2, channels, 13, 11)).astype(np.uint8)
     if layout == "channels-last":
         x = x.transpose(0, 2, 3, 1).copy().transpose(0, 3, 1, 2)
-    w = rng.integers(-127, 128, (kernel * kernel, 24)).astype(np.int8)
-    args = (x, 0.02, 77, w, (rng.random(24) / 50).astype(np.float32), rng.standard_normal(24).astype(np.float32),
-            [kernel, kernel], [stride, stride], [padding] * 4, [dilation, dilation], 24, 0.1, 50, 50, 255)
+    w = rng.integers(-127, 128, (kernel * kernel, channels)).astype(np.int8)
+    args = (x, 0.02, 77, w, (rng.random(channels) / 50).astype(np.float32),
+            rng.standard_normal(channels).astype(np.float32), [kernel, kernel], [stride, stride],
+            [padding, padding + 1, padding, 0], [dilation, dilation], channels, 0.1, 50, 50, 200)
     got, want = native.conv2d_int8(*args), reference.conv2d_int8(*args)
-    assert np.array_equal(got, want), f"depthwise {kernel}x{kernel} conv2d_int8 ({isa}, {layout}): " \
-                                      f"{int((got != want).sum())} outputs differ from the reference"
+    assert np.array_equal(got, want), f"depthwise {kernel}x{kernel} conv2d_int8 ({isa}, {layout}, {channels} " \
+                                      f"channels): {int((got != want).sum())} outputs differ from the reference"
+    out = np.empty(got.shape, np.uint8)
+    assert native.conv2d_int8(*args, out=out) is out and np.array_equal(out, want), "out= not written"
 
 
 def test_what_the_library_does_not_take_goes_to_the_reference(native):
@@ -114,3 +123,20 @@ def test_the_library_checks_its_buffers(lib):
         lib.qgemm(x, packed, offsets, mults, np.zeros((4, 3), np.uint8), (4, 9, 3, 8, 0, 0, 255))
     with pytest.raises(ValueError, match="outside uint8"):
         lib.qgemm(x, packed, offsets, mults, np.zeros((4, 3), np.uint8), (4, 8, 3, 8, 300, 0, 255))
+    with pytest.raises(ValueError, match="invalid convolution"):  # m is not batch x ho x wo
+        lib.qgemm(x, packed, offsets, mults, np.zeros((4, 3), np.uint8), (4, 8, 3, 8, 0, 0, 255),
+                  (1, 2, 2, 2, 2, 1, 1, 1, 1, 1, 0, 0, 1, 2, 0))
+    with pytest.raises(ValueError, match="shorter than the sizes need"):  # the image is 2 x 2 x 2, not 3 x 2 x 2
+        lib.qgemm(x[:1], packed, offsets, mults, np.zeros((6, 3), np.uint8), (6, 4, 3, 4, 0, 0, 255),
+                  (1, 3, 2, 2, 2, 1, 1, 1, 1, 1, 0, 0, 2, 3, 0))
+    image, taps = np.zeros((1, 4, 4, 8), np.uint8), np.zeros((9, 8), np.int8)
+    dw_offsets, dw_mults = np.zeros(8, np.int32), np.zeros(8, np.float32)
+    with pytest.raises(ValueError, match="shorter than the sizes need"):
+        lib.qdepthwise(image, taps, dw_offsets, dw_mults, np.zeros((1, 4, 4, 8), np.uint8),
+                       (1, 5, 4, 8, 3, 3, 1, 1, 1, 1, 1, 1, 4, 4, 0, 0, 0, 255))
+    with pytest.raises(ValueError, match="invalid sizes"):
+        lib.qdepthwise(image, taps, dw_offsets, dw_mults, np.zeros((1, 4, 4, 8), np.uint8),
+                       (1, 4, 4, 8, 3, 3, 0, 1, 1, 1, 1, 1, 4, 4, 0, 0, 0, 255))
+    with pytest.raises(ValueError, match="overlaps"):
+        lib.qdepthwise(image, taps, dw_offsets, dw_mults, image,
+                       (1, 4, 4, 8, 3, 3, 1, 1, 1, 1, 1, 1, 4, 4, 0, 0, 0, 255))

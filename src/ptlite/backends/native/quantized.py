@@ -1,10 +1,9 @@
-"""The native backend's int8 kernels: linear_int8 and dense (groups == 1) conv2d_int8 on the library's int8 GEMM
-(csrc/qgemm.c: AVX-512 VNNI where the CPU has it, plain C elsewhere), bit for bit the reference's results (the same
-integer sums, the same float32 requantization). The library gathers a convolution's patches from its channels-last
+"""The native backend's int8 kernels, bit for bit the reference's results (the same integer sums, the same float32
+requantization). linear_int8 and dense (groups == 1) conv2d_int8 run on the library's int8 GEMM (csrc/qgemm.c:
+AVX-512 VNNI where the CPU has it, plain C elsewhere), which gathers a convolution's patches from its channels-last
 input a tile of rows at a time (a pointwise convolution's pixels are the GEMM's rows as they are). A depthwise
-convolution runs the library's float32 depthwise kernel on the input minus its zero point (its few products per
-output sum exactly in float32), then the reference's requantization. Other arguments (other grouped convolutions,
-offsets past int32) go to the reference's kernels.
+conv2d_int8 runs on the library's depthwise kernel (csrc/qdepthwise.c), channels-last too. Other arguments (other
+grouped convolutions, offsets past int32) go to the reference's kernels.
 """
 
 from __future__ import annotations
@@ -12,16 +11,15 @@ from __future__ import annotations
 import numpy as np
 
 from ptlite.backends.numpy._derived import derived
-from ptlite.backends.numpy.quantized import as_float, exact_dtype, requantize
 from ptlite.ops import CONV2D_INT8, LINEAR_INT8
 
 from . import _native as lib
-from .arguments import activation_epilogue
-from .kernels import _kernel, _reference, conv_nhwc
+from .kernels import _kernel, _reference
 
 QNR = 16  # the GEMM's columns are padded to a multiple of this (PL_QNR)
 QNB = 64  # the packed weight's panel width (PL_QNB)
 MAX_K = 60000  # PL_QGEMM_MAX_K
+MAX_TAPS = 16384  # PL_QDEPTHWISE_MAX_TAPS
 INT32 = 1 << 31
 
 
@@ -121,11 +119,16 @@ def conv2d_int8(input, input_scale, input_zero_point, weight, weight_scale, bias
             and int(groups) == input.shape[1] == weight.shape[1] > 1 and input.size \
             and weight.shape[0] == kernel_size[0] * kernel_size[1] and weight_scale.shape == (weight.shape[1],) \
             and 0 <= int(input_zero_point) <= 255:
+        target = out.transpose(0, 2, 3, 1) if isinstance(out, np.ndarray) and out.ndim == 4 \
+            and out.dtype == np.uint8 and out.flags.writeable and out.transpose(0, 2, 3, 1).flags.c_contiguous \
+            else None
         y = _depthwise(input, input_scale, int(input_zero_point), weight, weight_scale, bias, kernel_size, stride,
-                       padding, dilation, output_scale, int(output_zero_point), int(output_min), int(output_max))
+                       padding, dilation, output_scale, int(output_zero_point), int(output_min), int(output_max),
+                       target)
         if y is not None:
             if isinstance(out, np.ndarray) and out.shape == y.shape and out.dtype == np.uint8 and out.flags.writeable:
-                out[...] = y
+                if not np.may_share_memory(y, out):  # not written in place
+                    out[...] = y
                 return out
             return y
     return _reference(CONV2D_INT8)(input, input_scale, input_zero_point, weight, weight_scale, bias, kernel_size,
@@ -133,23 +136,50 @@ def conv2d_int8(input, input_scale, input_zero_point, weight, weight_scale, bias
                                    output_max, out=out)
 
 
+def _depthwise_requantization(weight_scale: np.ndarray, bias: np.ndarray | None, input_scale: float,
+                              output_scale: float, taps: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """The depthwise kernel's int32 offsets (the bias rounded at the product's scale) and float32 multipliers, as
+    the reference's requantize makes them; None where an offset and the sums could pass int32."""
+    product_scale = np.float32(input_scale) * weight_scale
+    offset = np.zeros(weight_scale.shape[0], np.int64)
+    if bias is not None:
+        offset = np.rint(bias.astype(np.float64) / product_scale.astype(np.float64)).astype(np.int64)
+    if np.abs(offset).max(initial=0) + taps * 255 * 128 >= INT32:
+        return None
+    return offset.astype(np.int32), (product_scale / np.float32(output_scale)).astype(np.float32)
+
+
 def _depthwise(input, input_scale, zero_point, weight, weight_scale, bias, kernel_size, stride, padding, dilation,
-               output_scale, output_zero_point, output_min, output_max) -> np.ndarray | None:
-    """A depthwise conv2d_int8 by the library's float32 depthwise convolution of (input - zero point): exact, since
-    a tap's few products of integers sum exactly in float32 (exact_dtype), then the reference's requantization:
-    the reference's results, bit for bit. None where the sums could leave float32's integers."""
-    k = weight.shape[0]
-    if exact_dtype(k, zero_point, weight) != np.float32:
+               output_scale, output_zero_point, output_min, output_max, target: np.ndarray | None = None
+               ) -> np.ndarray | None:
+    """A depthwise conv2d_int8 by the library's (csrc/qdepthwise.c) on the channels-last input: the NCHW view of a
+    channels-last result, written into `target` (a C-contiguous NHWC array) where it has the result's shape; None
+    where the library does not take the arguments."""
+    n, c, h, w = input.shape
+    taps = weight.shape[0]
+    kh, kw = (int(v) for v in kernel_size)
+    sh, sw = (int(v) for v in stride)
+    dh, dw = (int(v) for v in dilation)
+    top, bottom, left, right = (int(v) for v in padding)
+    ho = (h + top + bottom - dh * (kh - 1) - 1) // sh + 1
+    wo = (w + left + right - dw * (kw - 1) - 1) // sw + 1
+    if taps > MAX_TAPS or ho < 1 or wo < 1 or min(top, left, bottom, right) < 0 \
+            or not (0 <= output_min <= output_max <= 255) or not 0 <= output_zero_point <= 255:
         return None
+    key = ("qdepthwise requantization", float(input_scale), float(output_scale))
+    made = derived((weight_scale, bias), key, lambda: _depthwise_requantization(
+        weight_scale, bias, input_scale, output_scale, taps))
+    if made is None:
+        return None
+    offsets, multipliers = made
     nhwc = input.transpose(0, 2, 3, 1)
-    shifted = np.subtract(nhwc, np.float32(zero_point), dtype=np.float32, order="C")  # C-contiguous NHWC, any input
-    acc = conv_nhwc(shifted, as_float(weight, np.dtype(np.float32)), None, tuple(kernel_size), tuple(stride),
-                    tuple(padding), tuple(dilation), input.shape[1], activation_epilogue("none", ()))
-    if acc is None:
-        return None
-    result = requantize(acc, bias, np.float32(input_scale) * weight_scale, output_scale, output_zero_point,
-                        output_min, output_max)
-    return result.transpose(0, 3, 1, 2)
+    if not nhwc.flags.c_contiguous:
+        nhwc = np.ascontiguousarray(nhwc)
+    y = target if target is not None and target.shape == (n, ho, wo, c) else np.empty((n, ho, wo, c), np.uint8)
+    lib.qdepthwise(nhwc, np.ascontiguousarray(weight), offsets, multipliers, y,
+                   (n, h, w, c, kh, kw, sh, sw, dh, dw, top, left, ho, wo, zero_point, output_zero_point, output_min,
+                    output_max))
+    return y.transpose(0, 3, 1, 2)
 
 
 def _rows(input: np.ndarray, kernel_size, stride, padding, dilation, zero_point: int

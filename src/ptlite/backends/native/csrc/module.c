@@ -638,6 +638,46 @@ static PyObject *py_qgemm(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* qdepthwise(x, w, offset, mult, y, (batch, h, w, c, kh, kw, sh, sw, dh, dw, top, left, ho, wo, zx, zy, lo, hi)):
+ * the int8 depthwise convolution (qdepthwise.c); x and y uint8 NHWC, w int8 (kh * kw, c), offset int32, mult
+ * float32, each C-contiguous. */
+static PyObject *py_qdepthwise(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *obj[5];
+    pl_qdepthwise p;
+    if (!PyArg_ParseTuple(args, "OOOOO(LLLLLLLLLLLLLLLLLL)", &obj[0], &obj[1], &obj[2], &obj[3], &obj[4], &p.batch,
+                          &p.h, &p.w, &p.c, &p.kh, &p.kw, &p.sh, &p.sw, &p.dh, &p.dw, &p.top, &p.left, &p.ho, &p.wo,
+                          &p.zx, &p.zy, &p.lo, &p.hi))
+        return NULL;
+    static const char *const names[5] = {"the input", "the weight", "the offsets", "the multipliers", "the output"};
+    static const size_t item[5] = {1, 1, 4, 4, 1};
+    Py_buffer v[5];
+    int got = 0, ok = 1;
+    for (; got < 5; got++)
+        if (get_bytes(obj[got], &v[got], got == 4, names[got]) != 0) { ok = 0; break; }
+    char err[ERR_CAP];
+    if (ok && pl_qdepthwise_check(&p, (size_t)v[0].len / item[0], (size_t)v[1].len / item[1],
+                                  (size_t)v[2].len / item[2], (size_t)v[3].len / item[3], (size_t)v[4].len / item[4],
+                                  err, sizeof err) != 0) {
+        PyErr_SetString(PyExc_ValueError, err);
+        ok = 0;
+    }
+    for (int i = 0; ok && i < 4; i++)
+        if (overlaps(&v[4], &v[i])) {
+            PyErr_Format(PyExc_ValueError, "qdepthwise: the output overlaps %s", names[i]);
+            ok = 0;
+        }
+    if (ok) {
+        Py_BEGIN_ALLOW_THREADS
+        pl_qdepthwise_run(&p, v[0].buf, v[1].buf, v[2].buf, v[3].buf, v[4].buf);
+        Py_END_ALLOW_THREADS
+    }
+    for (int i = 0; i < got; i++) PyBuffer_Release(&v[i]);
+    if (!ok) return NULL;
+    Py_RETURN_NONE;
+}
+
 static PyObject *py_qgemm_vnni(PyObject *self, PyObject *unused)
 {
     (void)self;
@@ -992,6 +1032,7 @@ static PyMethodDef methods[] = {
     {"attention", py_attention, METH_VARARGS, "Scaled dot-product attention with an optional additive mask."},
     {"pad", py_pad, METH_VARARGS, "Constant padding (a negative amount crops)."},
     {"qgemm", py_qgemm, METH_VARARGS, "The int8 GEMM with requantization (uint8 x int8 -> uint8)."},
+    {"qdepthwise", py_qdepthwise, METH_VARARGS, "The int8 depthwise convolution with requantization (NHWC uint8)."},
     {"qgemm_vnni", py_qgemm_vnni, METH_NOARGS, "Whether the int8 GEMM runs on AVX-512 VNNI."},
     {"matmul", py_matmul, METH_VARARGS, "Batched matrix products, the right operand read at any strides."},
     {"hold_buffer", py_hold_buffer, METH_VARARGS, "Keep a read-only buffer in a plan for its runs."},

@@ -345,4 +345,14 @@ int pl_qgemm_run(const pl_qgemm *p, const uint8_t *x, const int8_t *w, const int
                  uint8_t *y);
 int pl_qgemm_vnni(void);
 
+/* qdepthwise.c: the int8 depthwise convolution with requantization on NHWC uint8 (see qdepthwise.c). */
+#define PL_QDEPTHWISE_MAX_TAPS 16384  /* taps * 255 * 128 stays below 2^31 with room for the offsets */
+typedef struct {
+    int64_t batch, h, w, c, kh, kw, sh, sw, dh, dw, top, left, ho, wo, zx, zy, lo, hi;
+} pl_qdepthwise;
+int pl_qdepthwise_check(const pl_qdepthwise *p, size_t x_len, size_t w_len, size_t offset_len, size_t mult_len,
+                        size_t y_len, char *err, size_t cap);
+void pl_qdepthwise_run(const pl_qdepthwise *p, const uint8_t *x, const int8_t *w, const int32_t *offset,
+                       const float *mult, uint8_t *y);
+
 #endif

@@ -888,6 +888,59 @@ static void test_qconv(const char *isa)
     }
 }
 
+/* The int8 depthwise convolution against the direct sums: padded unevenly, strided, dilated, more channels than the
+ * kernel's block of sums. */
+static void test_qdepthwise(const char *isa)
+{
+    /* batch, h, w, c, kh, kw, stride, dilation, top, left, bottom/right */
+    static const int64_t cases[][11] = {{1, 9, 7, 3, 3, 3, 1, 1, 1, 1, 1}, {2, 8, 11, 300, 5, 5, 2, 1, 2, 1, 3},
+                                        {1, 6, 6, 17, 3, 3, 1, 2, 2, 0, 1}};
+    for (size_t s = 0; s < sizeof cases / sizeof cases[0]; s++) {
+        const int64_t *q = cases[s];
+        pl_qdepthwise p = {q[0], q[1], q[2], q[3], q[4], q[5], q[6], q[6], q[7], q[7], q[8], q[9], 0, 0,
+                           20 + (int64_t)s, 90, 5, 250};
+        p.ho = (p.h + p.top + q[10] - p.dh * (p.kh - 1) - 1) / p.sh + 1;
+        p.wo = (p.w + p.left + q[10] - p.dw * (p.kw - 1) - 1) / p.sw + 1;
+        const int64_t c = p.c, taps = p.kh * p.kw, xn = p.batch * p.h * p.w * c, yn = p.batch * p.ho * p.wo * c;
+        uint8_t *x = malloc((size_t)xn), *y = malloc((size_t)yn), *want = malloc((size_t)yn);
+        int8_t *w = malloc((size_t)(taps * c));
+        int32_t *offset = malloc((size_t)c * sizeof *offset);
+        float *mult = malloc((size_t)c * sizeof *mult);
+        for (int64_t i = 0; i < xn; i++) x[i] = (uint8_t)((frand() + 1) * 127.9);
+        for (int64_t i = 0; i < taps * c; i++) w[i] = (int8_t)(frand() * 127);
+        for (int64_t ch = 0; ch < c; ch++) {
+            offset[ch] = (int32_t)(frand() * 3000);
+            mult[ch] = (float)((frand() + 1.5) * 0.3 / (double)(taps * 64));
+        }
+        for (int64_t i = 0; i < yn; i++) {
+            const int64_t ch = i % c, ox = i / c % p.wo, oy = i / c / p.wo % p.ho, b = i / c / p.wo / p.ho;
+            int64_t acc = offset[ch];
+            for (int64_t ty = 0; ty < p.kh; ty++)
+                for (int64_t tx = 0; tx < p.kw; tx++) {
+                    const int64_t iy = oy * p.sh - p.top + ty * p.dh, ix = ox * p.sw - p.left + tx * p.dw;
+                    if (iy >= 0 && iy < p.h && ix >= 0 && ix < p.w)
+                        acc += ((int64_t)x[((b * p.h + iy) * p.w + ix) * c + ch] - p.zx) * w[(ty * p.kw + tx) * c + ch];
+                }
+            float v = nearbyintf((float)acc * mult[ch]) + (float)p.zy;
+            want[i] = (uint8_t)(v < (float)p.lo ? (float)p.lo : v > (float)p.hi ? (float)p.hi : v);
+        }
+        char err[256];
+        checks++;
+        if (pl_qdepthwise_check(&p, (size_t)xn, (size_t)(taps * c), (size_t)c, (size_t)c, (size_t)yn, err,
+                                sizeof err) != 0) {
+            printf("FAIL %s qdepthwise case %zu: %s\n", isa, s, err);
+            failures++;
+        } else {
+            pl_qdepthwise_run(&p, x, w, offset, mult, y);
+            if (memcmp(y, want, (size_t)yn) != 0) {
+                printf("FAIL %s qdepthwise case %zu: bytes differ from the direct sums\n", isa, s);
+                failures++;
+            }
+        }
+        free(x); free(y); free(want); free(w); free(offset); free(mult);
+    }
+}
+
 int main(void)
 {
     size_t n;
@@ -910,6 +963,7 @@ int main(void)
         test_rnn_stack(all[i]->name);
         test_qgemm(all[i]->name);
         test_qconv(all[i]->name);
+        test_qdepthwise(all[i]->name);
         tested++;
     }
     test_hostile_parameters();
