@@ -140,3 +140,62 @@ def test_the_library_checks_its_buffers(lib):
     with pytest.raises(ValueError, match="overlaps"):
         lib.qdepthwise(image, taps, dw_offsets, dw_mults, image,
                        (1, 4, 4, 8, 3, 3, 1, 1, 1, 1, 1, 1, 4, 4, 0, 0, 0, 255))
+
+
+@pytest.mark.parametrize("layout", ["C", "channels-last", "mixed"])
+@pytest.mark.parametrize("shape", [(1, 37, 13, 11), (2, 64, 28, 28)])
+def test_add_int8_is_the_reference_bit_for_bit(native, isa, layout, shape):
+    """Every product rounded to float32 before the sum, as NumPy does: a fused multiply-add would move some values
+    across a rounding tie (100k values with unrelated scales find some). Mixed layouts go to the reference."""
+    rng = np.random.default_rng(len(layout) + shape[0])
+    a, b = (rng.integers(0, 256, shape).astype(np.uint8) for _ in range(2))
+    if layout != "C":
+        a = a.transpose(0, 2, 3, 1).copy().transpose(0, 3, 1, 2)
+    if layout == "channels-last":
+        b = b.transpose(0, 2, 3, 1).copy().transpose(0, 3, 1, 2)
+    for low, high in ((0, 255), (113, 255), (0, 200)):
+        args = (a, 0.0371, 131, b, 0.0219, 97, 0.0613, 121, low, high)
+        want, got = reference.add_int8(*args), native.add_int8(*args)
+        assert np.array_equal(got, want), f"add_int8 ({isa}, {layout}, {shape}, range [{low}, {high}]): " \
+                                          f"{int((got != want).sum())} outputs differ from the reference"
+        if layout != "mixed":
+            assert got.strides == a.strides, f"add_int8 ({isa}, {layout}) changed the layout"
+    inplace = a.copy(order="K")
+    assert native.add_int8(inplace, 0.0371, 131, b, 0.0219, 97, 0.0613, 121, out=inplace) is inplace
+    assert np.array_equal(inplace, reference.add_int8(a, 0.0371, 131, b, 0.0219, 97, 0.0613, 121)), \
+        f"add_int8 ({isa}, {layout}) in place"
+
+
+@pytest.mark.parametrize("scales", [(0.1, 0.1, 0.2), (0.3, 0.1, 0.2), (0.7, 0.1, 0.4)])
+def test_add_int8_rounds_each_product_as_numpy_does(native, isa, scales):
+    """Every pair of uint8 values with scales whose real sums sit on rounding ties: a product fused into the
+    addition (an FMA, which -ffp-contract=fast would make) moves over a thousand of these 65536 outputs."""
+    a, b = (v.reshape(1, 256, 16, 16).astype(np.uint8) for v in np.meshgrid(np.arange(256), np.arange(256)))
+    args = (a, scales[0], 128, b, scales[1], 3, scales[2], 0)
+    want, got = reference.add_int8(*args), native.add_int8(*args)
+    assert np.array_equal(got, want), f"add_int8 ({isa}) with scales {scales}: {int((got != want).sum())} of " \
+                                      f"65536 outputs differ from the reference"
+
+
+@pytest.mark.parametrize("shape", [(1, 3, 31, 29), (2, 5), (2, 16, 9, 9)])
+def test_quantize_and_dequantize_are_the_reference_bit_for_bit(native, isa, shape):
+    """Quantizing rounds half to even like NumPy (inputs on the ties included) and clamps; a C-contiguous image
+    comes back channels-last, the layout a convolution reads, with the same values."""
+    rng = np.random.default_rng(shape[-1])
+    x = (rng.standard_normal(shape) * 3).astype(np.float32)
+    x.reshape(-1)[::7] = (np.round(x.reshape(-1)[::7] / 0.05) + 0.5) * np.float32(0.05)  # near ties
+    x.reshape(-1)[:4] = [1e9, -1e9, 0.0, -0.0]
+    want, got = reference.quantize_per_tensor(x, 0.05, 77), native.quantize_per_tensor(x, 0.05, 77)
+    assert got.dtype == np.uint8 and np.array_equal(got, want), \
+        f"quantize_per_tensor ({isa}, {shape}): {int((got != want).sum())} values differ from the reference"
+    if len(shape) == 4:
+        assert got.transpose(0, 2, 3, 1).flags.c_contiguous, "a quantized image is not channels-last"
+    back_want, back = reference.dequantize_per_tensor(got, 0.05, 77), native.dequantize_per_tensor(got, 0.05, 77)
+    assert back.dtype == np.float32 and np.array_equal(back, back_want) \
+        and np.array_equal(np.array(back.strides) // 4, got.strides), \
+        f"dequantize_per_tensor ({isa}, {shape}) differs from the reference or changed the layout"
+    out = np.empty(shape, np.uint8)
+    assert native.quantize_per_tensor(x, 0.05, 77, out=out) is out and np.array_equal(out, want), "out= not written"
+    strided = x[..., ::2]  # dense in no order: the reference's
+    assert np.array_equal(native.quantize_per_tensor(strided, 0.05, 77),
+                          reference.quantize_per_tensor(strided, 0.05, 77))

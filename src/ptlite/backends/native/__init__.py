@@ -49,7 +49,8 @@ OPERATORS: dict[str, str] = {
                      "aten::matmul", "aten::mm"), "attention"),
     **dict.fromkeys(("aten::lstm.input", "aten::gru.input", "aten::rnn_tanh.input", "aten::rnn_relu.input"),
                     "recurrent"),
-    **dict.fromkeys((ops.CONV2D_INT8, ops.LINEAR_INT8), "quantized"),
+    **dict.fromkeys((ops.CONV2D_INT8, ops.LINEAR_INT8, ops.ADD_INT8, ops.QUANTIZE_PER_TENSOR,
+                     ops.DEQUANTIZE_PER_TENSOR), "quantized"),
 }
 
 

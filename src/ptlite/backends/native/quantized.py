@@ -3,7 +3,10 @@ requantization). linear_int8 and dense (groups == 1) conv2d_int8 run on the libr
 AVX-512 VNNI where the CPU has it, plain C elsewhere), which gathers a convolution's patches from its channels-last
 input a tile of rows at a time (a pointwise convolution's pixels are the GEMM's rows as they are). A depthwise
 conv2d_int8 runs on the library's depthwise kernel (csrc/qdepthwise.c), channels-last too. Other arguments (other
-grouped convolutions, offsets past int32) go to the reference's kernels.
+grouped convolutions, offsets past int32) go to the reference's kernels. add_int8, quantize_per_tensor and
+dequantize_per_tensor run on the library's elementwise kernels (csrc/qelementwise.c) where their operands are
+dense in one memory order (C or channels-last); quantizing a C-contiguous image returns it channels-last, the
+layout the convolutions after it read.
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from ptlite.backends.numpy._derived import derived
-from ptlite.ops import CONV2D_INT8, LINEAR_INT8
+from ptlite.ops import ADD_INT8, CONV2D_INT8, DEQUANTIZE_PER_TENSOR, LINEAR_INT8, QUANTIZE_PER_TENSOR
 
 from . import _native as lib
 from .kernels import _kernel, _reference
@@ -201,3 +204,95 @@ def _rows(input: np.ndarray, kernel_size, stride, padding, dilation, zero_point:
     if (kh, kw, sh, sw, top, bottom, left, right) == (1, 1, 1, 1, 0, 0, 0, 0):
         return nhwc.reshape(n * h * w, c), None, (n, h, w)
     return nhwc, (n, h, w, c, kh, kw, sh, sw, dh, dw, top, left, ho, wo, zero_point), (n, ho, wo)
+
+
+# ------------------------------------------------------------------------------------------------ elementwise
+
+ADD, QUANTIZE, QUANTIZE_NHWC, DEQUANTIZE = range(4)  # enum pl_q_op
+
+
+def _memory(x: np.ndarray) -> tuple[str, np.ndarray] | None:
+    """x's values in memory order as a 1-D view, and that order ("C", or "NHWC" for a channels-last image); None
+    where x is dense in neither."""
+    if x.flags.c_contiguous:
+        return "C", x.reshape(-1)
+    if x.ndim == 4:
+        nhwc = x.transpose(0, 2, 3, 1)
+        if nhwc.flags.c_contiguous:
+            return "NHWC", nhwc.reshape(-1)
+    return None
+
+
+def _target(out, shape: tuple[int, ...], dtype: type, order: str) -> tuple[np.ndarray, np.ndarray]:
+    """The result array of `shape` in memory `order` and its 1-D view: `out` where it is a writeable array of that
+    shape, dtype and order, else a new one."""
+    if isinstance(out, np.ndarray) and out.shape == shape and out.dtype == dtype and out.flags.writeable:
+        found = _memory(out)
+        if found is not None and found[0] == order:
+            return out, found[1]
+    if order == "C":
+        y = np.empty(shape, dtype)
+        return y, y.reshape(-1)
+    n, c, h, w = shape
+    nhwc = np.empty((n, h, w, c), dtype)
+    return nhwc.transpose(0, 3, 1, 2), nhwc.reshape(-1)
+
+
+def _qparams(scale, zero_point) -> bool:
+    return 0 <= int(zero_point) <= 255 and 0 < float(scale) < np.inf
+
+
+@_kernel(ADD_INT8)
+def add_int8(self, self_scale, self_zero_point, other, other_scale, other_zero_point, output_scale,
+             output_zero_point, output_min=0, output_max=255, *, out=None):
+    if isinstance(self, np.ndarray) and isinstance(other, np.ndarray) and self.dtype == other.dtype == np.uint8 \
+            and self.shape == other.shape and _qparams(self_scale, self_zero_point) \
+            and _qparams(other_scale, other_zero_point) and _qparams(output_scale, output_zero_point) \
+            and 0 <= int(output_min) <= int(output_max) <= 255:
+        a, b = _memory(self), _memory(other)
+        if a is not None and b is not None and a[0] == b[0]:
+            y, flat = _target(out, self.shape, np.uint8, a[0])
+            lib.qelementwise(ADD, a[1], b[1], flat,
+                             (flat.size, 1, 1, int(self_zero_point), int(other_zero_point), int(output_zero_point),
+                              int(output_min), int(output_max)),
+                             (float(np.float32(self_scale)), float(np.float32(other_scale)),
+                              float(np.float32(1 / output_scale))))
+            return y
+    return _reference(ADD_INT8)(self, self_scale, self_zero_point, other, other_scale, other_zero_point,
+                                output_scale, output_zero_point, output_min, output_max, out=out)
+
+
+@_kernel(QUANTIZE_PER_TENSOR)
+def quantize_per_tensor(input, scale, zero_point, *, out=None):
+    if isinstance(input, np.ndarray) and input.dtype == np.float32 and _qparams(scale, zero_point):
+        found = _memory(input)
+        if found is not None:
+            order, flat = found
+            image = input.ndim == 4 and input.shape[1] > 1 and input.shape[2] * input.shape[3] > 1
+            given = _memory(out) if isinstance(out, np.ndarray) and out.shape == input.shape \
+                and out.dtype == np.uint8 and out.flags.writeable else None
+            # out's layout where it has one; else a C-contiguous image (the model's input) becomes channels-last on
+            # the way, the layout a convolution reads
+            wanted = given[0] if given is not None else "NHWC" if order == "C" and image else order
+            op = QUANTIZE if wanted == order else QUANTIZE_NHWC if order == "C" and image else None
+            if op is not None:
+                y, target = _target(out, input.shape, np.uint8, wanted)
+                channels, pixels = (input.shape[1], input.shape[2] * input.shape[3]) if op == QUANTIZE_NHWC \
+                    else (1, 1)
+                lib.qelementwise(op, flat, None, target, (flat.size, channels, pixels, 0, 0, int(zero_point), 0, 255),
+                                 (1.0, 1.0, float(np.float32(1 / scale))))
+                return y
+    return _reference(QUANTIZE_PER_TENSOR)(input, scale, zero_point, out=out)
+
+
+@_kernel(DEQUANTIZE_PER_TENSOR)
+def dequantize_per_tensor(input, scale, zero_point, *, out=None):
+    if isinstance(input, np.ndarray) and input.dtype == np.uint8 and _qparams(scale, zero_point):
+        found = _memory(input)
+        if found is not None:
+            order, flat = found
+            y, target = _target(out, input.shape, np.float32, order)
+            lib.qelementwise(DEQUANTIZE, flat, None, target, (flat.size, 1, 1, int(zero_point), 0, 0, 0, 255),
+                             (float(np.float32(scale)), 1.0, 1.0))
+            return y
+    return _reference(DEQUANTIZE_PER_TENSOR)(input, scale, zero_point, out=out)

@@ -678,6 +678,54 @@ static PyObject *py_qdepthwise(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* qelementwise(op, a, b, y, (count, channels, pixels, za, zb, zy, lo, hi), (sa, sb, inv)): the elementwise int8
+ * kernels (qelementwise.c); b None except for PL_Q_ADD; each C-contiguous, of the dtypes the operation reads and
+ * writes (the Python side guarantees them). */
+static PyObject *py_qelementwise(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *obj[3];
+    pl_qelementwise p;
+    double sa, sb, inv;
+    if (!PyArg_ParseTuple(args, "LOOO(LLLLLLLL)(ddd)", &p.op, &obj[0], &obj[1], &obj[2], &p.count, &p.channels,
+                          &p.pixels, &p.za, &p.zb, &p.zy, &p.lo, &p.hi, &sa, &sb, &inv))
+        return NULL;
+    p.sa = (float)sa, p.sb = (float)sb, p.inv = (float)inv;
+    static const char *const names[3] = {"the first input", "the second input", "the output"};
+    const int quantize = p.op == PL_Q_QUANTIZE || p.op == PL_Q_QUANTIZE_NHWC;
+    const size_t item[3] = {quantize ? 4 : 1, 1, p.op == PL_Q_DEQUANTIZE ? 4 : 1};
+    Py_buffer v[3];
+    memset(v, 0, sizeof v);
+    int ok = 1;
+    for (int i = 0; ok && i < 3; i++)
+        if (obj[i] != Py_None && get_bytes(obj[i], &v[i], i == 2, names[i]) != 0) ok = 0;
+    if (ok && (!v[0].obj || !v[2].obj || (p.op == PL_Q_ADD && !v[1].obj))) {
+        PyErr_SetString(PyExc_ValueError, "qelementwise: a buffer the operation needs is None");
+        ok = 0;
+    }
+    char err[ERR_CAP];
+    if (ok && pl_qelementwise_check(&p, (size_t)v[0].len / item[0], v[1].obj ? (size_t)v[1].len / item[1] : 0,
+                                    (size_t)v[2].len / item[2], err, sizeof err) != 0) {
+        PyErr_SetString(PyExc_ValueError, err);
+        ok = 0;
+    }
+    /* The output may be an input itself (an in-place addition reads each value before writing it), not part of one */
+    for (int i = 0; ok && i < 2; i++)
+        if (v[i].obj && overlaps(&v[2], &v[i]) && !(v[i].buf == v[2].buf && item[i] == item[2])) {
+            PyErr_Format(PyExc_ValueError, "qelementwise: the output overlaps %s", names[i]);
+            ok = 0;
+        }
+    if (ok) {
+        Py_BEGIN_ALLOW_THREADS
+        pl_qelementwise_run(&p, v[0].buf, v[1].obj ? v[1].buf : NULL, v[2].buf);
+        Py_END_ALLOW_THREADS
+    }
+    for (int i = 0; i < 3; i++)
+        if (v[i].obj) PyBuffer_Release(&v[i]);
+    if (!ok) return NULL;
+    Py_RETURN_NONE;
+}
+
 static PyObject *py_qgemm_vnni(PyObject *self, PyObject *unused)
 {
     (void)self;
@@ -1033,6 +1081,7 @@ static PyMethodDef methods[] = {
     {"pad", py_pad, METH_VARARGS, "Constant padding (a negative amount crops)."},
     {"qgemm", py_qgemm, METH_VARARGS, "The int8 GEMM with requantization (uint8 x int8 -> uint8)."},
     {"qdepthwise", py_qdepthwise, METH_VARARGS, "The int8 depthwise convolution with requantization (NHWC uint8)."},
+    {"qelementwise", py_qelementwise, METH_VARARGS, "Elementwise int8 kernels: add, quantize, dequantize."},
     {"qgemm_vnni", py_qgemm_vnni, METH_NOARGS, "Whether the int8 GEMM runs on AVX-512 VNNI."},
     {"matmul", py_matmul, METH_VARARGS, "Batched matrix products, the right operand read at any strides."},
     {"hold_buffer", py_hold_buffer, METH_VARARGS, "Keep a read-only buffer in a plan for its runs."},

@@ -355,4 +355,16 @@ int pl_qdepthwise_check(const pl_qdepthwise *p, size_t x_len, size_t w_len, size
 void pl_qdepthwise_run(const pl_qdepthwise *p, const uint8_t *x, const int8_t *w, const int32_t *offset,
                        const float *mult, uint8_t *y);
 
+/* qelementwise.c: elementwise int8 kernels on count values (see qelementwise.c). PL_Q_ADD: a, b, y uint8 (za, sa,
+ * zb, sb; inv = float32(1 / output scale), zy, lo, hi); PL_Q_QUANTIZE: a float32, y uint8 (inv, zy);
+ * PL_Q_QUANTIZE_NHWC: the same from NCHW a to NHWC y, channels x pixels per image; PL_Q_DEQUANTIZE: a uint8,
+ * y float32 (za, sa). */
+enum pl_q_op { PL_Q_ADD = 0, PL_Q_QUANTIZE, PL_Q_QUANTIZE_NHWC, PL_Q_DEQUANTIZE, PL_Q_OP_COUNT };
+typedef struct {
+    int64_t op, count, channels, pixels, za, zb, zy, lo, hi;
+    float sa, sb, inv;
+} pl_qelementwise;
+int pl_qelementwise_check(const pl_qelementwise *p, size_t a_len, size_t b_len, size_t y_len, char *err, size_t cap);
+void pl_qelementwise_run(const pl_qelementwise *p, const void *a, const void *b, void *y);
+
 #endif

@@ -838,7 +838,8 @@ static void test_qconv(const char *isa)
         const int64_t *q = cases[s];
         const int64_t b = q[0], h = q[1], w = q[2], c = q[3], kh = q[4], kw = q[5], st = q[6], dil = q[7];
         const int64_t top = q[8], left = q[9], extra = q[10], n = q[11];
-        const int64_t ho = (h + top + extra - dil * (kh - 1) - 1) / st + 1, wo = (w + left + extra - dil * (kw - 1) - 1) / st + 1;
+        const int64_t ho = (h + top + extra - dil * (kh - 1) - 1) / st + 1;
+        const int64_t wo = (w + left + extra - dil * (kw - 1) - 1) / st + 1;
         const int64_t m = b * ho * wo, k = kh * kw * c, k4 = (k + 3) / 4, np = (n + PL_QNR - 1) / PL_QNR * PL_QNR;
         const int64_t zx = 37 + (int64_t)s;
         uint8_t *x = malloc((size_t)(b * h * w * c)), *y = malloc((size_t)(m * n)), *want = malloc((size_t)(m * n));
