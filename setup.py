@@ -71,8 +71,8 @@ def _link_args() -> list[str]:
 
 
 SOURCES = ["module.c", "plan.c", "conv.c", "winograd.c", "rows.c", "attention.c", "copy.c", "broadcast.c",
-           "matmul.c", "qgemm.c", "qdepthwise.c", "qelementwise.c", "recurrent.c", "params.c", "threads.c", "isa.c",
-           "isa_generic.c", "isa_avx2.c", "isa_avx512.c"]
+           "matmul.c", "qgemm.c", "qdepthwise.c", "qelementwise.c", "qpool.c", "recurrent.c", "params.c", "threads.c",
+           "isa.c", "isa_generic.c", "isa_avx2.c", "isa_avx512.c"]
 
 setup(
     ext_modules=[Extension(NATIVE, sources=[os.path.join(CSRC, s) for s in SOURCES],

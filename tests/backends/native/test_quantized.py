@@ -18,6 +18,13 @@ def native(lib):
     return quantized
 
 
+@pytest.fixture
+def native_kernels(lib):
+    from ptlite.backends.native import kernels
+
+    return kernels
+
+
 def _case(rng, m, k, n, relu, with_bias=True):
     x = rng.integers(0, 256, (m, k)).astype(np.uint8)
     w = rng.integers(-127, 128, (k, n)).astype(np.int8)
@@ -129,7 +136,7 @@ def test_the_library_checks_its_buffers(lib):
     with pytest.raises(ValueError, match="shorter than the sizes need"):  # the image is 2 x 2 x 2, not 3 x 2 x 2
         lib.qgemm(x[:1], packed, offsets, mults, np.zeros((6, 3), np.uint8), (6, 4, 3, 4, 0, 0, 255),
                   (1, 3, 2, 2, 2, 1, 1, 1, 1, 1, 0, 0, 2, 3, 0))
-    image, taps = np.zeros((1, 4, 4, 8), np.uint8), np.zeros((9, 8), np.int8)
+    image, taps = np.zeros((1, 4, 4, 8), np.uint8), np.zeros((9, 8), np.int32)
     dw_offsets, dw_mults = np.zeros(8, np.int32), np.zeros(8, np.float32)
     with pytest.raises(ValueError, match="shorter than the sizes need"):
         lib.qdepthwise(image, taps, dw_offsets, dw_mults, np.zeros((1, 4, 4, 8), np.uint8),
@@ -199,3 +206,21 @@ def test_quantize_and_dequantize_are_the_reference_bit_for_bit(native, isa, shap
     strided = x[..., ::2]  # dense in no order: the reference's
     assert np.array_equal(native.quantize_per_tensor(strided, 0.05, 77),
                           reference.quantize_per_tensor(strided, 0.05, 77))
+
+
+@pytest.mark.parametrize("shape, kernel, stride, padding, dilation, ceil", [
+    ((2, 64, 21, 19), [3, 3], [2, 2], [1, 1], [1, 1], False), ((1, 5, 9, 7), [3, 2], [1, 2], [1, 1], [2, 1], True),
+    ((1, 17, 8, 8), [2, 2], [2, 2], [0, 0], [1, 1], False)])
+def test_uint8_max_pool2d_is_the_reference(native_kernels, isa, shape, kernel, stride, padding, dilation, ceil):
+    """A quantized channels-last image pools in the library (csrc/qpool.c): the same bytes, channels-last, out=."""
+    from ptlite.backends.numpy import implementation
+
+    rng = np.random.default_rng(shape[1])
+    x = rng.integers(0, 256, shape).astype(np.uint8).transpose(0, 2, 3, 1).copy().transpose(0, 3, 1, 2)
+    args = (kernel, stride, padding, dilation, ceil)
+    got, want = native_kernels.max_pool2d(x, *args), implementation("aten::max_pool2d")(x, *args)
+    assert got.dtype == np.uint8 and np.array_equal(got, want), \
+        f"uint8 max_pool2d ({isa}) {kernel} stride {stride}: {int((got != want).sum())} values differ"
+    assert got.transpose(0, 2, 3, 1).flags.c_contiguous, "the result is not channels-last"
+    out = np.empty(want.shape[:1] + want.shape[2:] + want.shape[1:2], np.uint8).transpose(0, 3, 1, 2)
+    assert native_kernels.max_pool2d(x, *args, out=out) is out and np.array_equal(out, want), "out= not written"

@@ -23,8 +23,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[3]
 CSRC = ROOT / "src" / "ptlite" / "backends" / "native" / "csrc"
 KERNELS = ["conv.c", "winograd.c", "rows.c", "attention.c", "copy.c", "broadcast.c", "matmul.c", "qgemm.c",
-           "qdepthwise.c", "qelementwise.c", "recurrent.c", "params.c", "threads.c", "isa.c", "isa_generic.c",
-           "isa_avx2.c", "isa_avx512.c"]
+           "qdepthwise.c", "qelementwise.c", "qpool.c", "recurrent.c", "params.c", "threads.c", "isa.c",
+           "isa_generic.c", "isa_avx2.c", "isa_avx512.c"]
 FLAGS = ["-std=c11", "-ffp-contract=fast", "-fno-math-errno", "-pthread", "-Wall", "-Wno-psabi", f"-I{CSRC}"]
 SANITIZE = ["-O1", "-g", "-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-fno-sanitize-recover=all"]
 X86 = platform.machine() in ("x86_64", "AMD64")

@@ -268,6 +268,18 @@ def _pool(op: str, self: Any, args: Sequence[Any], out: Any) -> Any:
             lib.pool2d(_nhwc(self), y, (n, h, w, c, k[0], k[1], s[0], s[1], p[0], p[1], d[0], d[1], ho, wo), kind,
                        divisor)
             return out if target is not None else y.transpose(0, 3, 1, 2)
+    if parsed is not None and parsed[5] == lib.POOL_MAX and isinstance(self, np.ndarray) and self.dtype == np.uint8 \
+            and self.ndim == 4 and _channels_last(self) and self.size:  # a quantized image: int8 pooling
+        k, s, p, d, ceil, _, _ = parsed
+        n, c, h, w = self.shape
+        ho, wo = pool_out_size(h, k[0], s[0], p[0], d[0], ceil), pool_out_size(w, k[1], s[1], p[1], d[1], ceil)
+        if ho >= 1 and wo >= 1:
+            into = isinstance(out, np.ndarray) and out.shape == (n, c, ho, wo) and out.dtype == np.uint8 \
+                and out.flags.writeable and out.transpose(0, 2, 3, 1).flags.c_contiguous
+            y = out.transpose(0, 2, 3, 1) if into else np.empty((n, ho, wo, c), np.uint8)
+            lib.qmaxpool(self.transpose(0, 2, 3, 1), y, (n, h, w, c, k[0], k[1], s[0], s[1], p[0], p[1], d[0], d[1],
+                                                          ho, wo))
+            return out if into else y.transpose(0, 3, 1, 2)
     return _reference(op)(self, *args, **({} if out is None else {"out": out}))
 
 

@@ -179,7 +179,8 @@ def _depthwise(input, input_scale, zero_point, weight, weight_scale, bias, kerne
     if not nhwc.flags.c_contiguous:
         nhwc = np.ascontiguousarray(nhwc)
     y = target if target is not None and target.shape == (n, ho, wo, c) else np.empty((n, ho, wo, c), np.uint8)
-    lib.qdepthwise(nhwc, np.ascontiguousarray(weight), offsets, multipliers, y,
+    taps32 = derived((weight,), ("qdepthwise weight",), lambda: np.ascontiguousarray(weight, dtype=np.int32))
+    lib.qdepthwise(nhwc, taps32, offsets, multipliers, y,
                    (n, h, w, c, kh, kw, sh, sw, dh, dw, top, left, ho, wo, zero_point, output_zero_point, output_min,
                     output_max))
     return y.transpose(0, 3, 1, 2)

@@ -639,7 +639,7 @@ static PyObject *py_qgemm(PyObject *self, PyObject *args)
 }
 
 /* qdepthwise(x, w, offset, mult, y, (batch, h, w, c, kh, kw, sh, sw, dh, dw, top, left, ho, wo, zx, zy, lo, hi)):
- * the int8 depthwise convolution (qdepthwise.c); x and y uint8 NHWC, w int8 (kh * kw, c), offset int32, mult
+ * the int8 depthwise convolution (qdepthwise.c); x and y uint8 NHWC, w int32 (kh * kw, c), offset int32, mult
  * float32, each C-contiguous. */
 static PyObject *py_qdepthwise(PyObject *self, PyObject *args)
 {
@@ -651,7 +651,7 @@ static PyObject *py_qdepthwise(PyObject *self, PyObject *args)
                           &p.zx, &p.zy, &p.lo, &p.hi))
         return NULL;
     static const char *const names[5] = {"the input", "the weight", "the offsets", "the multipliers", "the output"};
-    static const size_t item[5] = {1, 1, 4, 4, 1};
+    static const size_t item[5] = {1, 4, 4, 4, 1};
     Py_buffer v[5];
     int got = 0, ok = 1;
     for (; got < 5; got++)
@@ -722,6 +722,35 @@ static PyObject *py_qelementwise(PyObject *self, PyObject *args)
     }
     for (int i = 0; i < 3; i++)
         if (v[i].obj) PyBuffer_Release(&v[i]);
+    if (!ok) return NULL;
+    Py_RETURN_NONE;
+}
+
+/* qmaxpool(x, y, (n, h, w, c, kh, kw, sh, sw, pt, pl, dh, dw, ho, wo)): max pooling of uint8 NHWC images (qpool.c). */
+static PyObject *py_qmaxpool(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *xo, *yo;
+    pl_pool p;
+    memset(&p, 0, sizeof p);
+    if (!PyArg_ParseTuple(args, "OO(LLLLLLLLLLLLLL)", &xo, &yo, &p.n, &p.h, &p.w, &p.c, &p.kh, &p.kw, &p.sh, &p.sw,
+                          &p.pt, &p.pl, &p.dh, &p.dw, &p.ho, &p.wo))
+        return NULL;
+    p.kind = PL_POOL_MAX;
+    Py_buffer x, y;
+    if (get_bytes(xo, &x, 0, "the input") != 0) return NULL;
+    if (get_bytes(yo, &y, 1, "the output") != 0) { PyBuffer_Release(&x); return NULL; }
+    char err[ERR_CAP];
+    int ok = pl_pool_check(&p, (size_t)x.len, (size_t)y.len, err, sizeof err) == 0;
+    if (!ok) PyErr_SetString(PyExc_ValueError, err);
+    else if (overlaps(&x, &y)) { ok = 0; PyErr_SetString(PyExc_ValueError, "qmaxpool: the output overlaps the input"); }
+    if (ok) {
+        Py_BEGIN_ALLOW_THREADS
+        pl_qmaxpool_run(&p, x.buf, y.buf);
+        Py_END_ALLOW_THREADS
+    }
+    PyBuffer_Release(&y);
+    PyBuffer_Release(&x);
     if (!ok) return NULL;
     Py_RETURN_NONE;
 }
@@ -1082,6 +1111,7 @@ static PyMethodDef methods[] = {
     {"qgemm", py_qgemm, METH_VARARGS, "The int8 GEMM with requantization (uint8 x int8 -> uint8)."},
     {"qdepthwise", py_qdepthwise, METH_VARARGS, "The int8 depthwise convolution with requantization (NHWC uint8)."},
     {"qelementwise", py_qelementwise, METH_VARARGS, "Elementwise int8 kernels: add, quantize, dequantize."},
+    {"qmaxpool", py_qmaxpool, METH_VARARGS, "Max pooling of uint8 NHWC images."},
     {"qgemm_vnni", py_qgemm_vnni, METH_NOARGS, "Whether the int8 GEMM runs on AVX-512 VNNI."},
     {"matmul", py_matmul, METH_VARARGS, "Batched matrix products, the right operand read at any strides."},
     {"hold_buffer", py_hold_buffer, METH_VARARGS, "Keep a read-only buffer in a plan for its runs."},

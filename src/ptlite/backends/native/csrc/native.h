@@ -352,8 +352,11 @@ typedef struct {
 } pl_qdepthwise;
 int pl_qdepthwise_check(const pl_qdepthwise *p, size_t x_len, size_t w_len, size_t offset_len, size_t mult_len,
                         size_t y_len, char *err, size_t cap);
-void pl_qdepthwise_run(const pl_qdepthwise *p, const uint8_t *x, const int8_t *w, const int32_t *offset,
+void pl_qdepthwise_run(const pl_qdepthwise *p, const uint8_t *x, const int32_t *w, const int32_t *offset,
                        const float *mult, uint8_t *y);
+
+/* qpool.c: max pooling of uint8 NHWC images (p->kind PL_POOL_MAX; pl_pool_check's lengths in bytes). */
+void pl_qmaxpool_run(const pl_pool *p, const uint8_t *x, uint8_t *y);
 
 /* qelementwise.c: elementwise int8 kernels on count values (see qelementwise.c). PL_Q_ADD: a, b, y uint8 (za, sa,
  * zb, sb; inv = float32(1 / output scale), zy, lo, hi); PL_Q_QUANTIZE: a float32, y uint8 (inv, zy);

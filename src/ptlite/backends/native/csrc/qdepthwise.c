@@ -3,14 +3,15 @@
  *   y[b][oy][ox][ch] = clamp(round_half_even(float(sum over the taps inside the input of (x - zx) * w[tap][ch]
  *                                                  + offset[ch]) * mult[ch]) + zy, lo, hi)
  *
- * (a tap in the padding reads the zero point zx, the real 0, and adds nothing). x uint8 NHWC (batch, h, w, c), w int8
- * (kh * kw, c), offset int32 (the bias rounded at the product's scale), mult float32 (input scale x weight scale /
- * output scale), y uint8 NHWC (batch, ho, wo, c). A product fits int16 (255 x 127) and the sums int32: the check
- * bounds kh * kw * 255 * 128 + |offset| below 2^31 (the Python side checks the offsets). One body, compiled for
- * AVX-512 BW, AVX2 and plain C, so the compiler vectorizes the channel loops at each width; the table pl_isa_current
- * selects picks which runs. */
+ * (a tap in the padding reads the zero point zx, the real 0, and adds nothing). x uint8 NHWC (batch, h, w, c); w the
+ * int8 weight's values widened to int32 (kh * kw, c), made once per weight on the Python side; offset int32 (the bias
+ * rounded at the product's scale); mult float32 (input scale x weight scale / output scale); y uint8 NHWC (batch,
+ * ho, wo, c). The sums fit int32: the check bounds kh * kw * 255 * 128, and the Python side the offsets. A plain body,
+ * compiled for AVX2 and plain C so that the compiler vectorizes its channel loops at each width, and an AVX-512 BW
+ * one in intrinsics; the table pl_isa_current selects picks which runs. */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "native.h"
@@ -20,7 +21,7 @@
 typedef struct {
     const pl_qdepthwise *p;
     const uint8_t *x;
-    const int8_t *w;
+    const int32_t *w;
     const int32_t *offset;
     const float *mult;
     uint8_t *y;
@@ -61,7 +62,7 @@ int pl_qdepthwise_check(const pl_qdepthwise *p, size_t x_len, size_t w_len, size
     {                                                                                                                \
         const pl_qdepthwise *p = job->p;                                                                             \
         const int64_t b = row / p->ho, oy = row % p->ho, c = p->c;                                                   \
-        const int16_t zx = (int16_t)p->zx;                                                                           \
+        const int32_t zx = (int32_t)p->zx;                                                                           \
         const float zy = (float)p->zy, lo = (float)p->lo, hi = (float)p->hi;                                         \
         int32_t acc[CHANNEL_BLOCK];                                                                                  \
         for (int64_t ox = 0; ox < p->wo; ox++) {                                                                     \
@@ -76,9 +77,9 @@ int pl_qdepthwise_check(const pl_qdepthwise *p, size_t x_len, size_t w_len, size
                         const int64_t ix = ox * p->sw - p->left + tx * p->dw;                                        \
                         if (ix < 0 || ix >= p->w) continue;                                                          \
                         const uint8_t *restrict xs = job->x + ((b * p->h + iy) * p->w + ix) * c + c0;                \
-                        const int8_t *restrict ws = job->w + (ty * p->kw + tx) * c + c0;                             \
+                        const int32_t *restrict ws = job->w + (ty * p->kw + tx) * c + c0;                             \
                         for (int64_t ch = 0; ch < cn; ch++)                                                          \
-                            acc[ch] += (int16_t)((int16_t)xs[ch] - zx) * (int16_t)ws[ch];                            \
+                            acc[ch] += ((int32_t)xs[ch] - zx) * ws[ch];                            \
                     }                                                                                                \
                 }                                                                                                    \
                 for (int64_t ch = 0; ch < cn; ch++) {                                                                \
@@ -93,18 +94,90 @@ int pl_qdepthwise_check(const pl_qdepthwise *p, size_t x_len, size_t w_len, size
 
 DEPTHWISE_ROW(row_generic, )
 #ifdef PL_X86
+#include <immintrin.h>
+
 DEPTHWISE_ROW(row_avx2, __attribute__((target("avx2,fma"))))
-DEPTHWISE_ROW(row_avx512, __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma"))))
+
+#define AVX512 __attribute__((target("avx512f,avx512bw,avx512vl")))
+
+/* The same row on AVX-512, a tap at a time over the whole row: the row's sums (wo x c, padded to 16 channels) stay
+ * in a per-thread buffer in L1, each tap's weights in a register over every pixel the tap reaches (its range
+ * computed once, no test per pixel), then requantized and stored; the last 16 channels masked. Returns 0 where the
+ * buffer cannot be allocated (the caller runs the plain body instead). */
+static _Thread_local int32_t *row_sums;
+static _Thread_local size_t row_sums_cap;
+
+AVX512 static int row_avx512(const dw_job *job, int64_t row)
+{
+    const pl_qdepthwise *p = job->p;
+    const int64_t b = row / p->ho, oy = row % p->ho, c = p->c, w = p->w, wo = p->wo, sw = p->sw;
+    const int64_t lanes = (c + 15) / 16, cp = lanes * 16;
+    if (row_sums_cap < (size_t)(wo * cp)) {
+        int32_t *grown = realloc(row_sums, (size_t)(wo * cp) * sizeof *grown);
+        if (!grown) return 0;
+        row_sums = grown;
+        row_sums_cap = (size_t)(wo * cp);
+    }
+    int32_t *sums = row_sums;
+    const __mmask16 last = c % 16 ? (__mmask16)((1u << (c % 16)) - 1) : (__mmask16)0xffff;
+    for (int64_t l = 0; l < lanes; l++) {
+        const __m512i offset = _mm512_maskz_loadu_epi32(l == lanes - 1 ? last : 0xffff, job->offset + 16 * l);
+        for (int64_t ox = 0; ox < wo; ox++) _mm512_storeu_si512(sums + ox * cp + 16 * l, offset);
+    }
+    const __m512i zx = _mm512_set1_epi32((int)p->zx);
+    const int64_t iy0 = oy * p->sh - p->top;
+    for (int64_t ty = 0; ty < p->kh; ty++) {
+        const int64_t iy = iy0 + ty * p->dh;
+        if (iy < 0 || iy >= p->h) continue;
+        const uint8_t *xrow = job->x + ((b * p->h + iy) * w) * c;
+        for (int64_t tx = 0; tx < p->kw; tx++) {
+            const int64_t shift = tx * p->dw - p->left;  /* ix = ox * sw + shift */
+            int64_t ox0 = shift >= 0 ? 0 : (-shift + sw - 1) / sw;
+            int64_t ox1 = w - 1 - shift < 0 ? 0 : (w - 1 - shift) / sw + 1;
+            if (ox1 > wo) ox1 = wo;
+            if (ox0 >= ox1) continue;
+            const int32_t *wt = job->w + (ty * p->kw + tx) * c;
+            for (int64_t l = 0; l < lanes; l++) {
+                const __mmask16 m = l == lanes - 1 ? last : (__mmask16)0xffff;
+                const __m512i wv = _mm512_maskz_loadu_epi32(m, wt + 16 * l);
+                const uint8_t *xs = xrow + (ox0 * sw + shift) * c + 16 * l;
+                int32_t *acc = sums + ox0 * cp + 16 * l;
+                if (m == (__mmask16)0xffff) {
+                    for (int64_t ox = ox0; ox < ox1; ox++, xs += sw * c, acc += cp) {
+                        const __m512i xv = _mm512_sub_epi32(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)xs)), zx);
+                        _mm512_storeu_si512(acc, _mm512_add_epi32(_mm512_loadu_si512(acc), _mm512_mullo_epi32(xv, wv)));
+                    }
+                    continue;
+                }
+                for (int64_t ox = ox0; ox < ox1; ox++, xs += sw * c, acc += cp) {
+                    const __m512i xv = _mm512_sub_epi32(_mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(m, xs)), zx);
+                    _mm512_storeu_si512(acc, _mm512_add_epi32(_mm512_loadu_si512(acc), _mm512_mullo_epi32(xv, wv)));
+                }
+            }
+        }
+    }
+    const __m512 zy = _mm512_set1_ps((float)p->zy), lo = _mm512_set1_ps((float)p->lo);
+    const __m512 hi = _mm512_set1_ps((float)p->hi);
+    uint8_t *out = job->y + (b * p->ho + oy) * wo * c;
+    for (int64_t l = 0; l < lanes; l++) {
+        const __mmask16 m = l == lanes - 1 ? last : (__mmask16)0xffff;
+        const __m512 mult = _mm512_maskz_loadu_ps(m, job->mult + 16 * l);
+        for (int64_t ox = 0; ox < wo; ox++) {
+            __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_loadu_si512(sums + ox * cp + 16 * l)), mult);
+            f = _mm512_add_ps(_mm512_roundscale_ps(f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), zy);
+            f = _mm512_min_ps(_mm512_max_ps(f, lo), hi);
+            _mm_mask_storeu_epi8(out + ox * c + 16 * l, m, _mm512_cvtusepi32_epi8(_mm512_cvtps_epi32(f)));
+        }
+    }
+    return 1;
+}
 #endif
 
 static void dw_task(void *ctx, size_t task)
 {
     const dw_job *job = ctx;
 #ifdef PL_X86
-    if (job->variant == 2) {
-        row_avx512(job, (int64_t)task);
-        return;
-    }
+    if (job->variant == 2 && row_avx512(job, (int64_t)task)) return;
     if (job->variant == 1) {
         row_avx2(job, (int64_t)task);
         return;
@@ -113,7 +186,7 @@ static void dw_task(void *ctx, size_t task)
     row_generic(job, (int64_t)task);
 }
 
-void pl_qdepthwise_run(const pl_qdepthwise *p, const uint8_t *x, const int8_t *w, const int32_t *offset,
+void pl_qdepthwise_run(const pl_qdepthwise *p, const uint8_t *x, const int32_t *w, const int32_t *offset,
                        const float *mult, uint8_t *y)
 {
     int variant = 0;

@@ -904,7 +904,7 @@ static void test_qdepthwise(const char *isa)
         p.wo = (p.w + p.left + q[10] - p.dw * (p.kw - 1) - 1) / p.sw + 1;
         const int64_t c = p.c, taps = p.kh * p.kw, xn = p.batch * p.h * p.w * c, yn = p.batch * p.ho * p.wo * c;
         uint8_t *x = malloc((size_t)xn), *y = malloc((size_t)yn), *want = malloc((size_t)yn);
-        int8_t *w = malloc((size_t)(taps * c));
+        int32_t *w = malloc((size_t)(taps * c) * sizeof *w);
         int32_t *offset = malloc((size_t)c * sizeof *offset);
         float *mult = malloc((size_t)c * sizeof *mult);
         for (int64_t i = 0; i < xn; i++) x[i] = (uint8_t)((frand() + 1) * 127.9);
