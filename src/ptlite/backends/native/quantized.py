@@ -102,38 +102,90 @@ def linear_int8(input, input_scale, input_zero_point, weight, weight_scale, bias
                                    output_zero_point, output_min, output_max, out=out)
 
 
+class _Conv:
+    """A conv2d_int8 node's library call for one input shape, made once (derived) so that a call only checks the
+    input's layout and runs: the GEMM on the pixels (pointwise) or on the patches it gathers (`patches`), or the
+    depthwise kernel; with the packed weight, offsets, multipliers and sizes."""
+
+    __slots__ = ("depthwise", "weight", "offsets", "multipliers", "sizes", "patches", "shape")
+
+    def __init__(self, depthwise: bool, weight: np.ndarray, offsets: np.ndarray, multipliers: np.ndarray,
+                 sizes: tuple[int, ...], patches: tuple[int, ...] | None, shape: tuple[int, int, int, int]) -> None:
+        self.depthwise, self.weight, self.offsets, self.multipliers = depthwise, weight, offsets, multipliers
+        self.sizes, self.patches, self.shape = sizes, patches, shape  # shape: the result's, NHWC
+
+
+def _prepare_conv(shape, input_scale, input_zero_point, weight, weight_scale, bias, kernel_size, stride, padding,
+                  dilation, groups, output_scale, output_zero_point, output_min, output_max) -> _Conv | None:
+    """The library's call for these arguments and an input of `shape`; None where it does not take them (the
+    reference's kernel runs, and says what is wrong where something is)."""
+    n, c, h, w = shape
+    if weight.dtype != np.int8 or weight.ndim != 2 or weight_scale.dtype != np.float32 \
+            or weight_scale.shape != (weight.shape[1],) or (bias is not None and bias.shape != weight_scale.shape) \
+            or not 0 <= input_zero_point <= 255 or not 0 <= output_zero_point <= 255 \
+            or not 0 <= output_min <= output_max <= 255 or len(kernel_size) != 2 or len(padding) != 4:
+        return None
+    kh, kw = kernel_size
+    sh, sw = stride
+    dh, dw = dilation
+    top, bottom, left, right = padding
+    ho = (h + top + bottom - dh * (kh - 1) - 1) // sh + 1
+    wo = (w + left + right - dw * (kw - 1) - 1) // sw + 1
+    if ho < 1 or wo < 1 or min(top, bottom, left, right) < 0 or min(kh, kw, sh, sw, dh, dw) < 1 or n * c * h * w == 0:
+        return None
+    o = weight.shape[1]
+    if groups == 1 and weight.shape[0] == c * kh * kw:
+        packed, _ = derived((weight,), ("qgemm pack",), lambda: pack(weight))
+        made = _requantization(weight, weight_scale, bias, input_scale, input_zero_point, output_scale)
+        if made is None or weight.shape[0] > MAX_K:
+            return None
+        pointwise = (kh, kw, sh, sw, top, bottom, left, right) == (1, 1, 1, 1, 0, 0, 0, 0)
+        sizes = (n * ho * wo, c * kh * kw, o, c * kh * kw, output_zero_point, output_min, output_max)
+        patches = None if pointwise else (n, h, w, c, kh, kw, sh, sw, dh, dw, top, left, ho, wo, input_zero_point)
+        return _Conv(False, packed, made[0], made[1], sizes, patches, (n, ho, wo, o))
+    if groups == c == o > 1 and weight.shape[0] == kh * kw <= MAX_TAPS:
+        made = _depthwise_requantization(weight_scale, bias, input_scale, output_scale, kh * kw)
+        if made is None:
+            return None
+        taps = derived((weight,), ("qdepthwise weight",), lambda: np.ascontiguousarray(weight, dtype=np.int32))
+        sizes = (n, h, w, c, kh, kw, sh, sw, dh, dw, top, left, ho, wo, input_zero_point, output_zero_point,
+                 output_min, output_max)
+        return _Conv(True, taps, made[0], made[1], sizes, None, (n, ho, wo, o))
+    return None
+
+
 @_kernel(CONV2D_INT8)
 def conv2d_int8(input, input_scale, input_zero_point, weight, weight_scale, bias, kernel_size, stride, padding,
                 dilation, groups, output_scale, output_zero_point, output_min=0, output_max=255, *, out=None):
-    if int(groups) == 1 and input.dtype == np.uint8 and input.ndim == 4 and weight.dtype == np.int8 \
-            and weight.ndim == 2 and input.size and weight_scale.dtype == np.float32 \
-            and weight_scale.shape == (weight.shape[1],) and 0 <= int(input_zero_point) <= 255 \
-            and weight.shape[0] == input.shape[1] * kernel_size[0] * kernel_size[1]:
-        rows, conv, (n, ho, wo) = _rows(input, kernel_size, stride, padding, dilation, int(input_zero_point))
-        o = weight.shape[1]
-        target = out.transpose(0, 2, 3, 1) if isinstance(out, np.ndarray) and out.shape == (n, o, ho, wo) \
-            and out.dtype == np.uint8 and out.flags.writeable else None
-        into = target is not None and target.flags.c_contiguous
-        y = target if into else np.empty((n, ho, wo, o), np.uint8)
-        if y.size and _gemm(rows, input_scale, input_zero_point, weight, weight_scale, bias, output_scale,
-                            output_zero_point, output_min, output_max, y.reshape(n * ho * wo, o), conv):
-            return out if into else y.transpose(0, 3, 1, 2)
-    if input.dtype == np.uint8 and input.ndim == 4 and weight.dtype == np.int8 and weight.ndim == 2 \
-            and int(groups) == input.shape[1] == weight.shape[1] > 1 and input.size \
-            and weight.shape[0] == kernel_size[0] * kernel_size[1] and weight_scale.shape == (weight.shape[1],) \
-            and 0 <= int(input_zero_point) <= 255:
-        target = out.transpose(0, 2, 3, 1) if isinstance(out, np.ndarray) and out.ndim == 4 \
-            and out.dtype == np.uint8 and out.flags.writeable and out.transpose(0, 2, 3, 1).flags.c_contiguous \
-            else None
-        y = _depthwise(input, input_scale, int(input_zero_point), weight, weight_scale, bias, kernel_size, stride,
-                       padding, dilation, output_scale, int(output_zero_point), int(output_min), int(output_max),
-                       target)
-        if y is not None:
-            if isinstance(out, np.ndarray) and out.shape == y.shape and out.dtype == np.uint8 and out.flags.writeable:
-                if not np.may_share_memory(y, out):  # not written in place
-                    out[...] = y
+    if isinstance(input, np.ndarray) and input.dtype == np.uint8 and input.ndim == 4 \
+            and isinstance(weight, np.ndarray) and isinstance(weight_scale, np.ndarray):
+        args = (float(input_scale), int(input_zero_point), tuple(int(v) for v in kernel_size),
+                tuple(int(v) for v in stride), tuple(int(v) for v in padding), tuple(int(v) for v in dilation),
+                int(groups), float(output_scale), int(output_zero_point), int(output_min), int(output_max))
+        call = derived((weight, weight_scale, bias), ("conv2d_int8", input.shape, args), lambda: _prepare_conv(
+            input.shape, args[0], args[1], weight, weight_scale, bias, *args[2:]))
+        if call is not None:
+            nhwc = input.transpose(0, 2, 3, 1)
+            if not nhwc.flags.c_contiguous:
+                nhwc = np.ascontiguousarray(nhwc)
+            n, ho, wo, o = call.shape
+            fits = isinstance(out, np.ndarray) and out.shape == (n, o, ho, wo) and out.dtype == np.uint8 \
+                and out.flags.writeable
+            target = out.transpose(0, 2, 3, 1) if fits else None
+            into = target is not None and target.flags.c_contiguous
+            y = target if into else np.empty(call.shape, np.uint8)
+            if call.depthwise:
+                lib.qdepthwise(nhwc, call.weight, call.offsets, call.multipliers, y, call.sizes)
+            elif call.patches is None:
+                lib.qgemm(nhwc, call.weight, call.offsets, call.multipliers, y, call.sizes)
+            else:
+                lib.qgemm(nhwc, call.weight, call.offsets, call.multipliers, y, call.sizes, call.patches)
+            if into:
                 return out
-            return y
+            if fits:  # out in another layout: written as the reference would
+                out[...] = y.transpose(0, 3, 1, 2)
+                return out
+            return y.transpose(0, 3, 1, 2)
     return _reference(CONV2D_INT8)(input, input_scale, input_zero_point, weight, weight_scale, bias, kernel_size,
                                    stride, padding, dilation, groups, output_scale, output_zero_point, output_min,
                                    output_max, out=out)
@@ -150,61 +202,6 @@ def _depthwise_requantization(weight_scale: np.ndarray, bias: np.ndarray | None,
     if np.abs(offset).max(initial=0) + taps * 255 * 128 >= INT32:
         return None
     return offset.astype(np.int32), (product_scale / np.float32(output_scale)).astype(np.float32)
-
-
-def _depthwise(input, input_scale, zero_point, weight, weight_scale, bias, kernel_size, stride, padding, dilation,
-               output_scale, output_zero_point, output_min, output_max, target: np.ndarray | None = None
-               ) -> np.ndarray | None:
-    """A depthwise conv2d_int8 by the library's (csrc/qdepthwise.c) on the channels-last input: the NCHW view of a
-    channels-last result, written into `target` (a C-contiguous NHWC array) where it has the result's shape; None
-    where the library does not take the arguments."""
-    n, c, h, w = input.shape
-    taps = weight.shape[0]
-    kh, kw = (int(v) for v in kernel_size)
-    sh, sw = (int(v) for v in stride)
-    dh, dw = (int(v) for v in dilation)
-    top, bottom, left, right = (int(v) for v in padding)
-    ho = (h + top + bottom - dh * (kh - 1) - 1) // sh + 1
-    wo = (w + left + right - dw * (kw - 1) - 1) // sw + 1
-    if taps > MAX_TAPS or ho < 1 or wo < 1 or min(top, left, bottom, right) < 0 \
-            or not (0 <= output_min <= output_max <= 255) or not 0 <= output_zero_point <= 255:
-        return None
-    key = ("qdepthwise requantization", float(input_scale), float(output_scale))
-    made = derived((weight_scale, bias), key, lambda: _depthwise_requantization(
-        weight_scale, bias, input_scale, output_scale, taps))
-    if made is None:
-        return None
-    offsets, multipliers = made
-    nhwc = input.transpose(0, 2, 3, 1)
-    if not nhwc.flags.c_contiguous:
-        nhwc = np.ascontiguousarray(nhwc)
-    y = target if target is not None and target.shape == (n, ho, wo, c) else np.empty((n, ho, wo, c), np.uint8)
-    taps32 = derived((weight,), ("qdepthwise weight",), lambda: np.ascontiguousarray(weight, dtype=np.int32))
-    lib.qdepthwise(nhwc, taps32, offsets, multipliers, y,
-                   (n, h, w, c, kh, kw, sh, sw, dh, dw, top, left, ho, wo, zero_point, output_zero_point, output_min,
-                    output_max))
-    return y.transpose(0, 3, 1, 2)
-
-
-def _rows(input: np.ndarray, kernel_size, stride, padding, dilation, zero_point: int
-          ) -> tuple[np.ndarray, tuple[int, ...] | None, tuple[int, int, int]]:
-    """The dense convolution's input for the GEMM: its C-contiguous NHWC copy (none where it is one already, as a
-    channels-last plan leaves it), with the description of the patches the library gathers from it (taps ordered
-    (kh, kw, C) as the packed weight's rows, the padding the input's zero point: the real 0); or, for a 1x1
-    stride-1 unpadded convolution, those pixels as the GEMM's rows and no description. And (N, Ho, Wo)."""
-    n, c, h, w = input.shape
-    kh, kw = (int(v) for v in kernel_size)
-    sh, sw = (int(v) for v in stride)
-    dh, dw = (int(v) for v in dilation)
-    top, bottom, left, right = (int(v) for v in padding)
-    ho = max((h + top + bottom - dh * (kh - 1) - 1) // sh + 1, 0)
-    wo = max((w + left + right - dw * (kw - 1) - 1) // sw + 1, 0)
-    nhwc = input.transpose(0, 2, 3, 1)
-    if not nhwc.flags.c_contiguous:
-        nhwc = np.ascontiguousarray(nhwc)
-    if (kh, kw, sh, sw, top, bottom, left, right) == (1, 1, 1, 1, 0, 0, 0, 0):
-        return nhwc.reshape(n * h * w, c), None, (n, h, w)
-    return nhwc, (n, h, w, c, kh, kw, sh, sw, dh, dw, top, left, ho, wo, zero_point), (n, ho, wo)
 
 
 # ------------------------------------------------------------------------------------------------ elementwise

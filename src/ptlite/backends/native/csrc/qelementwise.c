@@ -136,6 +136,25 @@ AVX512 static void quantize_avx512(const pl_qelementwise *p, const float *x, uin
     }
 }
 
+/* 16 pixels of one image, from pixel i (counted over every image) on, of the NCHW-to-NHWC quantization: each
+ * channel's 16 values quantized together, then interleaved. */
+#define QUANTIZE_NHWC_MAX_C 64  /* more channels go one value at a time */
+AVX512 static void quantize16_nhwc_avx512(const pl_qelementwise *p, const float *x, uint8_t *y, int64_t i)
+{
+    const int64_t c = p->channels, hw = p->pixels, b = i / hw, px = i % hw;
+    const __m512 inv = _mm512_set1_ps(p->inv), zy = _mm512_set1_ps((float)p->zy);
+    uint8_t planes[QUANTIZE_NHWC_MAX_C][16];
+    for (int64_t ch = 0; ch < c; ch++) {
+        const __m512 v = _mm512_loadu_ps(x + (b * c + ch) * hw + px);
+        const __m512 q = clamp16(_mm512_add_ps(round_even(_mm512_mul_ps(v, inv)), zy), _mm512_setzero_ps(),
+                                 _mm512_set1_ps(255.0f));
+        _mm_storeu_si128((__m128i *)planes[ch], _mm512_cvtusepi32_epi8(_mm512_cvtps_epi32(q)));
+    }
+    uint8_t *dst = y + i * c;
+    for (int t = 0; t < 16; t++)
+        for (int64_t ch = 0; ch < c; ch++) dst[t * c + ch] = planes[ch][t];
+}
+
 AVX512 static void dequantize_avx512(const pl_qelementwise *p, const uint8_t *q, float *y, int64_t n)
 {
     const __m512 zq = _mm512_set1_ps((float)p->za), s = _mm512_set1_ps(p->sa);
@@ -159,31 +178,54 @@ static void ew_task(void *ctx, size_t task)
         const float *x = job->a;
         uint8_t *y = job->y;
         const float inv = p->inv, zy = (float)p->zy;
-        for (int64_t i = i0; i < end; i++) {
-            const int64_t b = i / hw, px = i % hw;
-            const float *src = x + b * c * hw + px;
+        for (int64_t i = i0; i < end;) {
+#ifdef PL_X86
+            if (job->avx512 && c <= QUANTIZE_NHWC_MAX_C && i % hw + 16 <= hw && i + 16 <= end) {
+                quantize16_nhwc_avx512(p, x, y, i);
+                i += 16;
+                continue;
+            }
+#endif
+            const float *src = x + i / hw * c * hw + i % hw;
             uint8_t *dst = y + i * c;
             for (int64_t ch = 0; ch < c; ch++)
                 dst[ch] = (uint8_t)clampf(nearbyintf(src[ch * hw] * inv) + zy, 0.0f, 255.0f);
+            i++;
         }
         return;
     }
     const int64_t n = p->count - i0 < CHUNK ? p->count - i0 : CHUNK;
-    const uint8_t *a8 = (const uint8_t *)job->a + i0, *b8 = job->b ? (const uint8_t *)job->b + i0 : NULL;
-    const float *af = (const float *)job->a + i0;
-    uint8_t *y8 = (uint8_t *)job->y + i0;
-    float *yf = (float *)job->y + i0;
+    if (p->op == PL_Q_ADD) {
+        const uint8_t *a = (const uint8_t *)job->a + i0, *b = (const uint8_t *)job->b + i0;
+        uint8_t *y = (uint8_t *)job->y + i0;
 #ifdef PL_X86
-    if (job->avx512) {
-        if (p->op == PL_Q_ADD) add_avx512(p, a8, b8, y8, n);
-        else if (p->op == PL_Q_QUANTIZE) quantize_avx512(p, af, y8, n);
-        else dequantize_avx512(p, a8, yf, n);
-        return;
-    }
+        if (job->avx512) {
+            add_avx512(p, a, b, y, n);
+            return;
+        }
 #endif
-    if (p->op == PL_Q_ADD) add_generic(p, a8, b8, y8, n);
-    else if (p->op == PL_Q_QUANTIZE) quantize_generic(p, af, y8, n);
-    else dequantize_generic(p, a8, yf, n);
+        add_generic(p, a, b, y, n);
+    } else if (p->op == PL_Q_QUANTIZE) {
+        const float *x = (const float *)job->a + i0;
+        uint8_t *y = (uint8_t *)job->y + i0;
+#ifdef PL_X86
+        if (job->avx512) {
+            quantize_avx512(p, x, y, n);
+            return;
+        }
+#endif
+        quantize_generic(p, x, y, n);
+    } else {
+        const uint8_t *q = (const uint8_t *)job->a + i0;
+        float *y = (float *)job->y + i0;
+#ifdef PL_X86
+        if (job->avx512) {
+            dequantize_avx512(p, q, y, n);
+            return;
+        }
+#endif
+        dequantize_generic(p, q, y, n);
+    }
 }
 
 void pl_qelementwise_run(const pl_qelementwise *p, const void *a, const void *b, void *y)
