@@ -25,7 +25,7 @@ typedef struct {
     const int32_t *offset;
     const float *mult;
     uint8_t *y;
-    int variant;
+    int variant, vnni;
 } dw_job;
 
 int pl_qdepthwise_check(const pl_qdepthwise *p, size_t x_len, size_t w_len, size_t offset_len, size_t mult_len,
@@ -107,10 +107,68 @@ DEPTHWISE_ROW(row_avx2, __attribute__((target("avx2,fma"))))
 static _Thread_local int32_t *row_sums;
 static _Thread_local size_t row_sums_cap;
 
+/* The output pixels [*ox0, *ox1) of a row that tap column tx reaches inside the input. */
+static inline void tap_range(const pl_qdepthwise *p, int64_t tx, int64_t *ox0, int64_t *ox1)
+{
+    const int64_t shift = tx * p->dw - p->left;  /* ix = ox * sw + shift */
+    *ox0 = shift >= 0 ? 0 : (-shift + p->sw - 1) / p->sw;
+    *ox1 = p->w - 1 - shift < 0 ? 0 : (p->w - 1 - shift) / p->sw + 1;
+    if (*ox1 > p->wo) *ox1 = p->wo;
+    if (*ox0 > *ox1) *ox0 = *ox1;
+}
+
+/* sums[ox] += (x - zx) * w over pixels [ox0, ox1) for tap column tx of input row xrow (weights wt). */
+AVX512 static inline void tap_one(const dw_job *job, int32_t *sums, const uint8_t *xrow, int64_t tx, const int32_t *wt,
+                                  int64_t ox0, int64_t ox1)
+{
+    const pl_qdepthwise *p = job->p;
+    const int64_t c = p->c, lanes = (c + 15) / 16, cp = lanes * 16, step = p->sw * c;
+    const int64_t shift = tx * p->dw - p->left;
+    const __m512i zx = _mm512_set1_epi32((int)p->zx);
+    for (int64_t l = 0; l < lanes && ox0 < ox1; l++) {
+        const __mmask16 m = c - 16 * l >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (c - 16 * l)) - 1);
+        const __m512i wv = _mm512_maskz_loadu_epi32(m, wt + 16 * l);
+        const uint8_t *xs = xrow + (ox0 * p->sw + shift) * c + 16 * l;
+        int32_t *acc = sums + ox0 * cp + 16 * l;
+        for (int64_t ox = ox0; ox < ox1; ox++, xs += step, acc += cp) {
+            const __m512i xv = _mm512_sub_epi32(_mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(m, xs)), zx);
+            _mm512_storeu_si512(acc, _mm512_add_epi32(_mm512_loadu_si512(acc), _mm512_mullo_epi32(xv, wv)));
+        }
+    }
+}
+
+/* Tap columns tx and tx + 1 over pixels [ox0, ox1), where both are inside the input: each lane of 32 bits holds the
+ * two taps' (x - zx) as int16, and VNNI's vpdpwssd adds both products to the sum at once (in assembly: GCC 12's
+ * intrinsic copies the sum around it). */
+AVX512 __attribute__((target("avx512vnni"))) static inline void tap_pair(const dw_job *job, int32_t *sums,
+                                                                        const uint8_t *xrow, int64_t tx,
+                                                                        const int32_t *wt, int64_t ox0, int64_t ox1)
+{
+    const pl_qdepthwise *p = job->p;
+    const int64_t c = p->c, lanes = (c + 15) / 16, cp = lanes * 16, step = p->sw * c, next = p->dw * c;
+    const int64_t shift = tx * p->dw - p->left;
+    const __m512i zx = _mm512_set1_epi16((short)p->zx), low = _mm512_set1_epi32(0xffff);
+    for (int64_t l = 0; l < lanes; l++) {
+        const __mmask16 m = c - 16 * l >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (c - 16 * l)) - 1);
+        const __m512i wv = _mm512_or_si512(_mm512_and_si512(_mm512_maskz_loadu_epi32(m, wt + 16 * l), low),
+                                           _mm512_slli_epi32(_mm512_maskz_loadu_epi32(m, wt + c + 16 * l), 16));
+        const uint8_t *xs = xrow + (ox0 * p->sw + shift) * c + 16 * l;
+        int32_t *acc = sums + ox0 * cp + 16 * l;
+        for (int64_t ox = ox0; ox < ox1; ox++, xs += step, acc += cp) {
+            const __m512i xa = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(m, xs));
+            const __m512i xb = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(m, xs + next));
+            const __m512i xv = _mm512_sub_epi16(_mm512_or_si512(xa, _mm512_slli_epi32(xb, 16)), zx);
+            __m512i sum = _mm512_loadu_si512(acc);
+            __asm__("vpdpwssd %2, %1, %0" : "+v"(sum) : "v"(xv), "v"(wv));
+            _mm512_storeu_si512(acc, sum);
+        }
+    }
+}
+
 AVX512 static int row_avx512(const dw_job *job, int64_t row)
 {
     const pl_qdepthwise *p = job->p;
-    const int64_t b = row / p->ho, oy = row % p->ho, c = p->c, w = p->w, wo = p->wo, sw = p->sw;
+    const int64_t b = row / p->ho, oy = row % p->ho, c = p->c, w = p->w, wo = p->wo;
     const int64_t lanes = (c + 15) / 16, cp = lanes * 16;
     if (row_sums_cap < (size_t)(wo * cp)) {
         int32_t *grown = realloc(row_sums, (size_t)(wo * cp) * sizeof *grown);
@@ -124,36 +182,31 @@ AVX512 static int row_avx512(const dw_job *job, int64_t row)
         const __m512i offset = _mm512_maskz_loadu_epi32(l == lanes - 1 ? last : 0xffff, job->offset + 16 * l);
         for (int64_t ox = 0; ox < wo; ox++) _mm512_storeu_si512(sums + ox * cp + 16 * l, offset);
     }
-    const __m512i zx = _mm512_set1_epi32((int)p->zx);
     const int64_t iy0 = oy * p->sh - p->top;
     for (int64_t ty = 0; ty < p->kh; ty++) {
         const int64_t iy = iy0 + ty * p->dh;
         if (iy < 0 || iy >= p->h) continue;
         const uint8_t *xrow = job->x + ((b * p->h + iy) * w) * c;
-        for (int64_t tx = 0; tx < p->kw; tx++) {
-            const int64_t shift = tx * p->dw - p->left;  /* ix = ox * sw + shift */
-            int64_t ox0 = shift >= 0 ? 0 : (-shift + sw - 1) / sw;
-            int64_t ox1 = w - 1 - shift < 0 ? 0 : (w - 1 - shift) / sw + 1;
-            if (ox1 > wo) ox1 = wo;
-            if (ox0 >= ox1) continue;
+        for (int64_t tx = 0; tx < p->kw;) {
+            int64_t a0, a1;
+            tap_range(p, tx, &a0, &a1);
             const int32_t *wt = job->w + (ty * p->kw + tx) * c;
-            for (int64_t l = 0; l < lanes; l++) {
-                const __mmask16 m = l == lanes - 1 ? last : (__mmask16)0xffff;
-                const __m512i wv = _mm512_maskz_loadu_epi32(m, wt + 16 * l);
-                const uint8_t *xs = xrow + (ox0 * sw + shift) * c + 16 * l;
-                int32_t *acc = sums + ox0 * cp + 16 * l;
-                if (m == (__mmask16)0xffff) {
-                    for (int64_t ox = ox0; ox < ox1; ox++, xs += sw * c, acc += cp) {
-                        const __m512i xv = _mm512_sub_epi32(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)xs)), zx);
-                        _mm512_storeu_si512(acc, _mm512_add_epi32(_mm512_loadu_si512(acc), _mm512_mullo_epi32(xv, wv)));
-                    }
+            if (job->vnni && tx + 1 < p->kw) {  /* taps tx and tx + 1 together where both fall inside the row */
+                int64_t b0, b1;
+                tap_range(p, tx + 1, &b0, &b1);
+                const int64_t i0 = a0 > b0 ? a0 : b0, i1 = a1 < b1 ? a1 : b1;
+                if (i0 < i1) {
+                    tap_pair(job, sums, xrow, tx, wt, i0, i1);
+                    tap_one(job, sums, xrow, tx, wt, a0, i0 < a1 ? i0 : a1);
+                    tap_one(job, sums, xrow, tx, wt, i1 > a0 ? i1 : a0, a1);
+                    tap_one(job, sums, xrow, tx + 1, wt + c, b0, i0 < b1 ? i0 : b1);
+                    tap_one(job, sums, xrow, tx + 1, wt + c, i1 > b0 ? i1 : b0, b1);
+                    tx += 2;
                     continue;
                 }
-                for (int64_t ox = ox0; ox < ox1; ox++, xs += sw * c, acc += cp) {
-                    const __m512i xv = _mm512_sub_epi32(_mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(m, xs)), zx);
-                    _mm512_storeu_si512(acc, _mm512_add_epi32(_mm512_loadu_si512(acc), _mm512_mullo_epi32(xv, wv)));
-                }
             }
+            tap_one(job, sums, xrow, tx, wt, a0, a1);
+            tx++;
         }
     }
     const __m512 zy = _mm512_set1_ps((float)p->zy), lo = _mm512_set1_ps((float)p->lo);
@@ -198,7 +251,11 @@ void pl_qdepthwise_run(const pl_qdepthwise *p, const uint8_t *x, const int32_t *
     else if (isa == &pl_isa_avx512 || isa == &pl_isa_avx2)
         variant = 1;
 #endif
-    dw_job job = {p, x, w, offset, mult, y, variant};
+    int vnni = 0;
+#ifdef PL_X86
+    vnni = variant == 2 && __builtin_cpu_supports("avx512vnni");
+#endif
+    dw_job job = {p, x, w, offset, mult, y, variant, vnni};
     pl_parallel_work((size_t)(p->batch * p->ho), dw_task, &job,
                      (double)p->batch * (double)p->ho * (double)p->wo * (double)p->c * (double)(p->kh * p->kw));
 }
