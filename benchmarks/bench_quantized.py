@@ -305,9 +305,9 @@ def main() -> None:
         "file on the native backend.", "",
         *table(rows), "",
         "Notes:", *notes, "",
-        "ptlite's int8 files run on the native backend's int8 kernels where it has them (linear_int8, dense and "
-        "depthwise conv2d_int8, bit for bit the NumPy reference) and on the reference's exact kernels for the rest "
-        "(additions, quantize / dequantize, the depthwise layers' requantization).", "",
+        "ptlite's int8 files run on the native backend's int8 kernels (linear_int8, dense and depthwise "
+        "conv2d_int8, add_int8, quantize / dequantize, uint8 max pooling: bit for bit the NumPy reference) node by "
+        "node from Python; the float32 files run fused steps in the native executor's plans.", "",
     ]
     Path(args.out).write_text("\n".join(text))
     print("\n".join(text))

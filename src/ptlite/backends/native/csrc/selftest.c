@@ -942,6 +942,44 @@ static void test_qdepthwise(const char *isa)
     }
 }
 
+/* uint8 max pooling against direct maxima: padded, strided, dilated. */
+static void test_qmaxpool(void)
+{
+    pl_pool p;
+    memset(&p, 0, sizeof p);
+    p.n = 2, p.h = 9, p.w = 7, p.c = 19, p.kh = 3, p.kw = 2, p.sh = 2, p.sw = 1, p.pt = 1, p.pl = 1, p.dh = 1;
+    p.dw = 2, p.kind = PL_POOL_MAX;
+    p.ho = (p.h + 2 * p.pt - p.dh * (p.kh - 1) - 1) / p.sh + 1;
+    p.wo = (p.w + 2 * p.pl - p.dw * (p.kw - 1) - 1) / p.sw + 1;
+    const int64_t xn = p.n * p.h * p.w * p.c, yn = p.n * p.ho * p.wo * p.c;
+    uint8_t *x = malloc((size_t)xn), *y = malloc((size_t)yn), *want = malloc((size_t)yn);
+    for (int64_t i = 0; i < xn; i++) x[i] = (uint8_t)((frand() + 1) * 127.9);
+    for (int64_t i = 0; i < yn; i++) {
+        const int64_t ch = i % p.c, ox = i / p.c % p.wo, oy = i / p.c / p.wo % p.ho, b = i / p.c / p.wo / p.ho;
+        int best = 0;
+        for (int64_t ty = 0; ty < p.kh; ty++)
+            for (int64_t tx = 0; tx < p.kw; tx++) {
+                const int64_t iy = oy * p.sh - p.pt + ty * p.dh, ix = ox * p.sw - p.pl + tx * p.dw;
+                if (iy >= 0 && iy < p.h && ix >= 0 && ix < p.w && x[((b * p.h + iy) * p.w + ix) * p.c + ch] > best)
+                    best = x[((b * p.h + iy) * p.w + ix) * p.c + ch];
+            }
+        want[i] = (uint8_t)best;
+    }
+    char err[256];
+    checks++;
+    if (pl_pool_check(&p, (size_t)xn, (size_t)yn, err, sizeof err) != 0) {
+        printf("FAIL qmaxpool: %s\n", err);
+        failures++;
+    } else {
+        pl_qmaxpool_run(&p, x, y);
+        if (memcmp(y, want, (size_t)yn) != 0) {
+            printf("FAIL qmaxpool: bytes differ from the direct maxima\n");
+            failures++;
+        }
+    }
+    free(x); free(y); free(want);
+}
+
 int main(void)
 {
     size_t n;
@@ -970,6 +1008,7 @@ int main(void)
     test_hostile_parameters();
     test_copy();
     test_pool();
+    test_qmaxpool();
     printf("%s: %d instruction set(s), %d checks, %d failed\n", failures ? "FAILED" : "ok", tested, checks,
            failures);
     return failures ? 1 : 0;
