@@ -47,6 +47,19 @@ def test_linear_int8_is_the_reference_bit_for_bit(native, isa, m, k, n, relu):
         f"linear_int8 ({isa}) m={m} k={k} n={n}: {int((got != want).sum())} outputs differ from the reference"
 
 
+@pytest.mark.parametrize("output_scale", [1e-9, 3e-5])
+def test_linear_int8_clamps_products_past_int32_as_the_reference(native, isa, output_scale):
+    """A tiny output scale makes sum x multiplier pass 2^31 (1e-9) or land near the clamps (3e-5): the library
+    clamps in float first and converts after, so each output is the reference's lo or hi, not a wrapped value."""
+    rng = np.random.default_rng(11)
+    args = list(_case(rng, 13, 300, 70, relu=False))
+    args[6], args[7] = output_scale, 128
+    want, got = reference.linear_int8(*args), native.linear_int8(*args)
+    assert np.array_equal(got, want), f"linear_int8 ({isa}) output scale {output_scale}: " \
+                                      f"{int((got != want).sum())} outputs differ from the reference"
+    assert {0, 255} <= set(np.unique(want).tolist()), "the case does not reach both clamps"
+
+
 @pytest.mark.parametrize("layout", ["channels-last", "nchw"])
 def test_pointwise_conv2d_int8_is_the_reference_bit_for_bit(native, isa, layout):
     rng = np.random.default_rng(3)

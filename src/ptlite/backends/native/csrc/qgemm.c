@@ -150,18 +150,30 @@ static void panel_generic(const qgemm_job *job, const uint8_t *const *rows, int6
 
 #define VNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
 
-/* Requantize 16 accumulators of output row y (columns j0.., valid of them; offset and mult are padded to np). */
-VNNI static inline void store16(const qgemm_job *job, __m512i acc, uint8_t *y, int64_t j0, int64_t valid)
+/* 16 sums (offsets included) of output row y as int32 in [lo, hi]: float, times the multipliers, rounded half to
+ * even in the conversion (below 2^30 first: a larger product would convert to INT32_MIN; any such clamps to hi
+ * anyway), plus the zero point, clamped: the reference's float arithmetic, since every value that is not clamped
+ * is a small integer. */
+VNNI static inline __m512i requantize16(const qgemm_job *job, __m512i acc, int64_t j0)
 {
     const pl_qgemm *p = job->p;
-    __m512 v = _mm512_cvtepi32_ps(_mm512_add_epi32(acc, _mm512_loadu_si512(job->offset + j0)));
-    v = _mm512_roundscale_ps(_mm512_mul_ps(v, _mm512_loadu_ps(job->mult + j0)),
-                             _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    v = _mm512_add_ps(v, _mm512_set1_ps((float)p->zy));
-    v = _mm512_min_ps(_mm512_max_ps(v, _mm512_set1_ps((float)p->lo)), _mm512_set1_ps((float)p->hi));
-    const __m128i bytes = _mm512_cvtusepi32_epi8(_mm512_cvtps_epi32(v));
-    if (valid >= 16) _mm_storeu_si128((__m128i *)y, bytes);
-    else if (valid > 0) _mm_mask_storeu_epi8(y, (__mmask16)((1u << valid) - 1), bytes);
+    __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(acc), _mm512_loadu_ps(job->mult + j0));
+    v = _mm512_min_ps(v, _mm512_set1_ps(1073741824.0f));
+    __m512i q = _mm512_cvt_roundps_epi32(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    q = _mm512_add_epi32(q, _mm512_set1_epi32((int)p->zy));
+    return _mm512_min_epi32(_mm512_max_epi32(q, _mm512_set1_epi32((int)p->lo)), _mm512_set1_epi32((int)p->hi));
+}
+
+/* Up to 64 requantized columns of one output row (nv vectors, the rest zero) packed into bytes in column order and
+ * stored (the first `valid` of them). */
+VNNI static inline void store64(__m512i a, __m512i b, __m512i c, __m512i d, uint8_t *y, int64_t valid)
+{
+    /* packs / packus work within 128-bit lanes: lane k holds a, b, c, d's columns 4k..4k+3; gather them back */
+    const __m512i bytes = _mm512_packus_epi16(_mm512_packs_epi32(a, b), _mm512_packs_epi32(c, d));
+    const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+    const __m512i row = _mm512_permutexvar_epi32(order, bytes);
+    if (valid >= 64) _mm512_storeu_si512(y, row);
+    else if (valid > 0) _mm512_mask_storeu_epi8(y, ((__mmask64)1 << valid) - 1, row);
 }
 
 /* QMR rows (duplicates past `count`, not stored) by one panel of nv x 16 columns: per four k, nv weight vectors
@@ -171,7 +183,7 @@ VNNI static inline void store16(const qgemm_job *job, __m512i acc, uint8_t *y, i
  * scratch register and back around every instruction, a third of the loop's instructions. */
 #define QDOT(acc, av, wv) __asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(av), "v"(wv))
 #define QROWS(X) X(0) X(1) X(2) X(3) X(4) X(5)
-#define QDECLARE(t) __m512i c##t##0 = _mm512_setzero_si512(), c##t##1 = c##t##0, c##t##2 = c##t##0, c##t##3 = c##t##0;
+#define QDECLARE(t) __m512i c##t##0 = o0, c##t##1 = o1, c##t##2 = o2, c##t##3 = o3;
 #define QUPDATE(t, av) \
     QDOT(c##t##0, av, w0); \
     if (nv > 1) QDOT(c##t##1, av, w1); \
@@ -181,11 +193,10 @@ VNNI static inline void store16(const qgemm_job *job, __m512i acc, uint8_t *y, i
 #define QTAIL(t) { const __m512i av = _mm512_set1_epi32(four(r##t, 4 * full4, p->k)); QUPDATE(t, av) }
 #define QSTORE(t) \
     if (t < count) { \
-        uint8_t *y = job->y + (i0 + t) * p->n + j0; \
-        store16(job, c##t##0, y, j0, p->n - j0); \
-        if (nv > 1) store16(job, c##t##1, y + 16, j0 + 16, p->n - j0 - 16); \
-        if (nv > 2) store16(job, c##t##2, y + 32, j0 + 32, p->n - j0 - 32); \
-        if (nv > 3) store16(job, c##t##3, y + 48, j0 + 48, p->n - j0 - 48); \
+        const __m512i z = _mm512_setzero_si512(); \
+        store64(requantize16(job, c##t##0, j0), nv > 1 ? requantize16(job, c##t##1, j0 + 16) : z, \
+                nv > 2 ? requantize16(job, c##t##2, j0 + 32) : z, nv > 3 ? requantize16(job, c##t##3, j0 + 48) : z, \
+                job->y + (i0 + t) * p->n + j0, p->n - j0); \
     }
 
 VNNI static inline __attribute__((always_inline)) void tile_vnni(const qgemm_job *job, const uint8_t *const *r,
@@ -195,6 +206,11 @@ VNNI static inline __attribute__((always_inline)) void tile_vnni(const qgemm_job
     const pl_qgemm *p = job->p;
     const int64_t full4 = p->k / 4, step = nv * 64;
     const uint8_t *r0 = r[0], *r1 = r[1], *r2 = r[2], *r3 = r[3], *r4 = r[4], *r5 = r[5];
+    /* the sums start at the columns' offsets (padded to np: 16 x nv of them are there) */
+    const __m512i o0 = _mm512_loadu_si512(job->offset + j0);
+    const __m512i o1 = nv > 1 ? _mm512_loadu_si512(job->offset + j0 + 16) : o0;
+    const __m512i o2 = nv > 2 ? _mm512_loadu_si512(job->offset + j0 + 32) : o0;
+    const __m512i o3 = nv > 3 ? _mm512_loadu_si512(job->offset + j0 + 48) : o0;
     QROWS(QDECLARE)
     const int8_t *b = w;
     __m512i w0, w1 = _mm512_setzero_si512(), w2 = w1, w3 = w1;
