@@ -197,7 +197,7 @@ def test_add_int8_rounds_each_product_as_numpy_does(native, isa, scales):
                                       f"65536 outputs differ from the reference"
 
 
-@pytest.mark.parametrize("shape", [(1, 3, 31, 29), (2, 5), (2, 16, 9, 9)])
+@pytest.mark.parametrize("shape", [(1, 3, 31, 29), (2, 5), (2, 16, 9, 9), (2, 4, 5, 33), (1, 2, 4, 40)])
 def test_quantize_and_dequantize_are_the_reference_bit_for_bit(native, isa, shape):
     """Quantizing rounds half to even like NumPy (inputs on the ties included) and clamps; a C-contiguous image
     comes back channels-last, the layout a convolution reads, with the same values."""

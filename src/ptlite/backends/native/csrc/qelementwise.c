@@ -34,7 +34,7 @@ typedef struct {
     const pl_qelementwise *p;
     const void *a, *b;
     void *y;
-    int avx512;
+    int avx512, vbmi;
 } ew_job;
 
 int pl_qelementwise_check(const pl_qelementwise *p, size_t a_len, size_t b_len, size_t y_len, char *err, size_t cap)
@@ -155,6 +155,28 @@ AVX512 static void quantize16_nhwc_avx512(const pl_qelementwise *p, const float 
         for (int64_t ch = 0; ch < c; ch++) dst[t * c + ch] = planes[ch][t];
 }
 
+/* The same for images of up to 4 channels (a photograph's 3) with AVX-512 VBMI: the channels' 16 bytes each in one
+ * register, interleaved by one byte permutation (`order`: byte t of the row is plane t % c's byte t / c), stored at
+ * once. */
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512vbmi")))
+static void quantize16_nhwc_vbmi(const pl_qelementwise *p, const float *x, uint8_t *y, int64_t i,
+                                 const uint8_t *order)
+{
+    const int64_t c = p->channels, hw = p->pixels, b = i / hw, px = i % hw;
+    const __m512 inv = _mm512_set1_ps(p->inv), zy = _mm512_set1_ps((float)p->zy);
+    __m512i planes = _mm512_setzero_si512();
+    for (int64_t ch = 0; ch < c; ch++) {
+        const __m512 v = _mm512_loadu_ps(x + (b * c + ch) * hw + px);
+        const __m512 q = clamp16(_mm512_add_ps(round_even(_mm512_mul_ps(v, inv)), zy), _mm512_setzero_ps(),
+                                 _mm512_set1_ps(255.0f));
+        const __m128i bytes = _mm512_cvtusepi32_epi8(_mm512_cvtps_epi32(q));
+        planes = ch == 0 ? _mm512_inserti32x4(planes, bytes, 0) : ch == 1 ? _mm512_inserti32x4(planes, bytes, 1)
+                 : ch == 2 ? _mm512_inserti32x4(planes, bytes, 2) : _mm512_inserti32x4(planes, bytes, 3);
+    }
+    const __m512i row = _mm512_permutexvar_epi8(_mm512_loadu_si512(order), planes);
+    _mm512_mask_storeu_epi8(y + i * c, c * 16 >= 64 ? ~(__mmask64)0 : ((__mmask64)1 << (c * 16)) - 1, row);
+}
+
 AVX512 static void dequantize_avx512(const pl_qelementwise *p, const uint8_t *q, float *y, int64_t n)
 {
     const __m512 zq = _mm512_set1_ps((float)p->za), s = _mm512_set1_ps(p->sa);
@@ -178,10 +200,13 @@ static void ew_task(void *ctx, size_t task)
         const float *x = job->a;
         uint8_t *y = job->y;
         const float inv = p->inv, zy = (float)p->zy;
+        uint8_t order[64];
+        for (int t = 0; t < 64; t++) order[t] = (uint8_t)(c <= 4 && t / c < 16 ? t % c * 16 + t / c : 0);
         for (int64_t i = i0; i < end;) {
 #ifdef PL_X86
             if (job->avx512 && c <= QUANTIZE_NHWC_MAX_C && i % hw + 16 <= hw && i + 16 <= end) {
-                quantize16_nhwc_avx512(p, x, y, i);
+                if (c <= 4 && job->vbmi) quantize16_nhwc_vbmi(p, x, y, i, order);
+                else quantize16_nhwc_avx512(p, x, y, i);
                 i += 16;
                 continue;
             }
@@ -236,7 +261,11 @@ void pl_qelementwise_run(const pl_qelementwise *p, const void *a, const void *b,
     avx512 = pl_isa_current() == &pl_isa_avx512 && __builtin_cpu_supports("avx512bw")
              && __builtin_cpu_supports("avx512vl");
 #endif
-    ew_job job = {p, a, b, y, avx512};
+    int vbmi = 0;
+#ifdef PL_X86
+    vbmi = avx512 && __builtin_cpu_supports("avx512vbmi");
+#endif
+    ew_job job = {p, a, b, y, avx512, vbmi};
     const int64_t units = p->op == PL_Q_QUANTIZE_NHWC ? p->count / p->channels : p->count;
     pl_parallel_work((size_t)((units + CHUNK - 1) / CHUNK), ew_task, &job, (double)p->count);
 }
