@@ -78,11 +78,14 @@ int pl_qgemm_check(const pl_qgemm *p, size_t x_len, size_t w_len, size_t offset_
     return 0;
 }
 
+#define GATHER_SLACK 16  /* bytes the gather buffer holds past its rows: a short run is copied 16 bytes at a time */
+
 /* Rows i0.. (count of them) of the convolution's patch matrix into buf, each k4 * 4 bytes: taps (kh, kw, c) in the
  * weight's row order, the padding and the bytes past k as the input's zero point and 0. */
 static void gather(const pl_qgemm *p, const uint8_t *x, int64_t i0, int64_t count, int64_t k4, uint8_t *buf)
 {
     const int64_t c = p->c, row_bytes = k4 * 4;
+    const uint8_t *end = x + p->batch * p->h * p->w * c;
     for (int64_t r = 0; r < count; r++) {
         const int64_t i = i0 + r, b = i / (p->ho * p->wo), oy = i / p->wo % p->ho, ox = i % p->wo;
         const uint8_t *image = x + b * p->h * p->w * c;
@@ -92,7 +95,12 @@ static void gather(const pl_qgemm *p, const uint8_t *x, int64_t i0, int64_t coun
         for (int64_t ty = 0; ty < p->kh; ty++) {
             const int64_t iy = oy * p->sh - p->top + ty * p->dh;
             if (whole && iy >= 0 && iy < p->h) {
-                memcpy(dst, image + (iy * p->w + ix0) * c, (size_t)(p->kw * c));
+                const uint8_t *src = image + (iy * p->w + ix0) * c;
+                if (p->kw * c <= GATHER_SLACK && src + GATHER_SLACK <= end)
+                    memcpy(dst, src, GATHER_SLACK);  /* a constant size: one load and store, not a call; the bytes
+                                                        past the run are overwritten next (the buffer has room) */
+                else
+                    memcpy(dst, src, (size_t)(p->kw * c));
                 dst += p->kw * c;
                 continue;
             }
@@ -270,7 +278,7 @@ static void qgemm_task(void *ctx, size_t task)
     const int64_t last = first + job->per_group < job->panels ? first + job->per_group : job->panels;
     const uint8_t *rows[TILE_M];
     if (p->conv) {
-        const size_t need = (size_t)(TILE_M * job->k4 * 4);
+        const size_t need = (size_t)(TILE_M * job->k4 * 4 + GATHER_SLACK);
         if (gathered_cap < need) {
             uint8_t *grown = realloc(gathered, need);
             if (!grown) {
