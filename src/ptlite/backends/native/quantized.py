@@ -120,10 +120,16 @@ def _prepare_conv(shape, input_scale, input_zero_point, weight, weight_scale, bi
     """The library's call for these arguments and an input of `shape`; None where it does not take them (the
     reference's kernel runs, and says what is wrong where something is)."""
     n, c, h, w = shape
+    try:
+        kernel_size, stride, padding, dilation = (tuple(int(v) for v in a) for a in (kernel_size, stride, padding,
+                                                                                      dilation))
+    except (TypeError, ValueError):
+        return None
     if weight.dtype != np.int8 or weight.ndim != 2 or weight_scale.dtype != np.float32 \
             or weight_scale.shape != (weight.shape[1],) or (bias is not None and bias.shape != weight_scale.shape) \
             or not 0 <= input_zero_point <= 255 or not 0 <= output_zero_point <= 255 \
-            or not 0 <= output_min <= output_max <= 255 or len(kernel_size) != 2 or len(padding) != 4:
+            or not 0 <= output_min <= output_max <= 255 or len(kernel_size) != 2 or len(padding) != 4 \
+            or len(stride) != 2 or len(dilation) != 2:
         return None
     kh, kw = kernel_size
     sh, sw = stride
@@ -159,9 +165,9 @@ def conv2d_int8(input, input_scale, input_zero_point, weight, weight_scale, bias
                 dilation, groups, output_scale, output_zero_point, output_min=0, output_max=255, *, out=None):
     if isinstance(input, np.ndarray) and input.dtype == np.uint8 and input.ndim == 4 \
             and isinstance(weight, np.ndarray) and isinstance(weight_scale, np.ndarray):
-        args = (float(input_scale), int(input_zero_point), tuple(int(v) for v in kernel_size),
-                tuple(int(v) for v in stride), tuple(int(v) for v in padding), tuple(int(v) for v in dilation),
-                int(groups), float(output_scale), int(output_zero_point), int(output_min), int(output_max))
+        args = (float(input_scale), int(input_zero_point), tuple(kernel_size), tuple(stride), tuple(padding),
+                tuple(dilation), int(groups), float(output_scale), int(output_zero_point), int(output_min),
+                int(output_max))
         call = derived((weight, weight_scale, bias), ("conv2d_int8", input.shape, args), lambda: _prepare_conv(
             input.shape, args[0], args[1], weight, weight_scale, bias, *args[2:]))
         if call is not None:
