@@ -237,3 +237,40 @@ def test_uint8_max_pool2d_is_the_reference(native_kernels, isa, shape, kernel, s
     assert got.transpose(0, 2, 3, 1).flags.c_contiguous, "the result is not channels-last"
     out = np.empty(want.shape[:1] + want.shape[2:] + want.shape[1:2], np.uint8).transpose(0, 3, 1, 2)
     assert native_kernels.max_pool2d(x, *args, out=out) is out and np.array_equal(out, want), "out= not written"
+
+
+def test_what_the_library_cannot_match_goes_to_the_reference(native):
+    """Arguments whose reference results the library's int32 / finite arithmetic cannot give, or that the
+    reference refuses, run the reference: a bias rounding past int64 (the reference wraps it), a NaN weight scale,
+    a zero point outside uint8, a stride past the library's bound."""
+    from ptlite.errors import KernelArgumentError
+
+    rng = np.random.default_rng(12)
+    x, _, _, w, scales, bias, so, zo, low, high = _case(rng, 5, 20, 18, False)
+    cases = {"a bias past int64 at the product's scale": (x, 1e-5, 0, w, np.full(18, 1e-20, np.float32),
+                                                         np.full(18, 1e30, np.float32), 1e-25, zo, low, high),
+             "a NaN weight scale": (x, 0.02, 3, w, np.where(np.arange(18) == 4, np.nan, scales).astype(np.float32),
+                                    bias, so, zo, low, high)}
+    for name, args in cases.items():
+        with np.errstate(all="ignore"):
+            want, got = reference.linear_int8(*args), native.linear_int8(*args)
+        assert np.array_equal(got, want), f"linear_int8 with {name}: {int((got != want).sum())} outputs differ"
+    with pytest.raises(KernelArgumentError):
+        native.linear_int8(x, 0.02, 300, w, scales, bias, so, zo)
+    image = rng.integers(0, 256, (1, 4, 5, 5)).astype(np.uint8)
+    taps = rng.integers(-127, 128, (9, 4)).astype(np.int8)
+    args = (image, 0.02, 7, taps, np.full(4, 0.01, np.float32), None, [3, 3], [1 << 30, 1 << 30], [0, 0, 0, 0],
+            [1, 1], 4, 0.1, 9)
+    assert np.array_equal(native.conv2d_int8(*args), reference.conv2d_int8(*args)), "a stride of 2^30"
+
+
+def test_the_library_refuses_sizes_whose_products_wrap(lib):
+    """m x n past 2^64 wrapped to a tiny output length, and kh x kw x c wrapped to k: refused, not written."""
+    x, w = np.zeros(16, np.uint8), np.zeros(64, np.int8)
+    offsets, mults, y = np.zeros(16, np.int32), np.zeros(16, np.float32), np.zeros(1, np.uint8)
+    with pytest.raises(ValueError, match="invalid"):  # m = 2^40 rows, n = 2^24 columns
+        lib.qgemm(x, w, offsets, mults, y, (1 << 40, 1, 1 << 24, 1, 0, 0, 255),
+                  (1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 1 << 20, 1 << 20, 0))
+    with pytest.raises(ValueError, match="invalid"):  # kh x kw x c = 2^87 + 1 would wrap to 1
+        lib.qgemm(x, w, offsets, mults, y, (1, 1, 1, 1, 0, 0, 255),
+                  (1, 1, 1, (1 << 29) + 1, 1 << 29, 1 << 29, 1, 1, 1, 1, 0, 0, 1, 1, 0))

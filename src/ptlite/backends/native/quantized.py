@@ -45,18 +45,34 @@ def _requantization(weight: np.ndarray, weight_scale: np.ndarray, bias: np.ndarr
     could pass int32 (the reference sums in int64)."""
     k, n = weight.shape
     packed, colsum = derived((weight,), ("qgemm pack",), lambda: pack(weight))
-    product_scale = np.float32(input_scale) * weight_scale
-    offset = -int(input_zero_point) * colsum
-    if bias is not None:
-        offset = offset + np.rint(bias.astype(np.float64) / product_scale.astype(np.float64)).astype(np.int64)
-    if np.abs(offset).max(initial=0) + k * 255 * 128 >= INT32:
+    made = _bias_and_multipliers(weight_scale, bias, input_scale, output_scale, k * 255 * 128 + int(
+        np.abs(colsum).max(initial=0)) * int(input_zero_point))
+    if made is None:
         return None
+    rounded, product_multipliers = made
     width = -(-n // QNR) * QNR  # read 16 columns at a time
     offsets = np.zeros(width, np.int32)
-    offsets[:n] = offset
+    offsets[:n] = rounded - int(input_zero_point) * colsum
     multipliers = np.zeros(width, np.float32)
-    multipliers[:n] = product_scale / np.float32(output_scale)
+    multipliers[:n] = product_multipliers
     return offsets, multipliers
+
+
+def _bias_and_multipliers(weight_scale: np.ndarray, bias: np.ndarray | None, input_scale: float,
+                          output_scale: float, reach: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """The bias rounded to integers at the product's scale (int64) and the float32 multipliers (product scale /
+    output scale), as the reference's requantize makes them; None where the library cannot give the reference's
+    results: a rounded bias plus `reach` (the largest the rest of a sum can be) past int32, or a multiplier or
+    rounded bias that is not finite (the reference's NaN and overflowed values are its own)."""
+    product_scale = np.float32(input_scale) * weight_scale
+    with np.errstate(all="ignore"):
+        multipliers = (product_scale / np.float32(output_scale)).astype(np.float32)
+        rounded = np.zeros(weight_scale.shape[0]) if bias is None else \
+            np.rint(bias.astype(np.float64) / product_scale.astype(np.float64))
+    if not (np.all(np.isfinite(multipliers)) and np.all(np.isfinite(rounded))) \
+            or np.abs(rounded).max(initial=0) + reach >= INT32:
+        return None
+    return rounded.astype(np.int64), multipliers
 
 
 def _gemm(x2: np.ndarray, input_scale: float, input_zero_point: int, weight: np.ndarray, weight_scale: np.ndarray,
@@ -87,9 +103,12 @@ def _gemm(x2: np.ndarray, input_scale: float, input_zero_point: int, weight: np.
 @_kernel(LINEAR_INT8)
 def linear_int8(input, input_scale, input_zero_point, weight, weight_scale, bias, output_scale, output_zero_point,
                 output_min=0, output_max=255, *, out=None):
-    if input.dtype == np.uint8 and weight.dtype == np.int8 and weight.ndim == 2 and input.ndim >= 1 \
-            and input.shape[-1] == weight.shape[0] and input.size and weight_scale.dtype == np.float32 \
-            and weight_scale.shape == (weight.shape[1],):
+    if isinstance(input, np.ndarray) and input.dtype == np.uint8 and weight.dtype == np.int8 and weight.ndim == 2 \
+            and input.ndim >= 1 and input.shape[-1] == weight.shape[0] and input.size and weight.shape[1] \
+            and weight_scale.dtype == np.float32 and weight_scale.shape == (weight.shape[1],) \
+            and (bias is None or bias.shape == weight_scale.shape) and _qparams(input_scale, input_zero_point) \
+            and _qparams(output_scale, output_zero_point) and not (isinstance(out, np.ndarray)
+                                                                   and np.may_share_memory(out, input)):
         shape = input.shape[:-1] + (weight.shape[1],)
         into = isinstance(out, np.ndarray) and out.shape == shape and out.dtype == np.uint8 \
             and out.flags.c_contiguous and out.flags.writeable
@@ -125,9 +144,10 @@ def _prepare_conv(shape, input_scale, input_zero_point, weight, weight_scale, bi
                                                                                       dilation))
     except (TypeError, ValueError):
         return None
-    if weight.dtype != np.int8 or weight.ndim != 2 or weight_scale.dtype != np.float32 \
+    if weight.dtype != np.int8 or weight.ndim != 2 or weight.shape[1] < 1 or weight_scale.dtype != np.float32 \
             or weight_scale.shape != (weight.shape[1],) or (bias is not None and bias.shape != weight_scale.shape) \
-            or not 0 <= input_zero_point <= 255 or not 0 <= output_zero_point <= 255 \
+            or not _qparams(input_scale, input_zero_point) or not _qparams(output_scale, output_zero_point) \
+            or max(*kernel_size, *stride, *padding, *dilation) >= 1 << 30 \
             or not 0 <= output_min <= output_max <= 255 or len(kernel_size) != 2 or len(padding) != 4 \
             or len(stride) != 2 or len(dilation) != 2:
         return None
@@ -180,12 +200,17 @@ def conv2d_int8(input, input_scale, input_zero_point, weight, weight_scale, bias
             target = out.transpose(0, 2, 3, 1) if fits else None
             into = target is not None and target.flags.c_contiguous
             y = target if into else np.empty(call.shape, np.uint8)
-            if call.depthwise:
-                lib.qdepthwise(nhwc, call.weight, call.offsets, call.multipliers, y, call.sizes)
-            elif call.patches is None:
-                lib.qgemm(nhwc, call.weight, call.offsets, call.multipliers, y, call.sizes)
-            else:
-                lib.qgemm(nhwc, call.weight, call.offsets, call.multipliers, y, call.sizes, call.patches)
+            try:
+                if call.depthwise:
+                    lib.qdepthwise(nhwc, call.weight, call.offsets, call.multipliers, y, call.sizes)
+                elif call.patches is None:
+                    lib.qgemm(nhwc, call.weight, call.offsets, call.multipliers, y, call.sizes)
+                else:
+                    lib.qgemm(nhwc, call.weight, call.offsets, call.multipliers, y, call.sizes, call.patches)
+            except ValueError:  # what the library's checks refuse (an out overlapping the input, ...): the reference
+                return _reference(CONV2D_INT8)(input, input_scale, input_zero_point, weight, weight_scale, bias,
+                                               kernel_size, stride, padding, dilation, groups, output_scale,
+                                               output_zero_point, output_min, output_max, out=out)
             if into:
                 return out
             if fits:  # out in another layout: written as the reference would
@@ -200,14 +225,10 @@ def conv2d_int8(input, input_scale, input_zero_point, weight, weight_scale, bias
 def _depthwise_requantization(weight_scale: np.ndarray, bias: np.ndarray | None, input_scale: float,
                               output_scale: float, taps: int) -> tuple[np.ndarray, np.ndarray] | None:
     """The depthwise kernel's int32 offsets (the bias rounded at the product's scale) and float32 multipliers, as
-    the reference's requantize makes them; None where an offset and the sums could pass int32."""
-    product_scale = np.float32(input_scale) * weight_scale
-    offset = np.zeros(weight_scale.shape[0], np.int64)
-    if bias is not None:
-        offset = np.rint(bias.astype(np.float64) / product_scale.astype(np.float64)).astype(np.int64)
-    if np.abs(offset).max(initial=0) + taps * 255 * 128 >= INT32:
-        return None
-    return offset.astype(np.int32), (product_scale / np.float32(output_scale)).astype(np.float32)
+    the reference's requantize makes them; None where the library cannot give its results (see
+    _bias_and_multipliers)."""
+    made = _bias_and_multipliers(weight_scale, bias, input_scale, output_scale, taps * 255 * 128)
+    return None if made is None else (made[0].astype(np.int32), made[1])
 
 
 # ------------------------------------------------------------------------------------------------ elementwise

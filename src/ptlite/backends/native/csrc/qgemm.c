@@ -39,8 +39,11 @@ typedef struct {
 int pl_qgemm_check(const pl_qgemm *p, size_t x_len, size_t w_len, size_t offset_len, size_t mult_len, size_t y_len,
                    char *err, size_t cap)
 {
+    /* products in double, so that none wraps: every buffer and index stays below 2^50 */
+    const double limit = (double)((int64_t)1 << 50);
     if (p->m < 1 || p->k < 1 || p->n < 1 || p->m > ((int64_t)1 << 40) || p->k > PL_QGEMM_MAX_K
-        || p->n > ((int64_t)1 << 30) || (!p->conv && p->ldx < p->k)) {
+        || p->n > ((int64_t)1 << 30) || (!p->conv && (p->ldx < p->k || p->ldx > ((int64_t)1 << 40)))
+        || (double)p->m * (double)p->n > limit || (double)(p->m - 1) * (double)p->ldx + (double)p->k > limit) {
         snprintf(err, cap, "qgemm: invalid sizes (m %lld, k %lld, n %lld, ldx %lld)", (long long)p->m,
                  (long long)p->k, (long long)p->n, (long long)p->ldx);
         return -1;
@@ -58,8 +61,9 @@ int pl_qgemm_check(const pl_qgemm *p, size_t x_len, size_t w_len, size_t offset_
         const int64_t dims[] = {p->batch, p->h, p->w, p->c, p->kh, p->kw, p->sh, p->sw, p->dh, p->dw, p->top,
                                 p->left, p->ho, p->wo};
         for (size_t i = 0; i < sizeof dims / sizeof dims[0]; i++) ok = ok && dims[i] >= 0 && dims[i] < big;
-        if (!ok || p->batch * p->ho * p->wo != p->m || p->kh * p->kw * p->c != p->k
-            || (double)p->batch * (double)p->h * (double)p->w * (double)p->c > (double)((int64_t)1 << 50)) {
+        if (!ok || (double)p->batch * (double)p->ho * (double)p->wo != (double)p->m
+            || (double)p->kh * (double)p->kw * (double)p->c != (double)p->k
+            || (double)p->batch * (double)p->h * (double)p->w * (double)p->c > limit) {
             snprintf(err, cap, "qgemm: invalid convolution (input %lld x %lld x %lld x %lld, kernel %lld x %lld, "
                      "output %lld x %lld, m %lld, k %lld)", (long long)p->batch, (long long)p->h, (long long)p->w,
                      (long long)p->c, (long long)p->kh, (long long)p->kw, (long long)p->ho, (long long)p->wo,
