@@ -82,7 +82,7 @@ int pl_qgemm_check(const pl_qgemm *p, size_t x_len, size_t w_len, size_t offset_
     return 0;
 }
 
-#define GATHER_SLACK 16  /* bytes the gather buffer holds past its rows: a short run is copied 16 bytes at a time */
+#define GATHER_SLACK 32  /* bytes the gather buffer holds past its rows: a short run is copied 16 or 32 at a time */
 
 /* Rows i0.. (count of them) of the convolution's patch matrix into buf, each k4 * 4 bytes: taps (kh, kw, c) in the
  * weight's row order, the padding and the bytes past k as the input's zero point and 0. */
@@ -100,9 +100,13 @@ static void gather(const pl_qgemm *p, const uint8_t *x, int64_t i0, int64_t coun
             const int64_t iy = oy * p->sh - p->top + ty * p->dh;
             if (whole && iy >= 0 && iy < p->h) {
                 const uint8_t *src = image + (iy * p->w + ix0) * c;
-                if (p->kw * c <= GATHER_SLACK && src + GATHER_SLACK <= end)
-                    memcpy(dst, src, GATHER_SLACK);  /* a constant size: one load and store, not a call; the bytes
-                                                        past the run are overwritten next (the buffer has room) */
+                /* a run of up to 32 bytes (3x3 or 7x7 taps of 3 channels) as a copy of constant size, one or two
+                   loads and stores instead of a call; the bytes past the run are overwritten next (the buffer has
+                   room for the last) */
+                if (p->kw * c <= 16 && src + 16 <= end)
+                    memcpy(dst, src, 16);
+                else if (p->kw * c <= GATHER_SLACK && src + GATHER_SLACK <= end)
+                    memcpy(dst, src, GATHER_SLACK);
                 else
                     memcpy(dst, src, (size_t)(p->kw * c));
                 dst += p->kw * c;

@@ -833,7 +833,8 @@ static void test_qconv(const char *isa)
 {
     /* batch, h, w, c, kh, kw, stride, dilation, top, left, bottom/right, n */
     static const int64_t cases[][12] = {{1, 9, 7, 3, 3, 3, 1, 1, 1, 1, 1, 20}, {2, 11, 8, 5, 7, 7, 2, 1, 3, 3, 3, 64},
-                                        {1, 6, 6, 8, 3, 3, 1, 2, 2, 0, 1, 70}, {1, 5, 9, 1, 1, 3, 2, 1, 0, 1, 2, 16}};
+                                        {1, 6, 6, 8, 3, 3, 1, 2, 2, 0, 1, 70}, {1, 5, 9, 1, 1, 3, 2, 1, 0, 1, 2, 16},
+                                        {1, 15, 14, 3, 7, 7, 2, 1, 3, 3, 3, 64}};
     for (size_t s = 0; s < sizeof cases / sizeof cases[0]; s++) {
         const int64_t *q = cases[s];
         const int64_t b = q[0], h = q[1], w = q[2], c = q[3], kh = q[4], kw = q[5], st = q[6], dil = q[7];
