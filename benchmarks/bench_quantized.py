@@ -247,19 +247,19 @@ def bench_model(name: str, args: argparse.Namespace, tmp: str) -> dict:
 
 def table(rows: list[dict]) -> list[str]:
     lines = ["| model | runtime | file | x float32 file | top-1 agreement | top-5 agreement | latency | "
-             "x ptlite float32 |", "|---|---|---:|---:|---:|---:|---:|---:|"]
+             "x ptlite float32 | x ONNX Runtime int8 |", "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
     for row in rows:
         prepared, per_round = row["prepared"], row["per_round"]
         fp32_file = {"ptlite": prepared.get("ptlite_fp32", {}).get("bytes"),
                      "ort": prepared.get("ort_fp32", {}).get("bytes"),
                      "lite": prepared.get("lite_fp32", {}).get("bytes")}
-        base_rounds = per_round.get("ptlite_fp32", [])
+        base_rounds, ort_rounds = per_round.get("ptlite_fp32", []), per_round.get("ort_int8", [])
         for kind, (label, _) in RUNTIMES.items():
             info = prepared.get(kind)
             if info is None:
                 continue
             if "error" in info and not row["times"].get(kind):
-                lines.append(f"| {row['name']} | {label} | {info['error'][:80]} | | | | | |")
+                lines.append(f"| {row['name']} | {label} | {info['error'][:80]} | | | | | | |")
                 continue
             family = "ptlite" if kind.startswith("ptlite") else kind.split("_")[0]
             size = info.get("bytes")
@@ -271,7 +271,10 @@ def table(rows: list[dict]) -> list[str]:
             median = statistics.median(row["times"][kind]) if row["times"].get(kind) else None
             latency = f"{median:.2f} ms" if median else info.get("error", "-")[:60]
             ratio = f"{statistics.median(ratios):.2f}" if ratios else "-"
-            lines.append(f"| {row['name']} | {label} | {file_cells} | {agree_cells} | {latency} | {ratio} |")
+            to_ort = [a / b for a, b in zip(rounds, ort_rounds)] if kind.endswith("int8") else []
+            ort_ratio = f"{statistics.median(to_ort):.2f}" if to_ort else "-"
+            lines.append(f"| {row['name']} | {label} | {file_cells} | {agree_cells} | {latency} | {ratio} | "
+                         f"{ort_ratio} |")
     return lines
 
 
@@ -302,7 +305,7 @@ def main() -> None:
         f"{args.evaluation} varied crops of scikit-learn's sample photographs (top-1: the same class; top-5: the "
         f"share of its five best classes among the int8 model's five); calibration on {args.calibration} other "
         "crops. Latency: median of every timed run; ratios: median of the per-round ratios to ptlite's float32 "
-        "file on the native backend.", "",
+        "file on the native backend, and for the int8 runtimes to ONNX Runtime's int8.", "",
         *table(rows), "",
         "Notes:", *notes, "",
         "ptlite's int8 files run on the native backend's int8 kernels (linear_int8, dense and depthwise "
