@@ -77,11 +77,10 @@ def _bias_and_multipliers(weight_scale: np.ndarray, bias: np.ndarray | None, inp
 
 def _gemm(x2: np.ndarray, input_scale: float, input_zero_point: int, weight: np.ndarray, weight_scale: np.ndarray,
           bias: np.ndarray | None, output_scale: float, output_zero_point: int, output_min: int, output_max: int,
-          y2: np.ndarray, conv: tuple[int, ...] | None = None) -> bool:
-    """y2 (m, n) uint8 = the int8 GEMM of x2 (m, k) uint8, or of the patches of the NHWC convolution input x2 that
-    `conv` describes (batch, h, w, c, kh, kw, sh, sw, dh, dw, top, left, ho, wo, zero point), and weight (k, n);
-    False (nothing written) where the library does not take the arguments. The packed weight, offsets and
-    multipliers are made once per weight and quantization parameters (derived), not at every call."""
+          y2: np.ndarray) -> bool:
+    """y2 (m, n) uint8 = the int8 GEMM of x2 (m, k) uint8 and weight (k, n); False (nothing written) where the
+    library does not take the arguments. The packed weight, offsets and multipliers are made once per weight and
+    quantization parameters (derived), not at every call."""
     k, n = weight.shape
     if k > MAX_K or not (0 <= output_min <= output_max <= 255) or not 0 <= output_zero_point <= 255:
         return False
@@ -91,12 +90,8 @@ def _gemm(x2: np.ndarray, input_scale: float, input_zero_point: int, weight: np.
         weight, weight_scale, bias, input_scale, input_zero_point, output_scale))
     if made is None:
         return False
-    offsets, multipliers = made
-    sizes = (y2.shape[0], k, n, k, int(output_zero_point), int(output_min), int(output_max))
-    if conv is None:
-        lib.qgemm(x2, packed, offsets, multipliers, y2, sizes)
-    else:
-        lib.qgemm(x2, packed, offsets, multipliers, y2, sizes, conv)
+    lib.qgemm(x2, packed, made[0], made[1], y2,
+              (y2.shape[0], k, n, k, int(output_zero_point), int(output_min), int(output_max)))
     return True
 
 

@@ -590,6 +590,36 @@ static int get_bytes(PyObject *obj, Py_buffer *view, int writable, const char *w
     return 0;
 }
 
+/* The five buffers of the int8 GEMM and depthwise kernels (input, weight, offsets, multipliers, output; the output
+ * written, none of it shared with the others) into v, with their lengths in items of item[i] bytes; 0, or -1 with
+ * the error set and nothing held. */
+static const char *const kernel_buffers[5] = {"the input", "the weight", "the offsets", "the multipliers",
+                                              "the output"};
+
+static int take_kernel_buffers(PyObject *const obj[5], Py_buffer v[5], const size_t item[5], size_t len[5],
+                               const char *what)
+{
+    int got = 0;
+    for (; got < 5; got++)
+        if (get_bytes(obj[got], &v[got], got == 4, kernel_buffers[got]) != 0) break;
+    for (int i = 0; got == 5 && i < 4; i++)
+        if (overlaps(&v[4], &v[i])) {
+            PyErr_Format(PyExc_ValueError, "%s: the output overlaps %s", what, kernel_buffers[i]);
+            got = -got;
+        }
+    if (got != 5) {
+        for (int i = 0; i < (got < 0 ? -got : got); i++) PyBuffer_Release(&v[i]);
+        return -1;
+    }
+    for (int i = 0; i < 5; i++) len[i] = (size_t)v[i].len / item[i];
+    return 0;
+}
+
+static void release_kernel_buffers(Py_buffer v[5])
+{
+    for (int i = 0; i < 5; i++) PyBuffer_Release(&v[i]);
+}
+
 static PyObject *py_qgemm(PyObject *self, PyObject *args)
 {
     (void)self;
@@ -606,23 +636,13 @@ static PyObject *py_qgemm(PyObject *self, PyObject *args)
             return NULL;
         p.conv = 1;
     }
-    static const char *const names[5] = {"the input", "the weight", "the offsets", "the multipliers", "the output"};
     static const size_t item[5] = {1, 1, 4, 4, 1};
     Py_buffer v[5];
-    int got = 0, ok = 1;
-    for (; got < 5; got++)
-        if (get_bytes(obj[got], &v[got], got == 4, names[got]) != 0) { ok = 0; break; }
+    size_t len[5];
+    if (take_kernel_buffers(obj, v, item, len, "qgemm") != 0) return NULL;
     char err[ERR_CAP];
-    if (ok && pl_qgemm_check(&p, (size_t)v[0].len / item[0], (size_t)v[1].len / item[1], (size_t)v[2].len / item[2],
-                             (size_t)v[3].len / item[3], (size_t)v[4].len / item[4], err, sizeof err) != 0) {
-        PyErr_SetString(PyExc_ValueError, err);
-        ok = 0;
-    }
-    for (int i = 0; ok && i < 4; i++)
-        if (overlaps(&v[4], &v[i])) {
-            PyErr_Format(PyExc_ValueError, "qgemm: the output overlaps %s", names[i]);
-            ok = 0;
-        }
+    int ok = pl_qgemm_check(&p, len[0], len[1], len[2], len[3], len[4], err, sizeof err) == 0;
+    if (!ok) PyErr_SetString(PyExc_ValueError, err);
     if (ok) {
         int rc;
         Py_BEGIN_ALLOW_THREADS
@@ -633,7 +653,7 @@ static PyObject *py_qgemm(PyObject *self, PyObject *args)
             ok = 0;
         }
     }
-    for (int i = 0; i < got; i++) PyBuffer_Release(&v[i]);
+    release_kernel_buffers(v);
     if (!ok) return NULL;
     Py_RETURN_NONE;
 }
@@ -650,30 +670,20 @@ static PyObject *py_qdepthwise(PyObject *self, PyObject *args)
                           &p.h, &p.w, &p.c, &p.kh, &p.kw, &p.sh, &p.sw, &p.dh, &p.dw, &p.top, &p.left, &p.ho, &p.wo,
                           &p.zx, &p.zy, &p.lo, &p.hi))
         return NULL;
-    static const char *const names[5] = {"the input", "the weight", "the offsets", "the multipliers", "the output"};
     static const size_t item[5] = {1, 4, 4, 4, 1};
     Py_buffer v[5];
-    int got = 0, ok = 1;
-    for (; got < 5; got++)
-        if (get_bytes(obj[got], &v[got], got == 4, names[got]) != 0) { ok = 0; break; }
+    size_t len[5];
+    if (take_kernel_buffers(obj, v, item, len, "qdepthwise") != 0) return NULL;
     char err[ERR_CAP];
-    if (ok && pl_qdepthwise_check(&p, (size_t)v[0].len / item[0], (size_t)v[1].len / item[1],
-                                  (size_t)v[2].len / item[2], (size_t)v[3].len / item[3], (size_t)v[4].len / item[4],
-                                  err, sizeof err) != 0) {
+    const int ok = pl_qdepthwise_check(&p, len[0], len[1], len[2], len[3], len[4], err, sizeof err) == 0;
+    if (!ok) {
         PyErr_SetString(PyExc_ValueError, err);
-        ok = 0;
-    }
-    for (int i = 0; ok && i < 4; i++)
-        if (overlaps(&v[4], &v[i])) {
-            PyErr_Format(PyExc_ValueError, "qdepthwise: the output overlaps %s", names[i]);
-            ok = 0;
-        }
-    if (ok) {
+    } else {
         Py_BEGIN_ALLOW_THREADS
         pl_qdepthwise_run(&p, v[0].buf, v[1].buf, v[2].buf, v[3].buf, v[4].buf);
         Py_END_ALLOW_THREADS
     }
-    for (int i = 0; i < got; i++) PyBuffer_Release(&v[i]);
+    release_kernel_buffers(v);
     if (!ok) return NULL;
     Py_RETURN_NONE;
 }
