@@ -1,6 +1,7 @@
 """PyTorch Mobile .ptl files (zip and flatbuffer): read without torch, run on ptlite's interpreter with the lite
-interpreter's results (module state kept across calls included), converted to .ptlite; crafted, truncated, corrupt
-and quantized files are refused with a FormatError or UnsupportedOperatorError, and nothing in them runs.
+interpreter's results (module state kept across calls included), converted to .ptlite; crafted, truncated and corrupt
+files are refused with a FormatError or UnsupportedOperatorError, and nothing in them runs. Quantized files are in
+tests/quantization/test_ptl_quantized.py.
 
 torch writes the files in the set-up and is the oracle (`torch.jit.mobile._load_for_lite_interpreter`). The zoo
 models are in tests/test_ptl_models.py.
@@ -798,48 +799,6 @@ def test_object_created_while_running_is_refused(files, tmp_path):
     crafted = _edit_bytecode(files["scripted"], tmp_path / "object.ptl", edit)
     with pytest.raises(ptlite.UnsupportedOperatorError, match=r"instruction 2 \(CREATE_OBJECT\): the model creates"):
         ptlite.load(crafted)
-
-
-class SmallQuantizable(nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.quant = torch.ao.quantization.QuantStub()
-        self.conv1 = nn.Conv2d(3, 8, 3)
-        self.bn1 = nn.BatchNorm2d(8)
-        self.relu1 = nn.ReLU()
-        self.conv2 = nn.Conv2d(8, 8, 3)
-        self.pool = nn.AdaptiveAvgPool2d(1)
-        self.fc = nn.Linear(8, 4)
-        self.dequant = torch.ao.quantization.DeQuantStub()
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = self.conv2(self.relu1(self.bn1(self.conv1(self.quant(x)))))
-        return self.dequant(self.fc(self.pool(x).flatten(1)))
-
-
-@pytest.mark.filterwarnings("ignore:torch.quantize_per_tensor:UserWarning")
-def test_quantized_model_is_refused_naming_its_operators(tmp_path, monkeypatch):
-    """PyTorch's eager-mode workflow (fuse, qconfig 'qnnpack', prepare, calibrate, convert, script): one error at
-    load, in either container, naming the quantized operators, before the packed weights are read."""
-    monkeypatch.setattr(torch.backends.quantized, "engine", "qnnpack")
-    q = torch.ao.quantization
-    model = q.fuse_modules(SmallQuantizable().eval(), [["conv1", "bn1", "relu1"]])
-    model.qconfig = q.get_default_qconfig("qnnpack")
-    q.prepare(model, inplace=True)
-    with torch.no_grad():
-        for seed in range(4):
-            model(torch.randn(2, 3, 16, 16, generator=torch.Generator().manual_seed(seed)))
-    q.convert(model, inplace=True)
-    for kwargs in ({}, {"_use_flatbuffer": True}):
-        path = _save(model, tmp_path / f"quantized{len(kwargs)}.ptl", **kwargs)
-        with pytest.raises(ptlite.UnsupportedOperatorError) as info:
-            ptlite.load(path)
-        text = str(info.value)
-        assert "ptlite does not read quantized .ptl files yet" in text, text
-        assert "ptlite.capture(torch.jit.script" in text, text
-        for op in ("quantized::conv2d_relu.new", "quantized::conv2d.new", "quantized::linear",
-                   "aten::quantize_per_tensor", "aten::dequantize.self"):
-            assert f"  {op}  (used in " in text, f"{kwargs}: {op} not named in:\n{text}"
 
 
 def test_convert_with_input_shape_plans_memory(tmp_path, capsys):

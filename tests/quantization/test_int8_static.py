@@ -338,3 +338,38 @@ def test_pytorch_eager_quantized_digits_captures_with_torchs_results(digits, eng
         accuracy = demo.accuracy(logits, data.y_test)
         assert accuracy >= float_accuracy - 0.01, \
             f"digits CNN ({engine}, {method}) {name}: accuracy {accuracy:.2%}, float {float_accuracy:.2%}"
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning", "ignore::DeprecationWarning", "ignore::FutureWarning")
+@pytest.mark.parametrize("engine", [e for e in ("qnnpack", "x86") if e in torch.backends.quantized.supported_engines])
+def test_pytorch_eager_quantized_digits_ptl_runs_without_torch(digits, engine, tmp_path):
+    """The same quantized digits CNN saved for the lite interpreter (a .ptl file) loads and runs where torch cannot
+    be imported: logits within one step of torch's quantized model, accuracy within a point of the float model's."""
+    from test_torch_free import _run_without_torch
+
+    data, model, float_accuracy = digits
+    previous = torch.backends.quantized.engine
+    try:
+        quantized = _eager_int8(model, [data.x_train[i:i + 40] for i in range(0, CALIBRATION, 40)], engine)
+        torch.jit.script(quantized)._save_for_lite_interpreter(str(tmp_path / "digits.ptl"))
+        with torch.no_grad():
+            want = np.concatenate([quantized(torch.from_numpy(data.x_test[i:i + 40])).numpy()
+                                   for i in range(0, len(data.x_test), 40)])
+    finally:
+        torch.backends.quantized.engine = previous
+    np.save(tmp_path / "x.npy", data.x_test)
+    result = _run_without_torch(f"""
+        import numpy as np, ptlite
+        module = ptlite.load({str(tmp_path / 'digits.ptl')!r})
+        x = np.load({str(tmp_path / 'x.npy')!r})
+        np.save({str(tmp_path / 'got.npy')!r}, np.concatenate([module(x[i:i + 40]) for i in range(0, len(x), 40)]))
+        assert "torch" not in sys.modules, "ptlite imported torch"
+    """)
+    assert result.returncode == 0, result.stderr[-3000:]
+    got = np.load(tmp_path / "got.npy")
+    step = quantized.module.classifier.scale
+    diff = np.abs(got - want).max()
+    assert diff <= step * 1.001, f"digits CNN .ptl ({engine}): logits {diff / step:.2f} steps from torch's"
+    accuracy = demo.accuracy(got, data.y_test)
+    assert accuracy >= float_accuracy - 0.01, \
+        f"digits CNN .ptl ({engine}): accuracy {accuracy:.2%}, float {float_accuracy:.2%}"

@@ -1,85 +1,42 @@
 """Models quantized in PyTorch (torch.ao.quantization's eager mode: fuse_modules, prepare, calibrate, convert; or
 quantize_dynamic), captured by torch.jit.script or trace: their quantized operators become ptlite's int8 ones
-(ops/quantized.py).
-
-A quantized TorchScript tensor carries its scale and zero point; ptlite's uint8 values do not, so they are followed
-through the graph as it is translated: set by aten::quantize_per_tensor and by each quantized operator's output
-arguments, kept by the operators that only move or pick values (max pooling, flattening, reshaping), and kept by
-those PyTorch computes at the input's parameters (relu, hardtanh, average pooling), which run in float between a
-dequantize and a quantize. The packed weights (Conv2dPackedParamsBase, LinearPackedParamsBase objects) are
-unpacked at capture: int8 weights (symmetric: PyTorch's weight observers are) with a scale per output channel, in
-the prepacked layouts, and float biases.
+through ptlite.format.pytorch_quantized; this module adds what needs torch, reading the packed weight objects
+(Conv2dPackedParamsBase, LinearPackedParamsBase) the graph holds as constants.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import torch
 
 from ptlite.errors import CaptureError
+from ptlite.format.pytorch_quantized import Packed, QuantizedOps, conv_packed, linear_packed, summary, weight_scales
 from ptlite.ir.graph import Node, Value
-from ptlite.ir.weights import PYTORCH_SCHEME
-from ptlite.ops import (
-    ADD_INT8,
-    CONV2D_INT8,
-    DEQUANTIZE_PER_TENSOR,
-    LINEAR_DYNAMIC_INT8,
-    LINEAR_INT8,
-    QUANTIZE_PER_TENSOR,
-)
-from ptlite.passes.base import NOT_CONSTANT, constant_value
+
+__all__ = ["PACKED_CLASSES", "QuantizedGraph", "summary", "unpack"]
 
 PACKED_CLASSES = {"__torch__.torch.classes.quantized.Conv2dPackedParamsBase": "conv",
                   "__torch__.torch.classes.quantized.LinearPackedParamsBase": "linear"}
-QUINT8 = 13  # c10::ScalarType::QUInt8
-# Operators that only move or pick values: on a quantized tensor, their result has its scale and zero point.
-MOVES = frozenset({"aten::max_pool2d", "aten::flatten.using_ints", "aten::reshape", "aten::view", "aten::contiguous",
-                   "aten::dropout", "aten::squeeze.dim", "aten::squeeze", "aten::unsqueeze", "aten::clone",
-                   "aten::permute", "aten::transpose.int"})
-# Operators PyTorch computes on a quantized tensor at the input's parameters, exactly or rounded as float would be.
-AT_INPUT_PARAMETERS = frozenset({"aten::relu", "aten::relu_", "aten::hardtanh", "aten::hardtanh_", "aten::relu6",
-                                 "aten::adaptive_avg_pool2d", "aten::avg_pool2d", "aten::mean.dim"})
-# Operators that read only a tensor's shape.
-SHAPE_ONLY = frozenset({"aten::size", "aten::size.int", "aten::dim", "aten::len.Tensor", "aten::numel"})
-
-
-@dataclass
-class Packed:
-    """A packed weight object, unpacked."""
-
-    kind: str  # "conv" or "linear"
-    weight: np.ndarray  # int8, in the prepacked layout
-    scales: np.ndarray  # float32, a scale per output channel
-    bias: np.ndarray | None
-    geometry: tuple = ()  # a convolution's kernel, stride, pads, dilation, groups
 
 
 def unpack(obj: Any, where: str) -> Packed:
+    """A packed weight object's int8 weights, scales and bias, read with torch."""
     kind = PACKED_CLASSES[obj._type().qualified_name()]
     if kind == "conv":
         weight, bias = obj.unpack()
         if obj.transpose():
             raise CaptureError(f"{where}: a quantized transposed convolution; ptlite's int8 convolutions are not "
                                "transposed (keep it float: set its qconfig to None)")
-        if weight.dim() != 4:
-            raise CaptureError(f"{where}: a quantized {weight.dim() - 2}-D convolution; ptlite's int8 "
-                               "convolutions are 2-D")
     else:
         weight, bias = torch.ops.quantized.linear_unpack(obj)
     q, scales = _weight(weight, where)
     bias_array = None if bias is None else bias.detach().float().numpy().copy()
     if kind == "linear":
-        return Packed(kind, np.ascontiguousarray(q.T), scales, bias_array)
-    from ptlite.ops.layouts import pack_conv2d_weight
-
-    groups = int(obj.groups())
-    pad = [int(p) for p in obj.padding()]
-    geometry = ([int(k) for k in weight.shape[2:]], [int(s) for s in obj.stride()], [pad[0], pad[0], pad[1], pad[1]],
-                [int(d) for d in obj.dilation()], groups)
-    return Packed(kind, pack_conv2d_weight(q, groups), scales, bias_array, geometry)
+        return linear_packed(q, scales, bias_array, where)
+    return conv_packed(q, scales, bias_array, [int(s) for s in obj.stride()], [int(p) for p in obj.padding()],
+                       [int(d) for d in obj.dilation()], int(obj.groups()), where)
 
 
 def _weight(weight: torch.Tensor, where: str) -> tuple[np.ndarray, np.ndarray]:
@@ -87,30 +44,21 @@ def _weight(weight: torch.Tensor, where: str) -> tuple[np.ndarray, np.ndarray]:
     scheme = weight.qscheme()
     if weight.dtype != torch.qint8:
         raise CaptureError(f"{where}: weights of dtype {weight.dtype}; ptlite's int8 kernels take qint8 weights")
+    q = weight.int_repr().numpy().copy()
     if scheme in (torch.per_tensor_affine, torch.per_tensor_symmetric):
-        zero_points = np.array([weight.q_zero_point()])
-        scales = np.full(weight.shape[0], weight.q_scale(), np.float32)
-    elif scheme in (torch.per_channel_affine, torch.per_channel_symmetric) and weight.q_per_channel_axis() == 0:
-        zero_points = weight.q_per_channel_zero_points().numpy()
-        scales = weight.q_per_channel_scales().numpy().astype(np.float32)
-    else:
-        raise CaptureError(f"{where}: weights quantized {scheme} along axis {weight.q_per_channel_axis()}; ptlite "
-                           "takes per-tensor or per-output-channel weights")
-    if np.any(zero_points != 0):
-        raise CaptureError(f"{where}: weights with a nonzero zero point (an affine weight observer); ptlite's int8 "
-                           "weights are symmetric: use a symmetric weight observer (PyTorch's defaults are)")
-    return weight.int_repr().numpy().copy(), scales
+        return q, weight_scales(q, np.array([weight.q_scale()]), np.array([weight.q_zero_point()]), 0, where)
+    if scheme in (torch.per_channel_affine, torch.per_channel_symmetric):
+        return q, weight_scales(q, weight.q_per_channel_scales().numpy(), weight.q_per_channel_zero_points().numpy(),
+                                weight.q_per_channel_axis(), where)
+    raise CaptureError(f"{where}: weights quantized {scheme}; ptlite takes per-tensor or per-output-channel weights")
 
 
-class QuantizedGraph:
-    """A TorchScript translator's companion for quantized models: the packed weights met (by TorchScript value)
-    and each quantized value's (scale, zero point) (by ptlite value id)."""
+class QuantizedGraph(QuantizedOps):
+    """QuantizedOps for a TorchScript graph: the packed weight objects met, by TorchScript value."""
 
     def __init__(self, add_weight: Any) -> None:
-        self.add_weight = add_weight  # (array, hint) -> the name of a new weight of the program
+        super().__init__(add_weight, CaptureError)
         self.packed: dict[int, Packed] = {}
-        self.qparams: dict[int, tuple[float, int]] = {}
-        self.found = False  # the model is quantized
 
     def constant(self, tv: torch._C.Value, value: Any, where: str) -> bool:
         """Take a packed weight object (keeping it, defining nothing); False for any other constant."""
@@ -127,181 +75,10 @@ class QuantizedGraph:
         self.found = True
         return True
 
-    def node(self, kind: str, key: str, tn: torch._C.Node, inputs: list[Value], outputs: list[Value],
-             source: str) -> list[Node] | None:
+    def translate(self, kind: str, key: str, tn: torch._C.Node, inputs: list[Value], outputs: list[Value],
+                  source: str) -> list[Node] | None:
         """The ptlite nodes for a TorchScript node that makes or reads quantized tensors; None for any other."""
-        if kind == "aten::quantize_per_tensor":
-            scale, zero_point, dtype = (constant_value(v) for v in inputs[1:4])
-            if dtype != QUINT8:
-                raise CaptureError(f"{source}: quantize_per_tensor to ScalarType {dtype}; ptlite's quantized "
-                                   "activations are quint8")
-            self._need_constants(source, kind, scale, zero_point)
-            return self._quantize(inputs[0], outputs[0], float(scale), int(zero_point), source)
-        if kind == "aten::dequantize":
-            q = inputs[0]
-            if q.id not in self.qparams:
-                if q.dtype in ("uint8", "quint8", "QUInt8"):
-                    self._input(q, source, kind)  # raises, saying what could not be followed
-                return None
-            return self._dequantize(q, outputs[0], source)
-        if kind.startswith("quantized::"):
-            return self._quantized_op(kind, tn, inputs, outputs, source)
-        quantized = [v for v in inputs if v.id in self.qparams]
-        if not quantized:
-            return None
-        if key in SHAPE_ONLY:
-            return [Node(key, inputs, outputs, source=source)]
-        params = self.qparams[inputs[0].id] if inputs and inputs[0].id in self.qparams else None
-        if key in MOVES and params is not None and inputs[0] is quantized[0] and len(quantized) == 1:
-            self._mark(outputs[0], *params)
-            return [Node(key, inputs, outputs, source=source)]
-        if key in AT_INPUT_PARAMETERS and params is not None and len(quantized) == 1:
-            real = Value(type="Tensor", dtype="float32")
-            result = Value(type="Tensor", dtype="float32")
-            nodes = self._dequantize(inputs[0], real, source)
-            nodes.append(Node(key, [real, *inputs[1:]], [result], source=source))
-            return nodes + self._quantize(result, outputs[0], *params, source)
-        if key in ("prim::ListConstruct", "prim::TupleConstruct"):
-            raise CaptureError(f"{source or 'the model'}: a list of quantized tensors (for cat or stack): ptlite "
-                               "cannot run quantized concatenation (quantized::cat); keep that part of the model "
-                               "float (a DeQuantStub before it, a QuantStub after)")
-        raise CaptureError(f"{source or 'the model'}: {key} on a quantized tensor, which ptlite cannot run in int8; "
-                           "keep that part of the model float (a DeQuantStub before it, a QuantStub after)")
-
-    # ------------------------------------------------------------------------------------------------ helpers
-
-    def _mark(self, v: Value, scale: float, zero_point: int) -> None:
-        v.type, v.dtype = "Tensor", "uint8"
-        self.qparams[v.id] = (scale, zero_point)
-
-    def _consts(self, *items: tuple[Any, str]) -> tuple[list[Node], list[Value]]:
-        nodes = [Node("prim::Constant", [], [Value(type=kind)], {"value": value}) for value, kind in items]
-        return nodes, [n.outputs[0] for n in nodes]
-
-    def _weight_nodes(self, array: np.ndarray, hint: str) -> tuple[Node, Value]:
-        name = self.add_weight(array, hint)
-        v = Value(name=name, type="Tensor", dtype=str(array.dtype), shape=tuple(array.shape))
-        return Node("prim::Constant", [], [v], {"weight": name}), v
-
-    def _packed_values(self, packed: Packed, source: str) -> tuple[list[Node], tuple[Value, Value, Value]]:
-        """Constants for a packed weight's int8 matrix, its scales and its bias (or None), and their values."""
-        hint = _hint(source)
-        w_node, w = self._weight_nodes(packed.weight, f"{hint}.int8")
-        s_node, s = self._weight_nodes(packed.scales, f"{hint}.scale")
-        if packed.bias is None:
-            bias_nodes, (bias,) = self._consts((None, "NoneType"))
-        else:
-            b_node, bias = self._weight_nodes(packed.bias, f"{hint}.bias")
-            bias_nodes = [b_node]
-        return [w_node, s_node, *bias_nodes], (w, s, bias)
-
-    def _quantize(self, x: Value, out: Value, scale: float, zero_point: int, source: str) -> list[Node]:
-        nodes, (s, z) = self._consts((scale, "float"), (zero_point, "int"))
-        self._mark(out, scale, zero_point)
-        return [*nodes, Node(QUANTIZE_PER_TENSOR, [x, s, z], [out], source=source)]
-
-    def _dequantize(self, q: Value, out: Value, source: str) -> list[Node]:
-        scale, zero_point = self.qparams[q.id]
-        nodes, (s, z) = self._consts((scale, "float"), (zero_point, "int"))
-        out.type, out.dtype = "Tensor", "float32"
-        return [*nodes, Node(DEQUANTIZE_PER_TENSOR, [q, s, z], [out], source=source)]
-
-    def _need_constants(self, source: str, kind: str, *values: Any) -> None:
-        if any(v is NOT_CONSTANT or v is None for v in values):
-            raise CaptureError(f"{source}: {kind} with a scale or zero point computed at run time; ptlite needs "
-                               "them constant (as torch.ao.quantization's convert leaves them)")
-
-    def _input(self, v: Value, source: str, kind: str) -> tuple[float, int]:
-        if v.id not in self.qparams:
-            raise CaptureError(f"{source}: {kind} reads a tensor whose scale and zero point ptlite could not follow "
-                               "from a quantize_per_tensor or a quantized operator (for example a result of "
-                               "control flow whose branches leave it with different ones)")
-        return self.qparams[v.id]
-
-    def control_flow(self, node: Node) -> None:
-        """Give a prim::If's results (a prim::Loop's carried values) the scale and zero point that every branch
-        (the value entering the loop and the body's result) agrees on; the others stay unknown."""
-        if node.op == "prim::If":
-            sources = [[block.outputs[k] for block in node.blocks] for k in range(len(node.outputs))]
-        elif node.op == "prim::Loop":
-            sources = [[node.inputs[k + 2], node.blocks[0].outputs[k + 1]] for k in range(len(node.outputs))]
-        else:
-            return
-        for out, values in zip(node.outputs, sources):
-            params = {self.qparams.get(v.id) for v in values}
-            if len(params) == 1 and None not in params:
-                self._mark(out, *params.pop())
-
-    def outputs(self, values: list[Value]) -> tuple[list[Node], list[Value]]:
-        """A method's results as float: its quantized ones dequantized (ptlite's values carry no scale)."""
-        nodes: list[Node] = []
-        result = []
-        for v in values:
-            if v.id in self.qparams:
-                real = Value(name=f"{v.name}_real" if v.name else "", type="Tensor", dtype="float32")
-                nodes += self._dequantize(v, real, "the method's result")
-                result.append(real)
-            else:
-                result.append(v)
-        return nodes, result
-
-    def _quantized_op(self, kind: str, tn: torch._C.Node, inputs: list[Value], outputs: list[Value],
-                      source: str) -> list[Node]:
-        name = kind.partition("::")[2]
-        if name in ("conv2d", "conv2d_relu", "linear", "linear_relu"):
-            packed = self._packed(tn, source, kind)
-            scale, zero_point = (constant_value(v) for v in inputs[2:4])
-            self._need_constants(source, kind, scale, zero_point)
-            sx, zx = self._input(inputs[0], source, kind)
-            out_min = int(zero_point) if name.endswith("_relu") else 0
-            nodes, consts = self._consts((sx, "float"), (zx, "int"))
-            weight_nodes, (w, s, bias) = self._packed_values(packed, source)
-            nodes += weight_nodes
-            geometry: list[Value] = []
-            if packed.kind == "conv":
-                kernel, stride, pads, dilation, groups = packed.geometry
-                more, geometry = self._consts((kernel, "List[int]"), (stride, "List[int]"), (pads, "List[int]"),
-                                              (dilation, "List[int]"), (groups, "int"))
-                nodes += more
-            tail_nodes, tail = self._consts((float(scale), "float"), (int(zero_point), "int"), (out_min, "int"),
-                                            (255, "int"))
-            nodes += tail_nodes
-            self._mark(outputs[0], float(scale), int(zero_point))
-            op = CONV2D_INT8 if packed.kind == "conv" else LINEAR_INT8
-            return [*nodes, Node(op, [inputs[0], *consts, w, s, bias, *geometry, *tail], outputs, source=source)]
-        if name in ("add", "add_relu"):
-            scale, zero_point = (constant_value(v) for v in inputs[2:4])
-            self._need_constants(source, kind, scale, zero_point)
-            (sa, za), (sb, zb) = (self._input(v, source, kind) for v in inputs[:2])
-            out_min = int(zero_point) if name == "add_relu" else 0
-            nodes, c = self._consts((sa, "float"), (za, "int"), (sb, "float"), (zb, "int"), (float(scale), "float"),
-                                    (int(zero_point), "int"), (out_min, "int"), (255, "int"))
-            self._mark(outputs[0], float(scale), int(zero_point))
-            return [*nodes, Node(ADD_INT8, [inputs[0], c[0], c[1], inputs[1], c[2], c[3], *c[4:]], outputs,
-                                 source=source)]
-        if name == "linear_dynamic":
-            weight_nodes, (w, s, bias) = self._packed_values(self._packed(tn, source, kind), source)
-            outputs[0].type, outputs[0].dtype = "Tensor", "float32"
-            return [*weight_nodes, Node(LINEAR_DYNAMIC_INT8, [inputs[0], w, s, bias], outputs, source=source)]
-        raise CaptureError(f"{source}: {kind}, which ptlite has no int8 kernel for (it runs quantized conv2d, "
-                           "linear, add and their relu forms, and dynamic linear); keep that part of the model float")
-
-    def _packed(self, tn: torch._C.Node, source: str, kind: str) -> Packed:
-        packed = self.packed.get(list(tn.inputs())[1].unique())
-        if packed is None:
-            raise CaptureError(f"{source}: {kind}'s packed weights are not a constant of the model")
-        return packed
-
-
-def _hint(source: str) -> str:
-    """A weight name's stem from a node's source ('features.0 (ConvReLU2d) at file:line' -> 'features.0')."""
-    return source.partition(" at ")[0].partition(" (")[0] or "quantized"
-
-
-def summary(nodes: Any) -> dict[str, Any]:
-    """metadata["quantization"] of a model quantized in PyTorch: the int8 operators it became, by kind."""
-    counts: dict[str, int] = {}
-    for node in nodes:
-        if node.op in (CONV2D_INT8, LINEAR_INT8, ADD_INT8, LINEAR_DYNAMIC_INT8):
-            counts[node.op] = counts.get(node.op, 0) + 1
-    return {"scheme": PYTORCH_SCHEME, "int8": counts, "float": []}
+        def packed_of() -> Packed | None:
+            args = list(tn.inputs())
+            return self.packed.get(args[1].unique()) if len(args) > 1 else None
+        return self.node(kind, key, inputs, outputs, source, packed_of)

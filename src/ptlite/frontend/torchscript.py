@@ -162,7 +162,7 @@ class _Translator:
             self.quantized.control_flow(node)
             return [node]
         outputs = [self.define(o) for o in tn.outputs()]
-        translated = self.quantized.node(kind, _op_key(tn), tn, inputs, outputs, _source(tn))
+        translated = self.quantized.translate(kind, _op_key(tn), tn, inputs, outputs, _source(tn))
         if translated is not None:  # a quantized model's operator, or one reading a quantized tensor
             return translated
         if kind in _EXPLAIN:

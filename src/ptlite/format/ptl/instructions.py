@@ -16,6 +16,7 @@ from ptlite.ops import GET_ATTR, ISINSTANCE, SET_ATTR
 
 from . import upgraders
 from .bytecode import Operator
+from .quantized import quantized_call, reads_quantized
 from .state import StateChanged, StateSlot, widen
 from .types import bind_type_variables, from_schema, list_element, parse_type, split_args, tuple_elements, type_of
 from .unpickler import ScriptObject
@@ -393,6 +394,8 @@ class Instructions:
 
     def operator_call(self, frame: Frame, pc: int, operator: Operator, count: int | None) -> None:
         """OP / OPN: pop the arguments the file pushed, take the rest from the schema's defaults, apply."""
+        if quantized_call(self, frame, pc, operator, count):  # type: ignore[arg-type]
+            return
         key = operator.key
         opdef = ops.lookup(key)
         if opdef is None:
@@ -467,6 +470,8 @@ class Instructions:
             return
         if out_types is None:
             out_types = self.result_types(opdef, args)
+        if self.quantized.qparams and reads_quantized(self, frame, pc, key, args, out_types):  # type: ignore[arg-type]
+            return
         folded = self.fold(opdef, args, len(out_types))
         if folded is not None:
             frame.stack.extend(folded)

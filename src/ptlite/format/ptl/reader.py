@@ -10,6 +10,7 @@ from typing import Any
 
 from ptlite import ops
 from ptlite.errors import FormatError, UnsupportedOperatorError
+from ptlite.format.pytorch_quantized import summary
 from ptlite.format.reader import gc_paused
 from ptlite.ir.graph import Program
 from ptlite.ir.verifier import verify_graph
@@ -17,7 +18,8 @@ from ptlite.ir.verifier import verify_graph
 from .bytecode import Function, parse_bytecode
 from .container import Archive, sniff
 from .flatbuffer import read_flatbuffer
-from .quantized import refuse_quantized
+from .quantized import is_translated
+from .restore import is_packed, restore_objects
 from .state import StateChanged, StateSlot, max_reruns
 from .translate import Translator
 from .unpickler import ClassTable, ScriptObject, StorageSource, unpickle
@@ -89,9 +91,9 @@ def _read_zip(name: str, in_memory: bool) -> tuple[int, int, dict[str, Function]
         code = unpickle(archive.read("bytecode.pkl"), f"{name}: bytecode.pkl",
                         StorageSource(archive, folder, big_endian), classes)
         version, functions = parse_bytecode(code, name)
-        refuse_quantized(functions, name)  # before data.pkl, whose packed quantized weights are native objects
         root = unpickle(archive.read("data.pkl"), f"{name}: data.pkl", StorageSource(archive, "data", big_endian),
                         classes)
+        restore_objects(root, functions, name)
     return version, operator_version, functions, root
 
 
@@ -104,12 +106,12 @@ def _operator_version(archive: Archive, name: str) -> int:
 
 
 def _check_objects(root: ScriptObject, functions: dict[str, Function], name: str) -> None:
-    """Every object must be an attribute holder: classes restoring themselves with __setstate__ are not run."""
+    """Every object must be an attribute holder (its __setstate__ has run) or packed weights."""
     for obj in _all_objects(root):
-        if f"{obj.qualname}.__setstate__" in functions:
+        if f"{obj.qualname}.__setstate__" in functions and not isinstance(obj.state, dict):
             raise UnsupportedOperatorError(f"{name}: class {obj.qualname} restores its state with a TorchScript "
-                                           "__setstate__, which ptlite does not run yet")
-        if not isinstance(obj.state, dict):
+                                           "__setstate__, which ptlite runs in zip .ptl files only")
+        if not isinstance(obj.state, dict) and not is_packed(obj):
             raise FormatError(f"{name}: object of class {obj.qualname} has no attribute dictionary")
 
 
@@ -163,6 +165,8 @@ def _translate(program: Program, methods: list[Function], functions: dict[str, F
         raise UnsupportedOperatorError(_missing_message(name, translator.missing, ""))
     if not program.methods:
         raise FormatError(f"{name}: the file has no public methods of its root class {root.qualname}")
+    if translator.quantized.found:
+        program.metadata["quantization"] = summary([n for g in program.methods.values() for n in g.walk()])
     if state_slots:
         program.metadata["state"] = {slot.path: slot.type for slot in state_slots.values()}
     problems = [f"{g.name}: {p}" for g in program.methods.values()
@@ -175,7 +179,7 @@ def _missing_operators(functions: dict[str, Function]) -> dict[str, list[str]]:
     missing: dict[str, list[str]] = {}
     for fn in functions.values():
         for op in fn.operators:
-            if ops.lookup(op.key) is None:
+            if ops.lookup(op.key) is None and not is_translated(op.key):
                 missing.setdefault(op.key, []).append(fn.qualname)
     return missing
 

@@ -29,9 +29,10 @@ from ptlite.ops import MODULE_STATE, Evaluate
 
 from .bytecode import Argument, Function
 from .instructions import Instructions, join_path
+from .quantized import companion
 from .state import StateSlot
 from .types import parse_type, type_of, unify
-from .unpickler import Device, ScriptObject
+from .unpickler import Device, QTensor, ScriptObject
 from .values import CLEARED, LOOP_SLOT, Const, Frame, LoopTrack, Static, const_key, entry_type, is_plain
 
 MAX_INLINE_DEPTH = 32
@@ -52,6 +53,7 @@ class Translator(Instructions):
         self.lenient = lenient  # translate operators missing from the table as placeholders (to list them all)
         self.missing: dict[str, list[str]] = {}
         self.paths = _object_paths(root)
+        self.quantized = companion(program)  # quantized values' scales and zero points (quantized.py)
         self.weight_names: dict[int, str] = {}
         self._keep_alive: list[Any] = []
         self.block: Block = Block()
@@ -82,6 +84,9 @@ class Translator(Instructions):
         self.block = graph
         result = self.call(fn, [Static(self.root), *inputs])
         graph.outputs = [self.materialize(result, fn, len(fn.instructions) - 1)]
+        if self.quantized.qparams:  # a quantized result is returned dequantized (ptlite's values carry no scale)
+            tail, graph.outputs = self.quantized.outputs(graph.outputs)
+            graph.nodes.extend(tail)
         graph.nodes = self.hoisted + graph.nodes
         graph.input_specs = [_spec(a, parse_type(a.type, named, keep_unions=True)) for a in arguments[1:]]
         returns = fn.returns or []
@@ -168,6 +173,7 @@ class Translator(Instructions):
             a, b = then_regs.get(reg, CLEARED), else_regs.get(reg, CLEARED)
             merged_regs[reg] = CLEARED if a is CLEARED or b is CLEARED else self.merge(node, a, b, frame, pc)
         self.block.nodes.append(node)
+        self.quantized.control_flow(node)
         frame.stack, frame.regs = merged_stack, merged_regs
         return join
 
@@ -250,6 +256,7 @@ class Translator(Instructions):
         node = Node("prim::Loop", [limit_value, cond_value, *initial], outputs, blocks=[body],
                     source=self.source(frame, pc))
         self.block.nodes.append(node)
+        self.quantized.control_flow(node)
         frame.stack = [*outer_stack, *outputs]
         frame.regs = outer_regs
         for reg in track.writes:
@@ -365,6 +372,10 @@ class Translator(Instructions):
             return Static(value)
         if isinstance(value, np.ndarray):
             return self.weight(value, hint)
+        if isinstance(value, QTensor):
+            raise UnsupportedOperatorError(
+                f"{fn.qualname}, instruction {pc}: the model reads the quantized tensor {hint} itself; ptlite reads "
+                "quantized tensors only as the weights of PyTorch's quantized convolution and linear layers")
         try:
             plain = is_plain(value, [MAX_CONSTANT_ITEMS], set())
         except FormatError as exc:

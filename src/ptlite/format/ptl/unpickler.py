@@ -56,7 +56,30 @@ class StorageType:
     def __init__(self, name: str, scalar_type: int, dtype: str | None) -> None:
         self.name = name
         self.scalar_type = scalar_type
-        self.dtype = np.dtype(dtype) if dtype else None
+        self.quantized = name in _QUANTIZED_STORAGES
+        raw = _QUANTIZED_STORAGES.get(name, dtype)
+        self.dtype = np.dtype(raw) if raw else None
+
+
+class QuantizedStorage:
+    """A storage of quantized elements (their integer representation): only `_rebuild_qtensor` takes it."""
+
+    def __init__(self, array: np.ndarray) -> None:
+        self.array = array
+
+
+class QTensor:
+    """A quantized tensor of the file (`torch._utils._rebuild_qtensor`): its integer values and its quantization
+    parameters, per tensor (one scale and zero point) or per channel (along `axis`)."""
+
+    def __init__(self, values: np.ndarray, scales: np.ndarray, zero_points: np.ndarray, axis: int) -> None:
+        self.values = values  # int8, uint8 or int32
+        self.scales = scales  # float64, one or one per channel
+        self.zero_points = zero_points  # int64, as many as scales
+        self.axis = axis
+
+    def __repr__(self) -> str:
+        return f"<quantized tensor {self.values.dtype}{list(self.values.shape)}>"
 
 
 # torch.<Name>Storage -> (ScalarType code, NumPy dtype or None where ptlite has no equivalent)
@@ -71,6 +94,8 @@ _STORAGES = {
     "Float8_e5m2fnuzStorage": (25, None), "Float8_e4m3fnuzStorage": (26, None), "UInt16Storage": (27, None),
     "UInt32Storage": (28, None), "UInt64Storage": (29, None),
 }  # None: no element type ptlite's runtime supports (quantized, bfloat16, float8, complex, wide unsigned)
+# Quantized storages hold the integer representation of qint8, quint8 and qint32 elements.
+_QUANTIZED_STORAGES = {"QInt8Storage": "int8", "QUInt8Storage": "uint8", "QInt32Storage": "int32"}
 SCALAR_TYPE_DTYPES = {code: np.dtype(dtype) for code, dtype in _STORAGES.values() if dtype is not None}
 _QSCHEMES = {"per_tensor_affine": 0, "per_channel_affine": 1, "per_tensor_symmetric": 2,
              "per_channel_symmetric": 3, "per_channel_affine_float_qparams": 4}
@@ -99,6 +124,8 @@ def _ints(value: Any, what: str) -> tuple[int, ...]:
 def rebuild_tensor(storage: Any, offset: Any, size: Any, stride: Any, requires_grad: Any = False,
                    hooks: Any = None, metadata: Any = None) -> np.ndarray:
     """`torch._utils._rebuild_tensor_v2`: a strided view of a storage, checked to lie inside it."""
+    if isinstance(storage, QuantizedStorage):
+        _fail("a plain tensor over a quantized storage; the file is corrupt")
     if not isinstance(storage, np.ndarray):
         _fail("a tensor's storage is not a storage reference")
     offset = _int(offset, "tensor storage offset")
@@ -138,6 +165,35 @@ def _view(storage: np.ndarray, offset: int, size: tuple[int, ...], stride: tuple
     return out
 
 
+def rebuild_qtensor(storage: Any, offset: Any, size: Any, stride: Any, quantizer: Any, requires_grad: Any = False,
+                    hooks: Any = None) -> QTensor:
+    """`torch._utils._rebuild_qtensor`: a quantized tensor with per-tensor or per-channel affine parameters."""
+    if not isinstance(storage, QuantizedStorage):
+        _fail("a quantized tensor's storage is not a quantized storage reference")
+    values = rebuild_tensor(storage.array, offset, size, stride)
+    if not isinstance(quantizer, tuple) or not quantizer or type(quantizer[0]) is not int:
+        _fail("a quantized tensor's parameters are not a (scheme, ...) tuple")
+    scheme = quantizer[0]
+    if scheme in (_QSCHEMES["per_tensor_affine"], _QSCHEMES["per_tensor_symmetric"]) and len(quantizer) == 3:
+        scale, zero_point = quantizer[1:]
+        if not isinstance(scale, float) or type(zero_point) is not int:
+            _fail("a per-tensor quantized tensor's scale and zero point are not a float and an int")
+        return QTensor(values, np.array([scale]), np.array([zero_point], np.int64), 0)
+    if scheme in (_QSCHEMES["per_channel_affine"], _QSCHEMES["per_channel_symmetric"]) and len(quantizer) == 4:
+        scales, zero_points, axis = quantizer[1:]
+        if not (isinstance(scales, np.ndarray) and isinstance(zero_points, np.ndarray) and type(axis) is int):
+            _fail("a per-channel quantized tensor's parameters are not (scales, zero points, axis)")
+        if not 0 <= axis < max(values.ndim, 1) or scales.shape != zero_points.shape \
+                or scales.shape != (values.shape[axis] if values.ndim else 1,):
+            _fail(f"a per-channel quantized tensor of shape {list(values.shape)} with {scales.size} scales and "
+                  f"{zero_points.size} zero points along axis {axis}")
+        return QTensor(values, scales.astype(np.float64), zero_points.astype(np.int64), axis)
+    names = {code: name for name, code in _QSCHEMES.items()}
+    _fail(f"a quantized tensor with scheme {names.get(scheme, scheme)} and {len(quantizer) - 1} parameters, which "
+          "ptlite does not read (it reads per-tensor and per-channel affine ones)")
+    raise AssertionError  # unreachable: _fail raises
+
+
 def _rebuild_parameter(data: Any, requires_grad: Any = False, hooks: Any = None) -> Any:
     return data
 
@@ -155,8 +211,8 @@ def _rebuild_from_type(func: Any, type_: Any, args: Any, state: Any = None) -> A
 
 def _unsupported_tensor(kind: str) -> Callable[..., Any]:
     def refuse(*args: Any) -> Any:
-        _fail(f"the file holds {kind} tensors, which ptlite does not support yet; save the float model "
-              "(without quantization or sparsity) instead")
+        _fail(f"the file holds {kind} tensors, which ptlite does not support yet; save the model with dense "
+              "tensors instead")
     return refuse
 
 
@@ -195,7 +251,7 @@ _GLOBALS: dict[str, Any] = {
     "torch._utils._rebuild_tensor_v2": rebuild_tensor,
     "torch._utils._rebuild_parameter": _rebuild_parameter,
     "torch._utils._rebuild_parameter_with_state": _rebuild_parameter_with_state,
-    "torch._utils._rebuild_qtensor": _unsupported_tensor("quantized"),
+    "torch._utils._rebuild_qtensor": rebuild_qtensor,
     "torch._utils._rebuild_sparse_tensor": _unsupported_tensor("sparse"),
     "torch._tensor._rebuild_from_type_v2": _rebuild_from_type,
     "torch.Tensor": _TensorType,
@@ -211,6 +267,11 @@ _GLOBALS: dict[str, Any] = {
     **{f"torch.{name}": StorageType(name, code, dtype) for name, (code, dtype) in _STORAGES.items()},
     **{f"torch.{name}": code for name, code in _QSCHEMES.items()},
 }
+
+
+# Native (torchbind) classes whose pickled state ptlite reads itself (format/ptl/restore.py): the packed weights of
+# quantized linear layers, pickled as (weight, bias).
+NATIVE_CLASSES = frozenset({"__torch__.torch.classes.quantized.LinearPackedParamsBase"})
 
 
 class ClassTable:
@@ -327,6 +388,7 @@ class StorageSource:
         self.folder = folder
         self.big_endian = big_endian
         self.cache: dict[str, np.ndarray] = {}
+        self.quantized: set[str] = set()  # keys of the storages declared quantized
 
     def load(self, pid: Any, where: str) -> np.ndarray:
         if not isinstance(pid, tuple) or len(pid) != 5 or pid[0] != "storage":
@@ -342,12 +404,12 @@ class StorageSource:
             _fail(f"{where}: negative storage size {numel}")
         if stype.dtype is None:
             _fail(f"{where}: storage {key} holds {stype.name[:-len('Storage')]} elements, which ptlite does not "
-                  "support yet (quantized, bfloat16, float8, complex and wide unsigned tensors)")
+                  "support yet (bfloat16, float8, complex and wide unsigned tensors)")
         cached = self.cache.get(key)
         if cached is not None:
-            if cached.dtype != stype.dtype or cached.size != numel:
+            if cached.dtype != stype.dtype or cached.size != numel or (key in self.quantized) != stype.quantized:
                 _fail(f"{where}: storage {key} is declared twice with different types or sizes")
-            return cached
+            return QuantizedStorage(cached) if stype.quantized else cached
         name = f"{self.folder}/{key}"
         if numel == 0:
             array = np.empty(0, dtype=stype.dtype)
@@ -358,6 +420,9 @@ class StorageSource:
             if not array.dtype.isnative:  # pragma: no cover  (big-endian hosts)
                 array = array.astype(stype.dtype)
         self.cache[key] = array
+        if stype.quantized:
+            self.quantized.add(key)
+            return QuantizedStorage(array)
         return array
 
 
@@ -365,6 +430,8 @@ def check_global(module: str, name: str, where: str) -> None:
     """Refuse any global but the whitelisted ones and TorchScript classes (`__torch__.*`), naming it."""
     qualified = f"{module}.{name}"
     if qualified in _GLOBALS:
+        return
+    if qualified in NATIVE_CLASSES:
         return
     if module == "__torch__.torch.classes" or module.startswith("__torch__.torch.classes."):
         _fail(f"{where}: the file holds an object of the native class {qualified} (e.g. prepacked XNNPACK or "

@@ -1,0 +1,238 @@
+"""Quantized .ptl files (PyTorch's eager-mode and dynamic quantization, saved with _save_for_lite_interpreter) load
+and run in int8 without torch: their packed weights are rebuilt by running each layer's __setstate__ on the file's
+values, and the result is the one ptlite.capture gives the same scripted model. What ptlite cannot run is refused
+by name, and a crafted __setstate__ cannot run away."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+import torch.ao.quantization as tq
+import torchvision
+from test_ptl import _code_table, _edit_bytecode
+from torch import nn
+from torch.jit.mobile import _backport_for_mobile, _load_for_lite_interpreter
+
+import ptlite
+from ptlite.ops import CONV2D_INT8, LINEAR_DYNAMIC_INT8, LINEAR_INT8
+from ptlite.tools import zoo
+
+pytestmark = pytest.mark.filterwarnings("ignore::UserWarning", "ignore::DeprecationWarning",
+                                        "ignore::FutureWarning")
+ENGINES = [e for e in ("qnnpack", "x86") if e in torch.backends.quantized.supported_engines]
+
+
+class Small(nn.Module):
+    """Conv + batch norm + relu (fused), a strided conv, a residual addition, max and average pooling, linear."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.quant, self.dequant = tq.QuantStub(), tq.DeQuantStub()
+        self.conv1, self.bn1, self.relu1 = nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU()
+        self.conv2 = nn.Conv2d(8, 8, 3, stride=2, padding=1)
+        self.conv3 = nn.Conv2d(8, 8, 3, padding=1, groups=8)
+        self.add = torch.ao.nn.quantized.FloatFunctional()
+        self.pool, self.avg = nn.MaxPool2d(2), nn.AdaptiveAvgPool2d(1)
+        self.fc = nn.Linear(8, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.conv2(self.relu1(self.bn1(self.conv1(self.quant(x)))))
+        y = self.pool(self.add.add(y, self.conv3(y)))
+        return self.dequant(self.fc(self.avg(y).flatten(1)))
+
+
+def _quantize(model: nn.Module, engine: str, fuse: list[list[str]] | None = None) -> nn.Module:
+    torch.backends.quantized.engine = engine
+    model = model.eval()
+    if fuse:
+        model = tq.fuse_modules(model, fuse)
+    model.qconfig = tq.get_default_qconfig(engine)
+    tq.prepare(model, inplace=True)
+    with torch.no_grad():
+        for seed in range(4):
+            model(torch.randn(2, 3, 16, 16, generator=torch.Generator().manual_seed(seed)))
+    return tq.convert(model)
+
+
+@pytest.fixture(params=ENGINES)
+def engine(request):
+    previous = torch.backends.quantized.engine
+    yield request.param
+    torch.backends.quantized.engine = previous
+
+
+def test_small_model_runs_as_the_lite_interpreter_in_every_bytecode_version(engine, tmp_path):
+    """Every quantized operator within one step of the output's scale of torch's lite interpreter on the same file,
+    saved at bytecode 8 and back-ported to 4..7 (older files index tuples with an operator, not an instruction)."""
+    torch.manual_seed(0)
+    model = _quantize(Small(), engine, [["conv1", "bn1", "relu1"]])
+    path = tmp_path / "small.ptl"
+    torch.jit.script(model)._save_for_lite_interpreter(str(path))
+    x = torch.randn(2, 3, 16, 16)
+    with torch.no_grad():
+        want = _load_for_lite_interpreter(str(path))(x).numpy()
+    step = model.fc.scale
+    files = {"v8": path}
+    for version in (4, 5, 6, 7):
+        files[f"v{version}"] = tmp_path / f"small_v{version}.ptl"
+        assert _backport_for_mobile(str(path), str(files[f"v{version}"]), version)
+    for name, file in files.items():
+        module = ptlite.load(file)
+        ops = module.program.operator_names()
+        assert CONV2D_INT8 in ops and LINEAR_INT8 in ops, f"small {engine} {name}: {sorted(ops)}"
+        got = module(x.numpy())
+        diff = np.abs(got - want).max()
+        assert got.dtype == np.float32 and diff <= step * 1.001, \
+            f"small quantized model ({engine}, {name}): {diff / step:.2f} steps from torch's lite interpreter"
+
+
+def test_mobilenet_v2_file_matches_torch_and_ptlites_capture(engine, tmp_path):
+    """torchvision's quantizable MobileNetV2 (weights re-drawn, batch norm re-estimated on photographs, calibrated on
+    photographs), quantized by PyTorch and saved for the lite interpreter: ptlite's result is the one it gives when
+    capturing the scripted model. With qnnpack, whose requantization ptlite's kernels follow, every logit is within
+    one step of torch's; the x86 engine (fbgemm) rounds some requantizations the other way (one step per layer,
+    tests/quantization/test_int8_static.py checks it on the digits CNN), which over 50 layers moves logits by a few
+    steps, so there the top-1 class is compared."""
+    float_model = zoo.mobilenet_v2()
+    torch.backends.quantized.engine = engine
+    twin = torchvision.models.quantization.mobilenet_v2(weights=None, quantize=False)
+    twin.load_state_dict(float_model.state_dict())
+    twin.eval().fuse_model(is_qat=False)
+    twin.qconfig = tq.get_default_qconfig(engine)
+    tq.prepare(twin, inplace=True)
+    with torch.no_grad():
+        twin(torch.from_numpy(zoo.varied_crops(8, 96, seed=1)))
+    tq.convert(twin, inplace=True)
+    images = zoo.varied_crops(4, 96, seed=2)
+    with torch.no_grad():
+        want = twin(torch.from_numpy(images)).numpy()
+    scripted = torch.jit.script(twin)
+    path = tmp_path / "mnv2.ptl"
+    scripted._save_for_lite_interpreter(str(path))
+    module = ptlite.load(path)
+    got = module(images)
+    captured = ptlite.Module(ptlite.capture(scripted, (torch.from_numpy(images),), method="script"))(images)
+    assert np.array_equal(got, captured), \
+        f"mobilenet_v2 ({engine}): the .ptl file's result differs from the capture's by {np.abs(got - captured).max()}"
+    assert module.program.metadata["quantization"]["int8"][CONV2D_INT8] == 52, module.program.metadata
+    step = twin.classifier[1].scale
+    diff = np.abs(got - want).max() / step
+    if engine == "qnnpack":
+        assert diff <= 1.001, f"mobilenet_v2 (qnnpack): logits {diff:.2f} steps from torch's"
+    else:
+        agree = (got.argmax(1) == want.argmax(1)).mean()
+        assert diff <= 40 and agree >= 0.75, f"mobilenet_v2 (x86): logits {diff:.1f} steps from torch's, top-1 " \
+                                             f"agreement {agree:.0%}"
+
+
+def test_dynamic_quantized_linear_file(engine, tmp_path):
+    """quantize_dynamic's linear layers (LinearPackedParamsBase objects pickled with their weight and bias): as
+    close to float as torch's own dynamic int8, within 2x."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4)).eval()
+    torch.backends.quantized.engine = engine
+    dynamic = tq.quantize_dynamic(model, {nn.Linear}, dtype=torch.qint8)
+    path = tmp_path / "dynamic.ptl"
+    torch.jit.script(dynamic)._save_for_lite_interpreter(str(path))
+    x = torch.randn(8, 16)
+    with torch.no_grad():
+        want, theirs = model(x).numpy(), dynamic(x).numpy()
+    module = ptlite.load(path)
+    assert module.program.operator_names().count(LINEAR_DYNAMIC_INT8) == 1
+    ours, torch_error = np.abs(module(x.numpy()) - want).max(), np.abs(theirs - want).max()
+    assert ours <= 2 * torch_error, \
+        f"dynamic linear ({engine}): max |diff| from float {ours:.3g}, torch's dynamic int8 {torch_error:.3g}"
+
+
+class Concatenates(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.quant, self.dequant = tq.QuantStub(), tq.DeQuantStub()
+        self.conv, self.cat = nn.Conv2d(3, 4, 3), torch.ao.nn.quantized.FloatFunctional()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.conv(self.quant(x))
+        return self.dequant(self.cat.cat([y, y], 1))
+
+
+def test_what_ptlite_cannot_run_is_named(tmp_path):
+    """A quantized operator without an int8 kernel (quantized::cat) is listed as a missing operator; a flatbuffer
+    file is refused naming its quantized operators."""
+    model = _quantize(Concatenates(), "qnnpack")
+    path = tmp_path / "cat.ptl"
+    torch.jit.script(model)._save_for_lite_interpreter(str(path))
+    with pytest.raises(ptlite.UnsupportedOperatorError, match=r"(?s)cannot run.*quantized::cat"):
+        ptlite.load(path)
+    small = _quantize(Small(), "qnnpack")
+    flat = tmp_path / "small.ff.ptl"
+    torch.jit.script(small)._save_for_lite_interpreter(str(flat), _use_flatbuffer=True)
+    with pytest.raises(ptlite.UnsupportedOperatorError) as info:
+        ptlite.load(flat)
+    for op in ("quantized::conv2d.new", "quantized::linear", "aten::quantize_per_tensor"):
+        assert f"  {op}  (used in " in str(info.value), str(info.value)
+
+
+@pytest.fixture(scope="module")
+def small_file(tmp_path_factory):
+    previous = torch.backends.quantized.engine
+    try:
+        model = _quantize(Small(), "qnnpack")
+    finally:
+        torch.backends.quantized.engine = previous
+    path = tmp_path_factory.mktemp("q") / "small.ptl"
+    torch.jit.script(model)._save_for_lite_interpreter(str(path))
+    return path
+
+
+SETSTATE = "Conv2d.__setstate__"
+
+
+def test_a_setstate_that_loops_is_stopped(small_file, tmp_path):
+    def edit(code):
+        _code_table(code, SETSTATE, "instructions")[5] = ["JMP", 0, 0]
+    crafted = _edit_bytecode(small_file, tmp_path / "loop.ptl", edit)
+    with pytest.raises(ptlite.FormatError, match=r"runs more than 100000 instructions while loading"):
+        ptlite.load(crafted)
+
+
+def test_a_setstate_calling_other_operators_is_refused(small_file, tmp_path):
+    def edit(code):
+        table = _code_table(code, SETSTATE, "operators")
+        table[-1] = ["aten::save", "", 2]
+    crafted = _edit_bytecode(small_file, tmp_path / "save.ptl", edit)
+    with pytest.raises(ptlite.UnsupportedOperatorError, match=r"operator aten::save, which ptlite does not run"):
+        ptlite.load(crafted)
+
+
+def test_prepacking_wrong_values_is_refused(small_file, tmp_path):
+    """A __setstate__ that passes the bias where the weight goes: refused, naming the function."""
+    def edit(code):
+        rows = _code_table(code, SETSTATE, "instructions")
+        at = next(i for i, row in enumerate(rows) if row[0] == "OP" and
+                  _code_table(code, SETSTATE, "operators")[row[1]][0] == "quantized::conv2d_prepack")
+        loads = [i for i in range(at) if rows[i][0] == "LOAD"][-2:]  # w and b pushed before the lists
+        rows[loads[0]], rows[loads[1]] = rows[loads[1]], rows[loads[0]]
+    crafted = _edit_bytecode(small_file, tmp_path / "swapped.ptl", edit)
+    with pytest.raises(ptlite.FormatError, match=r"__setstate__, instruction \d+: prepacks weights that are not"):
+        ptlite.load(crafted)
+
+
+def test_quantized_tensors_are_checked_while_unpickling():
+    """`_rebuild_qtensor` takes only quantized storages, and plain tensors never take them; per-channel parameters
+    must match the channels."""
+    from ptlite.format.ptl.unpickler import QuantizedStorage, rebuild_qtensor, rebuild_tensor
+
+    storage = QuantizedStorage(np.arange(8, dtype=np.int8))
+    q = rebuild_qtensor(storage, 0, (2, 4), (4, 1), (1, np.array([0.5, 0.25]), np.array([0, 0]), 0))
+    assert q.values.shape == (2, 4) and list(q.scales) == [0.5, 0.25]
+    with pytest.raises(ptlite.FormatError, match="a plain tensor over a quantized storage"):
+        rebuild_tensor(storage, 0, (8,), (1,))
+    with pytest.raises(ptlite.FormatError, match="not a quantized storage"):
+        rebuild_qtensor(np.zeros(8, np.int8), 0, (8,), (1,), (0, 0.5, 0))
+    with pytest.raises(ptlite.FormatError, match=r"shape \[2, 4\] with 3 scales"):
+        rebuild_qtensor(storage, 0, (2, 4), (4, 1), (1, np.ones(3), np.zeros(3, np.int64), 0))
+    with pytest.raises(ptlite.FormatError, match="reaches element 11"):
+        rebuild_qtensor(storage, 4, (2, 4), (4, 1), (0, 0.5, 0))
+    with pytest.raises(ptlite.FormatError, match="per_channel_affine_float_qparams"):
+        rebuild_qtensor(storage, 0, (8,), (1,), (4, np.ones(8), np.zeros(8), 0))
