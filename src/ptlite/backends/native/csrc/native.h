@@ -354,6 +354,10 @@ int pl_qdepthwise_check(const pl_qdepthwise *p, size_t x_len, size_t w_len, size
                         size_t y_len, char *err, size_t cap);
 void pl_qdepthwise_run(const pl_qdepthwise *p, const uint8_t *x, const int32_t *w, const int32_t *offset,
                        const float *mult, uint8_t *y);
+/* The same as a given body (0 plain C, 1 AVX2, 2 AVX-512 BW), with VNNI or without: for the selftest, on a CPU that
+ * has them. */
+void pl_qdepthwise_run_as(const pl_qdepthwise *p, const uint8_t *x, const int32_t *w, const int32_t *offset,
+                          const float *mult, uint8_t *y, int variant, int vnni);
 
 /* qpool.c: max pooling of uint8 NHWC images (p->kind PL_POOL_MAX; pl_pool_check's lengths in bytes). */
 void pl_qmaxpool_run(const pl_pool *p, const uint8_t *x, uint8_t *y);

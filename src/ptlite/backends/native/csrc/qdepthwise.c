@@ -26,6 +26,11 @@ typedef struct {
     const float *mult;
     uint8_t *y;
     int variant, vnni;
+    /* The AVX-512 row's (dw_prepare): weights paired as int16 per 32-bit lane, (taps + 1) / 2 rows of cp; the
+     * first terms, cp; cp zero points; cp = c rounded up to 16. */
+    int32_t *pairs, *first;
+    uint8_t *zero_row;
+    int64_t cp;
 } dw_job;
 
 int pl_qdepthwise_check(const pl_qdepthwise *p, size_t x_len, size_t w_len, size_t offset_len, size_t mult_len,
@@ -100,131 +105,130 @@ DEPTHWISE_ROW(row_avx2, __attribute__((target("avx2,fma"))))
 
 #define AVX512 __attribute__((target("avx512f,avx512bw,avx512vl")))
 
-/* The same row on AVX-512, a tap at a time over the whole row: the row's sums (wo x c, padded to 16 channels) stay
- * in a per-thread buffer in L1, each tap's weights in a register over every pixel the tap reaches (its range
- * computed once, no test per pixel), then requantized and stored; the last 16 channels masked. Returns 0 where the
- * buffer cannot be allocated (the caller runs the plain body instead). */
-static _Thread_local int32_t *row_sums;
-static _Thread_local size_t row_sums_cap;
+/* The row on AVX-512, a pixel at a time with its sums in registers. Each tap reads the input pixel it covers, or a
+ * row of zero points where it falls in the padding, so every pixel computes the same way:
+ *
+ *   sum = (offset - zx * sum of the weights) + sum over the taps of x * w
+ *
+ * equal to the offset plus the sum of (x - zx) * w over the taps inside (a padding tap adds zx * w, which the first
+ * term takes back). Two taps share each 32-bit lane as int16 (x, 0..255, and w, -128..127): vpmaddwd, or VNNI's
+ * vpdpwssd (in assembly: GCC 12's intrinsic copies the sum around it), adds both products at once. int32 sums wrap,
+ * so an out-of-range first term still ends at the exact sum, which fits int32 (the check). The paired weights and the
+ * first terms are made once per call (dw_prepare). Returns 0 where a buffer cannot be allocated (the caller runs the
+ * plain body instead). */
+static _Thread_local const uint8_t **tap_ptr;
+static _Thread_local int64_t *tap_inc;
+static _Thread_local size_t tap_cap;
 
-/* The output pixels [*ox0, *ox1) of a row that tap column tx reaches inside the input. */
-static inline void tap_range(const pl_qdepthwise *p, int64_t tx, int64_t *ox0, int64_t *ox1)
+AVX512 static inline __m512i dw_dot(__m512i acc, __m512i x, __m512i w, int vnni)
 {
-    const int64_t shift = tx * p->dw - p->left;  /* ix = ox * sw + shift */
-    *ox0 = shift >= 0 ? 0 : (-shift + p->sw - 1) / p->sw;
-    *ox1 = p->w - 1 - shift < 0 ? 0 : (p->w - 1 - shift) / p->sw + 1;
-    if (*ox1 > p->wo) *ox1 = p->wo;
-    if (*ox0 > *ox1) *ox0 = *ox1;
+    if (vnni) {
+        __asm__("vpdpwssd %2, %1, %0" : "+v"(acc) : "v"(x), "v"(w));
+        return acc;
+    }
+    return _mm512_add_epi32(acc, _mm512_madd_epi16(x, w));
 }
 
-/* sums[ox] += (x - zx) * w over pixels [ox0, ox1) for tap column tx of input row xrow (weights wt). */
-AVX512 static inline void tap_one(const dw_job *job, int32_t *sums, const uint8_t *xrow, int64_t tx, const int32_t *wt,
-                                  int64_t ox0, int64_t ox1)
+/* One output pixel's 16-channel block l (mask m) from the tap pointers, requantized and stored. */
+AVX512 static inline void dw_pixel(const dw_job *job, const uint8_t *const *ptr, int64_t taps, int64_t l,
+                                   __mmask16 m, uint8_t *out, int vnni, __m512 zy, __m512 lo, __m512 hi)
 {
-    const pl_qdepthwise *p = job->p;
-    const int64_t c = p->c, lanes = (c + 15) / 16, cp = lanes * 16, step = p->sw * c;
-    const int64_t shift = tx * p->dw - p->left;
-    const __m512i zx = _mm512_set1_epi32((int)p->zx);
-    for (int64_t l = 0; l < lanes && ox0 < ox1; l++) {
-        const __mmask16 m = c - 16 * l >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (c - 16 * l)) - 1);
-        const __m512i wv = _mm512_maskz_loadu_epi32(m, wt + 16 * l);
-        const uint8_t *xs = xrow + (ox0 * p->sw + shift) * c + 16 * l;
-        int32_t *acc = sums + ox0 * cp + 16 * l;
-        for (int64_t ox = ox0; ox < ox1; ox++, xs += step, acc += cp) {
-            const __m512i xv = _mm512_sub_epi32(_mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(m, xs)), zx);
-            _mm512_storeu_si512(acc, _mm512_add_epi32(_mm512_loadu_si512(acc), _mm512_mullo_epi32(xv, wv)));
-        }
+    const int64_t cp = job->cp, off = 16 * l;
+    __m512i acc = _mm512_loadu_si512(job->first + off);
+    const int32_t *wp = job->pairs + off;
+    int64_t t = 0;
+    for (; t + 1 < taps; t += 2, wp += cp) {
+        const __m512i xa = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(m, ptr[t] + off));
+        const __m512i xb = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(m, ptr[t + 1] + off));
+        acc = dw_dot(acc, _mm512_or_si512(xa, _mm512_slli_epi32(xb, 16)), _mm512_loadu_si512(wp), vnni);
     }
-}
-
-/* Tap columns tx and tx + 1 over pixels [ox0, ox1), where both are inside the input: each lane of 32 bits holds the
- * two taps' (x - zx) as int16, and VNNI's vpdpwssd adds both products to the sum at once (in assembly: GCC 12's
- * intrinsic copies the sum around it). */
-AVX512 __attribute__((target("avx512vnni"))) static inline void tap_pair(const dw_job *job, int32_t *sums,
-                                                                        const uint8_t *xrow, int64_t tx,
-                                                                        const int32_t *wt, int64_t ox0, int64_t ox1)
-{
-    const pl_qdepthwise *p = job->p;
-    const int64_t c = p->c, lanes = (c + 15) / 16, cp = lanes * 16, step = p->sw * c, next = p->dw * c;
-    const int64_t shift = tx * p->dw - p->left;
-    const __m512i zx = _mm512_set1_epi16((short)p->zx), low = _mm512_set1_epi32(0xffff);
-    for (int64_t l = 0; l < lanes; l++) {
-        const __mmask16 m = c - 16 * l >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (c - 16 * l)) - 1);
-        const __m512i wv = _mm512_or_si512(_mm512_and_si512(_mm512_maskz_loadu_epi32(m, wt + 16 * l), low),
-                                           _mm512_slli_epi32(_mm512_maskz_loadu_epi32(m, wt + c + 16 * l), 16));
-        const uint8_t *xs = xrow + (ox0 * p->sw + shift) * c + 16 * l;
-        int32_t *acc = sums + ox0 * cp + 16 * l;
-        for (int64_t ox = ox0; ox < ox1; ox++, xs += step, acc += cp) {
-            const __m512i xa = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(m, xs));
-            const __m512i xb = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(m, xs + next));
-            const __m512i xv = _mm512_sub_epi16(_mm512_or_si512(xa, _mm512_slli_epi32(xb, 16)), zx);
-            __m512i sum = _mm512_loadu_si512(acc);
-            __asm__("vpdpwssd %2, %1, %0" : "+v"(sum) : "v"(xv), "v"(wv));
-            _mm512_storeu_si512(acc, sum);
-        }
-    }
+    if (t < taps)  /* the odd tap: its pair's second weight is 0 */
+        acc = dw_dot(acc, _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(m, ptr[t] + off)), _mm512_loadu_si512(wp), vnni);
+    __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(acc), _mm512_maskz_loadu_ps(m, job->mult + off));
+    f = _mm512_add_ps(_mm512_roundscale_ps(f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), zy);
+    f = _mm512_min_ps(_mm512_max_ps(f, lo), hi);
+    _mm_mask_storeu_epi8(out + off, m, _mm512_cvtusepi32_epi8(_mm512_cvtps_epi32(f)));
 }
 
 AVX512 static int row_avx512(const dw_job *job, int64_t row)
 {
     const pl_qdepthwise *p = job->p;
-    const int64_t b = row / p->ho, oy = row % p->ho, c = p->c, w = p->w, wo = p->wo;
-    const int64_t lanes = (c + 15) / 16, cp = lanes * 16;
-    if (row_sums_cap < (size_t)(wo * cp)) {
-        int32_t *grown = realloc(row_sums, (size_t)(wo * cp) * sizeof *grown);
-        if (!grown) return 0;
-        row_sums = grown;
-        row_sums_cap = (size_t)(wo * cp);
+    const int64_t b = row / p->ho, oy = row % p->ho, c = p->c, kh = p->kh, kw = p->kw, taps = kh * kw;
+    const int64_t lanes = (c + 15) / 16, step = p->sw * c;
+    if (tap_cap < (size_t)taps) {
+        const uint8_t **grown = realloc(tap_ptr, (size_t)taps * sizeof *grown);
+        if (grown) tap_ptr = grown;
+        int64_t *inc = grown ? realloc(tap_inc, (size_t)taps * sizeof *inc) : NULL;
+        if (!inc) return 0;
+        tap_inc = inc;
+        tap_cap = (size_t)taps;
     }
-    int32_t *sums = row_sums;
+    const uint8_t **ptr = tap_ptr;
+    int64_t *inc = tap_inc;
     const __mmask16 last = c % 16 ? (__mmask16)((1u << (c % 16)) - 1) : (__mmask16)0xffff;
-    for (int64_t l = 0; l < lanes; l++) {
-        const __m512i offset = _mm512_maskz_loadu_epi32(l == lanes - 1 ? last : 0xffff, job->offset + 16 * l);
-        for (int64_t ox = 0; ox < wo; ox++) _mm512_storeu_si512(sums + ox * cp + 16 * l, offset);
-    }
-    const int64_t iy0 = oy * p->sh - p->top;
-    for (int64_t ty = 0; ty < p->kh; ty++) {
-        const int64_t iy = iy0 + ty * p->dh;
-        if (iy < 0 || iy >= p->h) continue;
-        const uint8_t *xrow = job->x + ((b * p->h + iy) * w) * c;
-        for (int64_t tx = 0; tx < p->kw;) {
-            int64_t a0, a1;
-            tap_range(p, tx, &a0, &a1);
-            const int32_t *wt = job->w + (ty * p->kw + tx) * c;
-            if (job->vnni && tx + 1 < p->kw) {  /* taps tx and tx + 1 together where both fall inside the row */
-                int64_t b0, b1;
-                tap_range(p, tx + 1, &b0, &b1);
-                const int64_t i0 = a0 > b0 ? a0 : b0, i1 = a1 < b1 ? a1 : b1;
-                if (i0 < i1) {
-                    tap_pair(job, sums, xrow, tx, wt, i0, i1);
-                    tap_one(job, sums, xrow, tx, wt, a0, i0 < a1 ? i0 : a1);
-                    tap_one(job, sums, xrow, tx, wt, i1 > a0 ? i1 : a0, a1);
-                    tap_one(job, sums, xrow, tx + 1, wt + c, b0, i0 < b1 ? i0 : b1);
-                    tap_one(job, sums, xrow, tx + 1, wt + c, i1 > b0 ? i1 : b0, b1);
-                    tx += 2;
-                    continue;
-                }
-            }
-            tap_one(job, sums, xrow, tx, wt, a0, a1);
-            tx++;
-        }
-    }
+    /* The pixels whose taps all fall inside the row: [in0, in1). */
+    const int64_t reach = (kw - 1) * p->dw;
+    int64_t in0 = p->left > 0 ? (p->left + p->sw - 1) / p->sw : 0;
+    int64_t in1 = p->w - 1 - reach + p->left < 0 ? 0 : (p->w - 1 - reach + p->left) / p->sw + 1;
+    if (in1 > p->wo) in1 = p->wo;
+    if (in0 > in1) in0 = in1;
+    const int vnni = job->vnni;
     const __m512 zy = _mm512_set1_ps((float)p->zy), lo = _mm512_set1_ps((float)p->lo);
     const __m512 hi = _mm512_set1_ps((float)p->hi);
-    uint8_t *out = job->y + (b * p->ho + oy) * wo * c;
-    for (int64_t l = 0; l < lanes; l++) {
-        const __mmask16 m = l == lanes - 1 ? last : (__mmask16)0xffff;
-        const __m512 mult = _mm512_maskz_loadu_ps(m, job->mult + 16 * l);
-        for (int64_t ox = 0; ox < wo; ox++) {
-            __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_loadu_si512(sums + ox * cp + 16 * l)), mult);
-            f = _mm512_add_ps(_mm512_roundscale_ps(f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), zy);
-            f = _mm512_min_ps(_mm512_max_ps(f, lo), hi);
-            _mm_mask_storeu_epi8(out + ox * c + 16 * l, m, _mm512_cvtusepi32_epi8(_mm512_cvtps_epi32(f)));
+    uint8_t *out = job->y + (b * p->ho + oy) * p->wo * c;
+    for (int64_t ox = 0; ox < p->wo; ox++) {
+        if (ox == 0 || ox <= in0 || ox >= in1) {  /* every pointer anew; inside, each moves by a stride */
+            for (int64_t ty = 0, t = 0; ty < kh; ty++) {
+                const int64_t iy = oy * p->sh - p->top + ty * p->dh;
+                const int row_in = iy >= 0 && iy < p->h;
+                for (int64_t tx = 0; tx < kw; tx++, t++) {
+                    const int64_t ix = ox * p->sw - p->left + tx * p->dw;
+                    const int in = row_in && ix >= 0 && ix < p->w;
+                    ptr[t] = in ? job->x + ((b * p->h + iy) * p->w + ix) * c : job->zero_row;
+                    inc[t] = row_in ? step : 0;
+                }
+            }
+        } else {
+            for (int64_t t = 0; t < taps; t++) ptr[t] += inc[t];
         }
+        for (int64_t l = 0; l < lanes; l++)
+            dw_pixel(job, ptr, taps, l, l == lanes - 1 ? last : (__mmask16)0xffff, out + ox * c, vnni, zy, lo, hi);
     }
     return 1;
 }
 #endif
+
+/* The AVX-512 row's per-call tables (see row_avx512); 0 where they cannot be allocated. */
+static int dw_prepare(dw_job *job)
+{
+    const pl_qdepthwise *p = job->p;
+    const int64_t c = p->c, taps = p->kh * p->kw, cp = (c + 15) / 16 * 16, npairs = (taps + 1) / 2;
+    job->cp = cp;
+    job->pairs = calloc((size_t)(npairs * cp), sizeof *job->pairs);
+    job->first = calloc((size_t)cp, sizeof *job->first);
+    job->zero_row = malloc((size_t)cp);
+    if (!job->pairs || !job->first || !job->zero_row) {
+        free(job->pairs);
+        free(job->first);
+        free(job->zero_row);
+        job->pairs = job->first = NULL;
+        job->zero_row = NULL;
+        return 0;
+    }
+    memset(job->zero_row, (int)p->zx, (size_t)cp);
+    for (int64_t ch = 0; ch < c; ch++) {
+        int64_t weights = 0;
+        for (int64_t t = 0; t < taps; t++) {
+            const int32_t wt = job->w[t * c + ch];
+            weights += wt;
+            const uint32_t half = (uint32_t)(uint16_t)(int16_t)wt;
+            job->pairs[(t / 2) * cp + ch] |= (int32_t)(t % 2 ? half << 16 : half);
+        }
+        /* modulo 2^32: the sum ends exact (see row_avx512) */
+        job->first[ch] = (int32_t)(uint32_t)((uint64_t)(int64_t)job->offset[ch] - (uint64_t)(p->zx * weights));
+    }
+    return 1;
+}
 
 static void dw_task(void *ctx, size_t task)
 {
@@ -255,7 +259,17 @@ void pl_qdepthwise_run(const pl_qdepthwise *p, const uint8_t *x, const int32_t *
 #ifdef PL_X86
     vnni = variant == 2 && __builtin_cpu_supports("avx512vnni");
 #endif
-    dw_job job = {p, x, w, offset, mult, y, variant, vnni};
+    pl_qdepthwise_run_as(p, x, w, offset, mult, y, variant, vnni);
+}
+
+void pl_qdepthwise_run_as(const pl_qdepthwise *p, const uint8_t *x, const int32_t *w, const int32_t *offset,
+                          const float *mult, uint8_t *y, int variant, int vnni)
+{
+    dw_job job = {p, x, w, offset, mult, y, variant, vnni, NULL, NULL, NULL, 0};
+    if (variant == 2 && !dw_prepare(&job)) job.variant = 1;
     pl_parallel_work((size_t)(p->batch * p->ho), dw_task, &job,
                      (double)p->batch * (double)p->ho * (double)p->wo * (double)p->c * (double)(p->kh * p->kw));
+    free(job.pairs);
+    free(job.first);
+    free(job.zero_row);
 }

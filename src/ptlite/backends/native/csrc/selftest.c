@@ -938,6 +938,22 @@ static void test_qdepthwise(const char *isa)
                 printf("FAIL %s qdepthwise case %zu: bytes differ from the direct sums\n", isa, s);
                 failures++;
             }
+#ifdef PL_X86
+            /* the AVX-512 body with and without VNNI, whichever the ISA table picks */
+            for (int vnni = 0; vnni < 2 && pl_isa_current() == &pl_isa_avx512; vnni++) {
+                if (!__builtin_cpu_supports("avx512bw") || !__builtin_cpu_supports("avx512vl")
+                    || (vnni && !__builtin_cpu_supports("avx512vnni")))
+                    continue;
+                memset(y, 0, (size_t)yn);
+                pl_qdepthwise_run_as(&p, x, w, offset, mult, y, 2, vnni);
+                checks++;
+                if (memcmp(y, want, (size_t)yn) != 0) {
+                    printf("FAIL %s qdepthwise case %zu (AVX-512, VNNI %d): bytes differ from the direct sums\n",
+                           isa, s, vnni);
+                    failures++;
+                }
+            }
+#endif
         }
         free(x); free(y); free(want); free(w); free(offset); free(mult);
     }
