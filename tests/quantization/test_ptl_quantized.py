@@ -192,7 +192,7 @@ def test_a_setstate_that_loops_is_stopped(small_file, tmp_path):
     def edit(code):
         _code_table(code, SETSTATE, "instructions")[5] = ["JMP", 0, 0]
     crafted = _edit_bytecode(small_file, tmp_path / "loop.ptl", edit)
-    with pytest.raises(ptlite.FormatError, match=r"runs more than 100000 instructions while loading"):
+    with pytest.raises(ptlite.FormatError, match=r"runs more than 1000000 instructions while loading"):
         ptlite.load(crafted)
 
 
@@ -236,3 +236,72 @@ def test_quantized_tensors_are_checked_while_unpickling():
         rebuild_qtensor(storage, 4, (2, 4), (4, 1), (0, 0.5, 0))
     with pytest.raises(ptlite.FormatError, match="per_channel_affine_float_qparams"):
         rebuild_qtensor(storage, 0, (8,), (1,), (4, np.ones(8), np.zeros(8), 0))
+
+
+def _setstate(instructions, operators=(), constants=()):
+    """A __setstate__ function of class __torch__.M made of the given rows."""
+    from ptlite.format.ptl.bytecode import Function, Operator
+
+    return Function("__torch__.M.__setstate__", [tuple(row) for row in instructions],
+                    [Operator(*op) for op in operators], list(constants), [], 8)
+
+
+def _restore(fn, objects=1):
+    """restore_objects on `objects` objects of class __torch__.M, each holding the next, restored by fn."""
+    from ptlite.format.ptl.restore import restore_objects
+    from ptlite.format.ptl.unpickler import ClassTable
+
+    cls, inner = ClassTable().get("__torch__.M"), None
+    for _ in range(objects):
+        obj = cls()
+        obj.__setstate__((0, inner))
+        inner = obj
+    restore_objects(inner, {fn.qualname: fn}, "crafted.ptl")
+    return inner
+
+
+def test_crafted_setstate_functions_are_bounded():
+    """A __setstate__ doubling its stack with tuple unpacking, or objects that together run or create too much, are
+    stopped with a FormatError; so are wrong argument counts and non-bool conditions (never a raw Python error)."""
+    doubling, size = [], 2
+    for _ in range(20):
+        doubling += [("TUPLE_CONSTRUCT", size, 0), ("STORE", 3, 0), ("LOAD", 3, 0), ("OP", 0, 0), ("LOAD", 3, 0),
+                     ("OP", 0, 0)]
+        size *= 2
+    unpack = [("prim::TupleUnpack", "", 1)]
+    with pytest.raises(ptlite.FormatError, match="grows its stack past 65536 values"):
+        _restore(_setstate(doubling + [("RET", 0, 0)], unpack))
+    long = [("DROP", 0, 0)] * 2 + [("LOADC", 0, 0), ("DROP", 0, 0)] * 40_000 + [("LOADC", 0, 0), ("RET", 0, 0)]
+    with pytest.raises(ptlite.FormatError, match=r"more than 1000000 instructions while loading \(all"):
+        _restore(_setstate(long, (), [None]), objects=20)
+    wide = [("STORE", 2, 0), ("LOADC", 0, 0), ("SET_ATTR", 4095, 0), ("LOADC", 0, 0), ("RET", 0, 0)]
+    with pytest.raises(ptlite.FormatError, match=r"writes more than 1048576 attributes"):
+        _restore(_setstate(wide, (), [None]), objects=300)
+    with pytest.raises(ptlite.FormatError, match=r"prim::TupleIndex given 3 arguments; it takes 2"):
+        _restore(_setstate([("OP", 0, 0)], [("prim::TupleIndex", "", 3)]))
+    with pytest.raises(ptlite.FormatError, match="negates a value that is not a bool"):
+        _restore(_setstate([("__NOT__", 0, 0)]))
+
+
+def test_a_quantized_value_inside_a_returned_tuple_is_dequantized(tmp_path):
+    class Pair(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.quant, self.dequant, self.conv = tq.QuantStub(), tq.DeQuantStub(), nn.Conv2d(3, 4, 3)
+
+        def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            y = self.conv(self.quant(x))
+            return y, self.dequant(y)
+
+    torch.manual_seed(0)
+    model = _quantize(Pair(), "qnnpack")
+    path = tmp_path / "pair.ptl"
+    scripted = torch.jit.script(model)
+    scripted._save_for_lite_interpreter(str(path))
+    x = torch.randn(1, 3, 8, 8)
+    with torch.no_grad():
+        want = model(x)[1].numpy()
+    captured = ptlite.Module(ptlite.capture(scripted, (x,), method="script"))(x.numpy())
+    for how, got in (("the .ptl file", ptlite.load(path)(x.numpy())), ("the capture", captured)):
+        assert all(g.dtype == np.float32 for g in got), f"{how}: {[g.dtype for g in got]}"
+        assert np.array_equal(got[0], got[1]) and np.abs(got[1] - want).max() <= model.conv.scale * 1.001, how

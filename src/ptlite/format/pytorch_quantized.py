@@ -13,6 +13,7 @@ biases.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -64,6 +65,8 @@ def weight_scales(q: np.ndarray, scales: np.ndarray, zero_points: np.ndarray, ax
     per-channel (along axis 0) parameters; refused unless symmetric."""
     scales = np.asarray(scales, np.float64).reshape(-1)
     zero_points = np.asarray(zero_points).reshape(-1)
+    if q.ndim < 1 or q.size == 0:
+        raise error(f"{where}: an empty or 0-d quantized weight of shape {list(q.shape)}")
     if q.dtype != np.int8:
         raise error(f"{where}: weights of dtype {q.dtype}; ptlite's int8 kernels take qint8 weights")
     if scales.size == 1 and zero_points.size == 1:
@@ -134,6 +137,8 @@ class QuantizedOps:
         self.error = error
         self.weight_of = weight_of
         self.qparams: dict[int, tuple[float, int]] = {}
+        # Tuples and lists holding quantized tensors: the (scale, zero point) of each element, None for others.
+        self.containers: dict[int, list[tuple[float, int] | None]] = {}
         self.found = False  # the model is quantized
 
     def node(self, kind: str, key: str, inputs: list[Value], outputs: list[Value], source: str,
@@ -145,9 +150,9 @@ class QuantizedOps:
             if dtype != QUINT8:
                 raise self.error(f"{source}: quantize_per_tensor to ScalarType {dtype}; ptlite's quantized "
                                  "activations are quint8")
-            self._need_constants(source, kind, scale, zero_point)
+            scale, zero_point = self._need_constants(source, kind, scale, zero_point)
             self.found = True
-            return self._quantize(inputs[0], outputs[0], float(scale), int(zero_point), source)
+            return self._quantize(inputs[0], outputs[0], scale, zero_point, source)
         if kind == "aten::dequantize":
             q = inputs[0]
             if q.id not in self.qparams:
@@ -158,11 +163,11 @@ class QuantizedOps:
         if kind.startswith("quantized::"):
             self.found = True
             return self._quantized_op(kind, inputs, outputs, source, packed_of)
+        if self.follow(key, inputs, outputs, source):
+            return [Node(key, inputs, outputs, source=source)]
         quantized = [v for v in inputs if v.id in self.qparams]
         if not quantized:
             return None
-        if key in SHAPE_ONLY:
-            return [Node(key, inputs, outputs, source=source)]
         params = self.qparams[inputs[0].id] if inputs and inputs[0].id in self.qparams else None
         if key in MOVES and params is not None and inputs[0] is quantized[0] and len(quantized) == 1:
             self._mark(outputs[0], *params)
@@ -173,12 +178,40 @@ class QuantizedOps:
             nodes = self._dequantize(inputs[0], real, source)
             nodes.append(Node(key, [real, *inputs[1:]], [result], source=source))
             return nodes + self._quantize(result, outputs[0], *params, source)
-        if key in ("prim::ListConstruct", "prim::TupleConstruct"):
-            raise self.error(f"{source or 'the model'}: a list of quantized tensors (for cat or stack): ptlite "
-                             "cannot run quantized concatenation (quantized::cat); keep that part of the model "
-                             "float (a DeQuantStub before it, a QuantStub after)")
         raise self.error(f"{source or 'the model'}: {key} on a quantized tensor, which ptlite cannot run in int8; "
                          "keep that part of the model float (a DeQuantStub before it, a QuantStub after)")
+
+    def follow(self, key: str, inputs: list[Value], outputs: list[Value], source: str) -> bool:
+        """For a node that only builds, takes apart or measures values: follow the scale and zero point of the
+        quantized tensors it reads (into the tuples and lists it builds, out of those it takes apart) and say True.
+        False for a node reading no quantized tensor or container. Any other node given a container of quantized
+        tensors is refused: ptlite has no quantized concatenation."""
+        held = [v for v in inputs if v.id in self.containers]
+        if not held and not any(v.id in self.qparams for v in inputs):
+            return False
+        if key in ("prim::ListConstruct", "prim::TupleConstruct"):
+            self.containers[outputs[0].id] = [self.qparams.get(v.id) for v in inputs]
+            return True
+        if key in ("prim::TupleUnpack", "prim::ListUnpack") and held and inputs[0] is held[0] \
+                and len(self.containers[held[0].id]) == len(outputs):
+            for out, params in zip(outputs, self.containers[held[0].id]):
+                if params is not None:
+                    self._mark(out, *params)
+            return True
+        if key in ("prim::TupleIndex", "aten::__getitem__.t") and held and inputs[0] is held[0]:
+            items = self.containers[held[0].id]
+            index = _constant(inputs[1])
+            if type(index) is int and -len(items) <= index < len(items):
+                if items[index] is not None:
+                    self._mark(outputs[0], *items[index])
+                return True
+        if key in SHAPE_ONLY and not held:
+            return True
+        if held:
+            raise self.error(f"{source or 'the model'}: {key} on a list or tuple of quantized tensors (for cat or "
+                             "stack, say): ptlite cannot run quantized concatenation (quantized::cat); keep that part "
+                             "of the model float (a DeQuantStub before it, a QuantStub after)")
+        return False
 
     # ------------------------------------------------------------------------------------------------ helpers
 
@@ -228,10 +261,20 @@ class QuantizedOps:
         out.type, out.dtype = "Tensor", "float32"
         return [*nodes, Node(DEQUANTIZE_PER_TENSOR, [q, s, z], [out], source=source)]
 
-    def _need_constants(self, source: str, kind: str, *values: Any) -> None:
-        if any(v is NOT_CONSTANT or v is None for v in values):
+    def _need_constants(self, source: str, kind: str, scale: Any, zero_point: Any) -> tuple[float, int]:
+        """A quantized output's scale and zero point, known while translating: a finite positive real and an int
+        in [0, 255]."""
+        if any(v is NOT_CONSTANT or v is None for v in (scale, zero_point)):
             raise self.error(f"{source}: {kind} with a scale or zero point computed at run time; ptlite needs "
                              "them constant (as torch.ao.quantization's convert leaves them)")
+        real = isinstance(scale, (int, float, np.integer, np.floating)) and not isinstance(scale, (bool, np.bool_))
+        if not real or not math.isfinite(float(scale)) or float(scale) <= 0 or float(scale) > 3.4e38:
+            raise self.error(f"{source}: {kind} with the scale {str(scale)[:40]}, not a finite positive number")
+        whole = isinstance(zero_point, (int, np.integer)) and not isinstance(zero_point, (bool, np.bool_))
+        if not whole or not 0 <= int(zero_point) <= 255:
+            raise self.error(f"{source}: {kind} with the zero point {str(zero_point)[:40]}; ptlite's quantized "
+                             "activations are quint8, whose zero point is an int in [0, 255]")
+        return float(scale), int(zero_point)
 
     def _input(self, v: Value, source: str, kind: str) -> tuple[float, int]:
         if v.id not in self.qparams:
@@ -255,7 +298,8 @@ class QuantizedOps:
                 self._mark(out, *params.pop())
 
     def outputs(self, values: list[Value]) -> tuple[list[Node], list[Value]]:
-        """A method's results as float: its quantized ones dequantized (ptlite's values carry no scale)."""
+        """A method's results as float: its quantized ones dequantized (ptlite's values carry no scale), inside the
+        tuples and lists it returns too."""
         nodes: list[Node] = []
         result = []
         for v in values:
@@ -263,9 +307,22 @@ class QuantizedOps:
                 real = Value(name=f"{v.name}_real" if v.name else "", type="Tensor", dtype="float32")
                 nodes += self._dequantize(v, real, "the method's result")
                 result.append(real)
+            elif v.node is not None and v.node.op in ("prim::TupleConstruct", "prim::ListConstruct") \
+                    and self._holds_quantized(v):
+                inner, items = self.outputs(list(v.node.inputs))
+                rebuilt = Value(name=v.name, type=v.type)
+                nodes += [*inner, Node(v.node.op, items, [rebuilt], source=v.node.source)]
+                result.append(rebuilt)
             else:
                 result.append(v)
         return nodes, result
+
+    def _holds_quantized(self, v: Value, depth: int = 0) -> bool:
+        if v.id in self.qparams:
+            return True
+        node = v.node
+        return depth < 64 and node is not None and node.op in ("prim::TupleConstruct", "prim::ListConstruct") \
+            and any(self._holds_quantized(i, depth + 1) for i in node.inputs)
 
     def _quantized_op(self, kind: str, inputs: list[Value], outputs: list[Value], source: str,
                       packed_of: Callable[[], Packed | None]) -> list[Node]:
@@ -274,8 +331,7 @@ class QuantizedOps:
             packed = self._packed(packed_of, source, kind)
             if packed.kind != ("conv" if name.startswith("conv") else "linear"):
                 raise self.error(f"{source}: {kind} given the packed weights of a {packed.kind} layer")
-            scale, zero_point = (self._scalar(v) for v in inputs[2:4])
-            self._need_constants(source, kind, scale, zero_point)
+            scale, zero_point = self._need_constants(source, kind, *(self._scalar(v) for v in inputs[2:4]))
             sx, zx = self._input(inputs[0], source, kind)
             out_min = int(zero_point) if name.endswith("_relu") else 0
             nodes, consts = self._consts((sx, "float"), (zx, "int"))
@@ -294,8 +350,7 @@ class QuantizedOps:
             op = CONV2D_INT8 if packed.kind == "conv" else LINEAR_INT8
             return [*nodes, Node(op, [inputs[0], *consts, w, s, bias, *geometry, *tail], outputs, source=source)]
         if name in ("add", "add_relu"):
-            scale, zero_point = (self._scalar(v) for v in inputs[2:4])
-            self._need_constants(source, kind, scale, zero_point)
+            scale, zero_point = self._need_constants(source, kind, *(self._scalar(v) for v in inputs[2:4]))
             (sa, za), (sb, zb) = (self._input(v, source, kind) for v in inputs[:2])
             out_min = int(zero_point) if name == "add_relu" else 0
             nodes, c = self._consts((sa, "float"), (za, "int"), (sb, "float"), (zb, "int"), (float(scale), "float"),

@@ -199,6 +199,9 @@ class Instructions:
         """Append a node to the current block; its output values."""
         outputs = [Value(type=t) for t in out_types]
         values = [self.materialize(e, frame.fn, pc) for e in inputs]
+        if self.quantized.qparams and not self.quantized.follow(op, values, outputs, self.source(frame, pc)) \
+                and any(v.id in self.quantized.qparams for v in values):
+            self.fail(frame, pc, f"{op} on a quantized tensor, which ptlite cannot run in int8", unsupported=True)
         if self.origins or self.container_origins:
             self.check_writes(op, inputs, values, outputs)
         self.block.nodes.append(Node(op, values, outputs, source=self.source(frame, pc)))

@@ -28,11 +28,11 @@ if TYPE_CHECKING:
 # ATen operators that make, read or take apart quantized tensors (by name without namespace and overload).
 _QUANTIZED_ATEN = re.compile(r"quantize_per_\w+|dequantize|q_\w+|int_repr|qscheme|quantized_\w+|"
                              r"_make_per_\w+_quantized_tensor|_empty_\w*quantized")
-# The quantized operators the translation runs, by name without overload, and the arguments each takes when the
-# file does not say (bytecode before version 6).
-TRANSLATED = {"quantized::conv2d": 4, "quantized::conv2d_relu": 4, "quantized::linear": 4,
-              "quantized::linear_relu": 4, "quantized::add": 4, "quantized::add_relu": 4,
-              "quantized::linear_dynamic": 3, "aten::quantize_per_tensor": 4, "aten::dequantize": 1}
+# The quantized operators the translation runs, by name without overload, and the numbers of arguments each takes
+# (the last when the file does not say: bytecode before version 6).
+TRANSLATED = {"quantized::conv2d": (4,), "quantized::conv2d_relu": (4,), "quantized::linear": (4,),
+              "quantized::linear_relu": (4,), "quantized::add": (4,), "quantized::add_relu": (4,),
+              "quantized::linear_dynamic": (2, 3), "aten::quantize_per_tensor": (4,), "aten::dequantize": (1,)}
 
 
 def is_quantized_operator(key: str) -> bool:
@@ -92,8 +92,10 @@ def quantized_call(tr: Translator, frame: Frame, pc: int, operator: Operator, co
     if kind not in TRANSLATED:
         return False
     pushed = count if count is not None else operator.nsa
-    if pushed is None or pushed < 0:
-        pushed = TRANSLATED[kind]
+    if pushed is None:
+        pushed = TRANSLATED[kind][-1]
+    if pushed not in TRANSLATED[kind]:
+        tr.fail(frame, pc, f"{key} given {pushed} arguments; it takes {' or '.join(map(str, TRANSLATED[kind]))}")
     args = tr.pop_n(frame, pushed, pc)
     source = tr.source(frame, pc)
     packed: Packed | None = None
@@ -119,8 +121,8 @@ def reads_quantized(tr: Translator, frame: Frame, pc: int, key: str, args: list[
                     ) -> bool:
     """Another operator given a quantized value (flatten, max pooling, relu...): its nodes appended (in int8, or
     in float between a dequantize and a quantize), its results pushed. False if no argument is quantized."""
-    qparams = tr.quantized.qparams
-    if not any(isinstance(a, Value) and a.id in qparams for a in args):
+    q = tr.quantized
+    if not any(isinstance(a, Value) and (a.id in q.qparams or a.id in q.containers) for a in args):
         return False
     inputs = [tr.materialize(a, frame.fn, pc) for a in args]
     outputs = [Value(type=t) for t in out_types]

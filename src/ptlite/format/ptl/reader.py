@@ -178,6 +178,8 @@ def _translate(program: Program, methods: list[Function], functions: dict[str, F
 def _missing_operators(functions: dict[str, Function]) -> dict[str, list[str]]:
     missing: dict[str, list[str]] = {}
     for fn in functions.values():
+        if fn.name in _HIDDEN_METHODS:  # run while loading (restore.py), never translated
+            continue
         for op in fn.operators:
             if ops.lookup(op.key) is None and not is_translated(op.key):
                 missing.setdefault(op.key, []).append(fn.qualname)

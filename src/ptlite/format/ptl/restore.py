@@ -4,13 +4,14 @@ ptlite reads itself (unpickler.NATIVE_CLASSES: a quantized linear layer's packed
 
 A `__setstate__` runs once, here, on the values the file holds: a small interpreter over the few instructions and
 operators such functions use (attribute writes, tuple indexing, comparisons, the prepack operators), with a step
-budget. Anything else is refused naming it; nothing from the file runs as Python. Packed weights become native
+budget shared by the file's objects (and a bounded stack). Anything else is refused naming it; nothing from the file
+runs as Python. Packed weights become native
 objects whose state is a `Packed` (ptlite.format.pytorch_quantized), which the translation turns into int8 nodes.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 
@@ -20,7 +21,10 @@ from ptlite.format.pytorch_quantized import Packed, conv_packed, linear_packed, 
 from .bytecode import Function
 from .unpickler import NATIVE_CLASSES, ClassTable, QTensor, ScriptObject
 
-MAX_STEPS = 100_000  # instructions one __setstate__ may run: PyTorch's run ~150
+MAX_TOTAL_STEPS = 1_000_000  # instructions all __setstate__ functions of a file may run: PyTorch's ~150 each
+MAX_TOTAL_SLOTS = 1 << 20  # attribute slots they may create together
+MAX_SLOTS = 4096  # the highest attribute index one may write
+MAX_STACK = 1 << 16
 MAX_OBJECTS = 1 << 20
 CONV_PACKED = "__torch__.torch.classes.quantized.Conv2dPackedParamsBase"
 LINEAR_PACKED = "__torch__.torch.classes.quantized.LinearPackedParamsBase"
@@ -30,6 +34,7 @@ _CLASSES = ClassTable()
 def restore_objects(root: Any, functions: dict[str, Function], name: str) -> None:
     """Run the `__setstate__` of every object reachable from root that has one, inner objects first (as PyTorch's
     unpickler does, at each object's BUILD), and read the native objects ptlite knows."""
+    budget = _Budget()
     for obj in _post_order(root, name):
         if obj.qualname in NATIVE_CLASSES:
             _native(obj, name)
@@ -38,7 +43,7 @@ def restore_objects(root: Any, functions: dict[str, Function], name: str) -> Non
         if fn is not None:
             state = obj.state
             obj.names, obj.slots = [], []
-            _Interpreter(fn, name).run([obj, state])
+            _Interpreter(fn, name, budget).run([obj, state])
             obj.state = dict(zip(obj.names, obj.slots))
 
 
@@ -101,155 +106,181 @@ def _packed_object(qualname: str, packed: Packed) -> ScriptObject:
     return obj
 
 
+class _Budget:
+    """What all the `__setstate__` functions of one file may use together: instructions run, attribute slots."""
+
+    def __init__(self) -> None:
+        self.steps = MAX_TOTAL_STEPS
+        self.slots = MAX_TOTAL_SLOTS
+
+
 class _Interpreter:
     """Runs one `__setstate__` function on concrete values."""
 
-    def __init__(self, fn: Function, name: str) -> None:
+    def __init__(self, fn: Function, name: str, budget: _Budget) -> None:
         self.fn = fn
         self.where = f"{name}: {fn.qualname}"
+        self.budget = budget
+        self.stack: list[Any] = []
 
-    def fail(self, pc: int, message: str, unsupported: bool = False) -> None:
+    def fail(self, pc: int, message: str, unsupported: bool = False) -> NoReturn:
         error = UnsupportedOperatorError if unsupported else FormatError
         raise error(f"{self.where}, instruction {pc}: {message}")
+
+    def pop_n(self, pc: int, n: int) -> list[Any]:
+        """The top n entries of the stack, removed."""
+        stack = self.stack
+        if not 0 <= n <= len(stack):
+            self.fail(pc, f"takes {n} values from a stack of {len(stack)}")
+        values = stack[len(stack) - n:]
+        del stack[len(stack) - n:]
+        return values
+
+    def pop(self, pc: int) -> Any:
+        return self.pop_n(pc, 1)[0]
+
+    def push(self, pc: int, *values: Any) -> None:
+        if len(self.stack) + len(values) > MAX_STACK:
+            self.fail(pc, f"grows its stack past {MAX_STACK} values while loading; the file is crafted")
+        self.stack.extend(values)
 
     def run(self, args: list[Any]) -> Any:
         fn = self.fn
         code, constants = fn.instructions, fn.constants
-        stack: list[Any] = list(args)
+        self.stack = list(args)
         regs: dict[int, Any] = {}
-        pc = steps = 0
+        pc = 0
         while True:
             if not 0 <= pc < len(code):
                 self.fail(pc, "jumps outside the function")
-            steps += 1
-            if steps > MAX_STEPS:
-                self.fail(pc, f"runs more than {MAX_STEPS} instructions while loading; the file is crafted")
+            self.budget.steps -= 1
+            if self.budget.steps < 0:
+                self.fail(pc, f"runs more than {MAX_TOTAL_STEPS} instructions while loading (all __setstate__ "
+                              "functions together); the file is crafted")
             op, x, n = code[pc]
             pc_next = pc + 1
-            try:
-                if op == "STORE":
-                    regs[x] = stack.pop()
-                elif op == "STOREN":
-                    if n > len(stack) or n < 0:
-                        self.fail(pc, f"stores {n} values from a stack of {len(stack)}")
-                    values = stack[len(stack) - n:]
-                    del stack[len(stack) - n:]
-                    for i, v in enumerate(values):
-                        regs[x + i] = v
-                elif op in ("LOAD", "MOVE"):
-                    if x not in regs:
-                        self.fail(pc, f"reads register {x} before it is written")
-                    stack.append(regs.pop(x) if op == "MOVE" else regs[x])
-                elif op == "DROP":
-                    stack.pop()
-                elif op == "DROPR":
-                    regs.pop(x, None)
-                elif op == "LOADC":
-                    if not 0 <= x < len(constants):
-                        self.fail(pc, f"constant {x} outside the table of {len(constants)}")
-                    stack.append(constants[x])
-                elif op == "GET_ATTR":
-                    obj = self.object(pc, stack.pop())
-                    if not 0 <= x < len(obj.slots):
-                        self.fail(pc, f"reads attribute {x} of a {obj.qualname} with {len(obj.slots)}")
-                    stack.append(obj.slots[x])
-                elif op == "SET_ATTR":
-                    value = stack.pop()
-                    self.set_attr(pc, self.object(pc, stack.pop()), x, value)
-                elif op == "TUPLE_INDEX":
-                    index, tup = stack.pop(), stack.pop()
-                    if not isinstance(tup, tuple) or type(index) is not int or not -len(tup) <= index < len(tup):
-                        self.fail(pc, "indexes something that is not a tuple, or outside it")
-                    stack.append(tup[index])
-                elif op in ("TUPLE_CONSTRUCT", "LIST_CONSTRUCT"):
-                    count = x if op == "TUPLE_CONSTRUCT" else n
-                    if not 0 <= count <= len(stack):
-                        self.fail(pc, f"builds a container of {count} from a stack of {len(stack)}")
-                    items = stack[len(stack) - count:]
-                    del stack[len(stack) - count:]
-                    stack.append(tuple(items) if op == "TUPLE_CONSTRUCT" else items)
-                elif op == "JF":
-                    cond = stack.pop()
-                    if not isinstance(cond, bool):
-                        self.fail(pc, "branches on a value that is not a bool")
-                    pc_next = pc + 1 if cond else pc + x
-                elif op == "JMP":
-                    pc_next = pc + x
-                elif op == "RET":
-                    return stack.pop() if stack else None
-                elif op in ("OP", "OPN"):
-                    self.operator(pc, x, n if op == "OPN" else None, stack)
-                elif op in ("__IS__", "__ISNOT__"):
-                    b, a = stack.pop(), stack.pop()
-                    same = a is b or (a is None and b is None)
-                    stack.append(same if op == "__IS__" else not same)
-                elif op == "__NOT__":
-                    stack.append(not stack.pop())
-                elif op in ("UNCHECKED_CAST", "WARN"):
-                    if op == "WARN":
-                        stack.pop()
-                else:
-                    self.fail(pc, f"instruction {op}, which ptlite does not run while loading", unsupported=True)
-            except IndexError:
-                self.fail(pc, "pops an empty stack")
+            if op == "STORE":
+                regs[x] = self.pop(pc)
+            elif op == "STOREN":
+                for i, v in enumerate(self.pop_n(pc, n)):
+                    regs[x + i] = v
+            elif op in ("LOAD", "MOVE"):
+                if x not in regs:
+                    self.fail(pc, f"reads register {x} before it is written")
+                self.push(pc, regs.pop(x) if op == "MOVE" else regs[x])
+            elif op == "DROP":
+                self.pop(pc)
+            elif op == "DROPR":
+                regs.pop(x, None)
+            elif op == "LOADC":
+                if not 0 <= x < len(constants):
+                    self.fail(pc, f"constant {x} outside the table of {len(constants)}")
+                self.push(pc, constants[x])
+            elif op == "GET_ATTR":
+                obj = self.object(pc, self.pop(pc))
+                if not 0 <= x < len(obj.slots):
+                    self.fail(pc, f"reads attribute {x} of a {obj.qualname} with {len(obj.slots)}")
+                self.push(pc, obj.slots[x])
+            elif op == "SET_ATTR":
+                value = self.pop(pc)
+                self.set_attr(pc, self.object(pc, self.pop(pc)), x, value)
+            elif op == "TUPLE_INDEX":
+                tup, index = self.pop_n(pc, 2)
+                self.push(pc, self.index(pc, tup, index, tuple))
+            elif op in ("TUPLE_CONSTRUCT", "LIST_CONSTRUCT"):
+                items = self.pop_n(pc, x if op == "TUPLE_CONSTRUCT" else n)
+                self.push(pc, tuple(items) if op == "TUPLE_CONSTRUCT" else items)
+            elif op == "JF":
+                cond = self.pop(pc)
+                if not isinstance(cond, bool):
+                    self.fail(pc, "branches on a value that is not a bool")
+                pc_next = pc + 1 if cond else pc + x
+            elif op == "JMP":
+                pc_next = pc + x
+            elif op == "RET":
+                return self.pop(pc) if self.stack else None
+            elif op in ("OP", "OPN"):
+                self.operator(pc, x, n if op == "OPN" else None)
+            elif op in ("__IS__", "__ISNOT__"):
+                a, b = self.pop_n(pc, 2)
+                same = a is b or (a is None and b is None)
+                self.push(pc, same if op == "__IS__" else not same)
+            elif op == "__NOT__":
+                value = self.pop(pc)
+                if not isinstance(value, bool):
+                    self.fail(pc, "negates a value that is not a bool")
+                self.push(pc, not value)
+            elif op == "UNCHECKED_CAST":
+                pass
+            elif op == "WARN":
+                self.pop(pc)
+            else:
+                self.fail(pc, f"instruction {op}, which ptlite does not run while loading", unsupported=True)
             pc = pc_next
 
+    def index(self, pc: int, seq: Any, i: Any, kind: type | tuple[type, ...]) -> Any:
+        if not isinstance(seq, kind) or type(i) is not int or not -len(seq) <= i < len(seq):
+            self.fail(pc, f"indexes a {type(seq).__name__} with {type(i).__name__} {str(i)[:20]}, not a "
+                          "sequence with an index inside it")
+        return seq[i]
+
     def object(self, pc: int, value: Any) -> ScriptObject:
-        if not isinstance(value, ScriptObject) or not isinstance(value.slots, list):
+        if not isinstance(value, ScriptObject) or not isinstance(value.slots, list) or is_packed(value):
             self.fail(pc, f"reads or writes an attribute of a {type(value).__name__}, not a module object")
         return value
 
     def set_attr(self, pc: int, obj: ScriptObject, x: int, value: Any) -> None:
-        if not 0 <= x < 4096:
+        if not 0 <= x < MAX_SLOTS:
             self.fail(pc, f"writes attribute {x}; TorchScript classes have far fewer")
         if len(obj.slots) <= x:
-            obj.slots = obj.slots + [None] * (x + 1 - len(obj.slots))
+            grow = x + 1 - len(obj.slots)
+            self.budget.slots -= grow
+            if self.budget.slots < 0:
+                self.fail(pc, f"writes more than {MAX_TOTAL_SLOTS} attributes while loading (all objects "
+                              "together); the file is crafted")
+            obj.slots = obj.slots + [None] * grow
             obj.names = obj.names + [f"attr{i}" for i in range(len(obj.names), x + 1)]
         obj.slots[x] = value
 
-    def operator(self, pc: int, x: int, count: int | None, stack: list[Any]) -> None:
+    def operator(self, pc: int, x: int, count: int | None) -> None:
         if not 0 <= x < len(self.fn.operators):
             self.fail(pc, f"operator {x} outside the table of {len(self.fn.operators)}")
         operator = self.fn.operators[x]
         key = operator.key
-        pushed = count if count is not None else operator.nsa
-        arity = _ARITY.get(key)
-        if pushed is None:
-            pushed = arity
-        if arity is None or pushed is None or not 0 <= pushed <= len(stack):
+        arities = _ARITY.get(key)
+        if arities is None:
             self.fail(pc, f"operator {key}, which ptlite does not run while loading", unsupported=True)
-        args = stack[len(stack) - pushed:]
-        del stack[len(stack) - pushed:]
+        pushed = count if count is not None else operator.nsa
+        if pushed is None:
+            pushed = arities[-1]
+        if pushed not in arities:
+            self.fail(pc, f"{key} given {pushed} arguments; it takes {' or '.join(map(str, arities))}")
+        args = self.pop_n(pc, pushed)
         name = key.partition(".")[0]
         if name == "prim::TupleUnpack":
             if not isinstance(args[0], tuple):
                 self.fail(pc, "unpacks something that is not a tuple")
-            stack.extend(args[0])
+            self.push(pc, *args[0])
         elif name == "prim::RaiseException":
-            self.fail(pc, f"raises while loading: {str(args[0])[:200]}")
+            message = args[0] if isinstance(args[0], str) else f"(a {type(args[0]).__name__}, not a message)"
+            self.fail(pc, f"raises while loading: {message[:200]}")
         elif name in ("aten::eq", "aten::ne"):
-            a, b = args[:2]
-            if not all(isinstance(v, (int, float, str, bool)) or v is None for v in (a, b)):
+            a, b = args
+            if not all(type(v) in (int, float, str, bool) or v is None for v in (a, b)):
                 self.fail(pc, f"{key} on values that are not scalars or strings")
-            stack.append((a == b) if name == "aten::eq" else (a != b))
+            self.push(pc, (a == b) if name == "aten::eq" else (a != b))
         elif name == "prim::TupleIndex":  # an instruction (TUPLE_INDEX) from bytecode 8 on
-            tup, i = args
-            if not isinstance(tup, tuple) or type(i) is not int or not -len(tup) <= i < len(tup):
-                self.fail(pc, "indexes something that is not a tuple, or outside it")
-            stack.append(tup[i])
+            self.push(pc, self.index(pc, args[0], args[1], tuple))
         elif name == "aten::__getitem__":
-            seq, i = args
-            if not isinstance(seq, (list, tuple)) or type(i) is not int or not -len(seq) <= i < len(seq):
-                self.fail(pc, "indexes something that is not a list, or outside it")
-            stack.append(seq[i])
+            self.push(pc, self.index(pc, args[0], args[1], (list, tuple)))
         elif name == "aten::len":
             if not isinstance(args[0], (list, tuple, str)):
                 self.fail(pc, "takes the length of something that is not a list")
-            stack.append(len(args[0]))
+            self.push(pc, len(args[0]))
         elif name == "quantized::conv2d_prepack":
-            stack.append(self.conv2d_prepack(pc, *args))
-        elif name == "quantized::linear_prepack":
-            stack.append(self.linear_prepack(pc, *args))
+            self.push(pc, self.conv2d_prepack(pc, *args))
+        else:  # quantized::linear_prepack
+            self.push(pc, self.linear_prepack(pc, *args))
 
     def _weight_bias(self, pc: int, w: Any, b: Any) -> tuple[QTensor, np.ndarray | None]:
         if not isinstance(w, QTensor) or not (b is None or isinstance(b, np.ndarray)):
@@ -259,6 +290,11 @@ class _Interpreter:
     def conv2d_prepack(self, pc: int, w: Any, b: Any, stride: Any, padding: Any, dilation: Any, groups: Any
                        ) -> ScriptObject:
         w, b = self._weight_bias(pc, w, b)
+        for what, value in (("stride", stride), ("padding", padding), ("dilation", dilation)):
+            if not isinstance(value, list) or len(value) != 2 or any(type(v) is not int for v in value):
+                self.fail(pc, f"prepacks a convolution whose {what} is not a list of two ints")
+        if type(groups) is not int:
+            self.fail(pc, "prepacks a convolution whose groups is not an int")
         packed = conv_packed(w.values, _scales(w, self.where), b, stride, padding, dilation, groups, self.where,
                              UnsupportedOperatorError)
         return _packed_object(CONV_PACKED, packed)
@@ -271,8 +307,9 @@ class _Interpreter:
 
 # The operators a __setstate__ may use, and how many arguments each takes when the file does not say (before
 # bytecode 6).
-_ARITY = {
-    "prim::TupleUnpack": 1, "prim::TupleIndex": 2, "prim::RaiseException": 2, "aten::__getitem__.t": 2,
-    "aten::len.t": 1, "aten::len.str": 1, "quantized::conv2d_prepack": 6, "quantized::linear_prepack": 2,
-    **{f"aten::{op}{overload}": 2 for op in ("eq", "ne") for overload in ("", ".str", ".int", ".float", ".bool")},
+_ARITY: dict[str, tuple[int, ...]] = {
+    "prim::TupleUnpack": (1,), "prim::TupleIndex": (2,), "prim::RaiseException": (1, 2),
+    "aten::__getitem__.t": (2,), "aten::len.t": (1,), "aten::len.str": (1,), "quantized::conv2d_prepack": (6,),
+    "quantized::linear_prepack": (2,),
+    **{f"aten::{op}{overload}": (2,) for op in ("eq", "ne") for overload in ("", ".str", ".int", ".float", ".bool")},
 }

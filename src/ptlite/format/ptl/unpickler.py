@@ -176,13 +176,14 @@ def rebuild_qtensor(storage: Any, offset: Any, size: Any, stride: Any, quantizer
     scheme = quantizer[0]
     if scheme in (_QSCHEMES["per_tensor_affine"], _QSCHEMES["per_tensor_symmetric"]) and len(quantizer) == 3:
         scale, zero_point = quantizer[1:]
-        if not isinstance(scale, float) or type(zero_point) is not int:
-            _fail("a per-tensor quantized tensor's scale and zero point are not a float and an int")
+        if not isinstance(scale, float) or type(zero_point) is not int or not -(1 << 31) <= zero_point < 1 << 31:
+            _fail("a per-tensor quantized tensor's scale and zero point are not a float and an int32")
         return QTensor(values, np.array([scale]), np.array([zero_point], np.int64), 0)
     if scheme in (_QSCHEMES["per_channel_affine"], _QSCHEMES["per_channel_symmetric"]) and len(quantizer) == 4:
         scales, zero_points, axis = quantizer[1:]
-        if not (isinstance(scales, np.ndarray) and isinstance(zero_points, np.ndarray) and type(axis) is int):
-            _fail("a per-channel quantized tensor's parameters are not (scales, zero points, axis)")
+        if not (isinstance(scales, np.ndarray) and isinstance(zero_points, np.ndarray) and type(axis) is int
+                and scales.dtype.kind == "f" and zero_points.dtype.kind in "iu"):
+            _fail("a per-channel quantized tensor's parameters are not (float scales, int zero points, axis)")
         if not 0 <= axis < max(values.ndim, 1) or scales.shape != zero_points.shape \
                 or scales.shape != (values.shape[axis] if values.ndim else 1,):
             _fail(f"a per-channel quantized tensor of shape {list(values.shape)} with {scales.size} scales and "
