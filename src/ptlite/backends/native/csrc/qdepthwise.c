@@ -31,6 +31,10 @@ typedef struct {
     int32_t *pairs, *first;
     uint8_t *zero_row;
     int64_t cp;
+    /* 3x3 kernels of dilation 1 and stride 1 or 2 (row_avx512's inner pixels): per kernel row, the weights of its
+     * first two taps paired, then of its third (paired with 0), 6 rows of cp; NULL for other kernels. The zero row
+     * then spans a whole input row (w * c + cp bytes). */
+    int32_t *rows3;
 } dw_job;
 
 int pl_qdepthwise_check(const pl_qdepthwise *p, size_t x_len, size_t w_len, size_t offset_len, size_t mult_len,
@@ -129,6 +133,16 @@ AVX512 static inline __m512i dw_dot(__m512i acc, __m512i x, __m512i w, int vnni)
     return _mm512_add_epi32(acc, _mm512_madd_epi16(x, w));
 }
 
+/* The epilogue of dw_pixel: requantize a block's sums and store its bytes. */
+AVX512 static inline void dw_store(__m512i acc, const float *mult, __mmask16 m, uint8_t *out, __m512 zy, __m512 lo,
+                                   __m512 hi)
+{
+    __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(acc), _mm512_maskz_loadu_ps(m, mult));
+    f = _mm512_add_ps(_mm512_roundscale_ps(f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), zy);
+    f = _mm512_min_ps(_mm512_max_ps(f, lo), hi);
+    _mm_mask_storeu_epi8(out, m, _mm512_cvtusepi32_epi8(_mm512_cvtps_epi32(f)));
+}
+
 /* One output pixel's 16-channel block l (mask m) from the tap pointers, requantized and stored. */
 AVX512 static inline void dw_pixel(const dw_job *job, const uint8_t *const *ptr, int64_t taps, int64_t l,
                                    __mmask16 m, uint8_t *out, int vnni, __m512 zy, __m512 lo, __m512 hi)
@@ -144,10 +158,84 @@ AVX512 static inline void dw_pixel(const dw_job *job, const uint8_t *const *ptr,
     }
     if (t < taps)  /* the odd tap: its pair's second weight is 0 */
         acc = dw_dot(acc, _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(m, ptr[t] + off)), _mm512_loadu_si512(wp), vnni);
-    __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(acc), _mm512_maskz_loadu_ps(m, job->mult + off));
-    f = _mm512_add_ps(_mm512_roundscale_ps(f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), zy);
-    f = _mm512_min_ps(_mm512_max_ps(f, lo), hi);
-    _mm_mask_storeu_epi8(out + off, m, _mm512_cvtusepi32_epi8(_mm512_cvtps_epi32(f)));
+    dw_store(acc, job->mult + off, m, out + off, zy, lo, hi);
+}
+
+/* Pixels [o0, o1) of a row, all of whose taps fall inside it, for a 3x3 kernel of dilation 1 and stride S (1 or 2),
+ * channel block l: two pixels at a time, with the block's weights in registers and the input columns the two share
+ * widened once. rows: the three input rows (or the zero row). */
+#define DW3X3_INTERIOR(NAME, S)                                                                                      \
+    AVX512 static void NAME(const dw_job *job, const uint8_t *const *rows, int64_t o0, int64_t o1, int64_t l,        \
+                            __mmask16 m, uint8_t *out, int vnni, __m512 zy, __m512 lo, __m512 hi)                    \
+    {                                                                                                                \
+        const pl_qdepthwise *p = job->p;                                                                             \
+        const int64_t c = p->c, cp = job->cp, off = 16 * l;                                                          \
+        const __m512i first = _mm512_loadu_si512(job->first + off);                                                  \
+        __m512i w01[3], w2[3];                                                                                       \
+        for (int r = 0; r < 3; r++) {                                                                                \
+            w01[r] = _mm512_loadu_si512(job->rows3 + (2 * r) * cp + off);                                            \
+            w2[r] = _mm512_loadu_si512(job->rows3 + (2 * r + 1) * cp + off);                                         \
+        }                                                                                                            \
+        int64_t ox = o0;                                                                                             \
+        for (; ox + 1 < o1; ox += 2) {                                                                               \
+            const int64_t col = (ox * S - p->left) * c + off;                                                        \
+            __m512i a = first, b = first;                                                                            \
+            for (int r = 0; r < 3; r++) {                                                                            \
+                const uint8_t *x = rows[r] + col;                                                                    \
+                const __m512i x0 = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(m, x));                                \
+                const __m512i x1 = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(m, x + c));                            \
+                const __m512i x2 = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(m, x + 2 * c));                        \
+                const __m512i x3 = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(m, x + 3 * c));                        \
+                a = dw_dot(a, _mm512_or_si512(x0, _mm512_slli_epi32(x1, 16)), w01[r], vnni);                        \
+                a = dw_dot(a, x2, w2[r], vnni);                                                                      \
+                if (S == 1) {                                                                                        \
+                    b = dw_dot(b, _mm512_or_si512(x1, _mm512_slli_epi32(x2, 16)), w01[r], vnni);                    \
+                    b = dw_dot(b, x3, w2[r], vnni);                                                                  \
+                } else {                                                                                             \
+                    const __m512i x4 = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(m, x + 4 * c));                    \
+                    b = dw_dot(b, _mm512_or_si512(x2, _mm512_slli_epi32(x3, 16)), w01[r], vnni);                    \
+                    b = dw_dot(b, x4, w2[r], vnni);                                                                  \
+                }                                                                                                    \
+            }                                                                                                        \
+            dw_store(a, job->mult + off, m, out + ox * c + off, zy, lo, hi);                                         \
+            dw_store(b, job->mult + off, m, out + (ox + 1) * c + off, zy, lo, hi);                                   \
+        }                                                                                                            \
+        if (ox < o1) {                                                                                               \
+            const int64_t col = (ox * S - p->left) * c + off;                                                        \
+            __m512i a = first;                                                                                       \
+            for (int r = 0; r < 3; r++) {                                                                            \
+                const uint8_t *x = rows[r] + col;                                                                    \
+                const __m512i x0 = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(m, x));                                \
+                const __m512i x1 = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(m, x + c));                            \
+                const __m512i x2 = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(m, x + 2 * c));                        \
+                a = dw_dot(a, _mm512_or_si512(x0, _mm512_slli_epi32(x1, 16)), w01[r], vnni);                        \
+                a = dw_dot(a, x2, w2[r], vnni);                                                                      \
+            }                                                                                                        \
+            dw_store(a, job->mult + off, m, out + ox * c + off, zy, lo, hi);                                         \
+        }                                                                                                            \
+    }
+
+DW3X3_INTERIOR(dw3x3_stride1, 1)
+DW3X3_INTERIOR(dw3x3_stride2, 2)
+
+/* A pixel of the same kernel some of whose taps fall left or right of the input: those read the zero row. */
+AVX512 static void dw3x3_edge(const dw_job *job, const uint8_t *const *rows, int64_t ox, int64_t l, __mmask16 m,
+                              uint8_t *out, int vnni, __m512 zy, __m512 lo, __m512 hi)
+{
+    const pl_qdepthwise *p = job->p;
+    const int64_t c = p->c, off = 16 * l, ix = ox * p->sw - p->left;
+    __m512i a = _mm512_loadu_si512(job->first + off);
+    for (int r = 0; r < 3; r++) {
+        __m512i x[3];
+        for (int k = 0; k < 3; k++) {
+            const uint8_t *at = ix + k >= 0 && ix + k < p->w ? rows[r] + (ix + k) * c : job->zero_row;
+            x[k] = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(m, at + off));
+        }
+        a = dw_dot(a, _mm512_or_si512(x[0], _mm512_slli_epi32(x[1], 16)),
+                   _mm512_loadu_si512(job->rows3 + (2 * r) * job->cp + off), vnni);
+        a = dw_dot(a, x[2], _mm512_loadu_si512(job->rows3 + (2 * r + 1) * job->cp + off), vnni);
+    }
+    dw_store(a, job->mult + off, m, out + ox * c + off, zy, lo, hi);
 }
 
 AVX512 static int row_avx512(const dw_job *job, int64_t row)
@@ -176,6 +264,24 @@ AVX512 static int row_avx512(const dw_job *job, int64_t row)
     const __m512 zy = _mm512_set1_ps((float)p->zy), lo = _mm512_set1_ps((float)p->lo);
     const __m512 hi = _mm512_set1_ps((float)p->hi);
     uint8_t *out = job->y + (b * p->ho + oy) * p->wo * c;
+    if (job->rows3) {
+        const uint8_t *rows[3];
+        for (int64_t ty = 0; ty < 3; ty++) {
+            const int64_t iy = oy * p->sh - p->top + ty;
+            rows[ty] = iy >= 0 && iy < p->h ? job->x + (b * p->h + iy) * p->w * c : job->zero_row;
+        }
+        for (int64_t l = 0; l < lanes; l++) {
+            const __mmask16 m = l == lanes - 1 ? last : (__mmask16)0xffff;
+            if (p->sw == 1)
+                dw3x3_stride1(job, rows, in0, in1, l, m, out, vnni, zy, lo, hi);
+            else
+                dw3x3_stride2(job, rows, in0, in1, l, m, out, vnni, zy, lo, hi);
+            for (int64_t ox = 0; ox < in0; ox++) dw3x3_edge(job, rows, ox, l, m, out, vnni, zy, lo, hi);
+            for (int64_t ox = in1 > in0 ? in1 : in0; ox < p->wo; ox++)
+                dw3x3_edge(job, rows, ox, l, m, out, vnni, zy, lo, hi);
+        }
+        return 1;
+    }
     for (int64_t ox = 0; ox < p->wo; ox++) {
         if (ox == 0 || ox <= in0 || ox >= in1) {  /* every pointer anew; inside, each moves by a stride */
             for (int64_t ty = 0, t = 0; ty < kh; ty++) {
@@ -203,29 +309,38 @@ static int dw_prepare(dw_job *job)
 {
     const pl_qdepthwise *p = job->p;
     const int64_t c = p->c, taps = p->kh * p->kw, cp = (c + 15) / 16 * 16, npairs = (taps + 1) / 2;
+    const int three = p->kh == 3 && p->kw == 3 && p->dh == 1 && p->dw == 1 && (p->sw == 1 || p->sw == 2);
+    const size_t zeros = (size_t)(three ? p->w * c + cp : cp);
     job->cp = cp;
     job->pairs = calloc((size_t)(npairs * cp), sizeof *job->pairs);
     job->first = calloc((size_t)cp, sizeof *job->first);
-    job->zero_row = malloc((size_t)cp);
-    if (!job->pairs || !job->first || !job->zero_row) {
+    job->zero_row = malloc(zeros);
+    job->rows3 = three ? calloc((size_t)(6 * cp), sizeof *job->rows3) : NULL;
+    if (!job->pairs || !job->first || !job->zero_row || (three && !job->rows3)) {
         free(job->pairs);
         free(job->first);
         free(job->zero_row);
-        job->pairs = job->first = NULL;
+        free(job->rows3);
+        job->pairs = job->first = job->rows3 = NULL;
         job->zero_row = NULL;
         return 0;
     }
-    memset(job->zero_row, (int)p->zx, (size_t)cp);
-    for (int64_t ch = 0; ch < c; ch++) {
-        int64_t weights = 0;
-        for (int64_t t = 0; t < taps; t++) {
-            const int32_t wt = job->w[t * c + ch];
-            weights += wt;
-            const uint32_t half = (uint32_t)(uint16_t)(int16_t)wt;
-            job->pairs[(t / 2) * cp + ch] |= (int32_t)(t % 2 ? half << 16 : half);
+    memset(job->zero_row, (int)p->zx, zeros);
+    /* tap by tap over the channels (loops the compiler vectorizes), in uint32: the first terms are modulo 2^32, and
+     * the sums end exact (see row_avx512) */
+    uint32_t *first = (uint32_t *)job->first, *pairs = (uint32_t *)job->pairs, *rows3 = (uint32_t *)job->rows3;
+    const uint32_t zx = (uint32_t)p->zx;
+    for (int64_t ch = 0; ch < c; ch++) first[ch] = (uint32_t)job->offset[ch];
+    for (int64_t t = 0; t < taps; t++) {
+        const int32_t *wt = job->w + t * c;
+        uint32_t *pair = pairs + (t / 2) * cp, *row = three ? rows3 + (2 * (t / 3) + (t % 3 == 2)) * cp : NULL;
+        const int shift = t % 2 ? 16 : 0, row_shift = t % 3 == 1 ? 16 : 0;  /* tap t = 3 * row + column */
+        for (int64_t ch = 0; ch < c; ch++) {
+            const uint32_t half = (uint32_t)(uint16_t)(int16_t)wt[ch];
+            first[ch] -= zx * (uint32_t)wt[ch];
+            pair[ch] |= half << shift;
         }
-        /* modulo 2^32: the sum ends exact (see row_avx512) */
-        job->first[ch] = (int32_t)(uint32_t)((uint64_t)(int64_t)job->offset[ch] - (uint64_t)(p->zx * weights));
+        for (int64_t ch = 0; row && ch < c; ch++) row[ch] |= (uint32_t)(uint16_t)(int16_t)wt[ch] << row_shift;
     }
     return 1;
 }
@@ -265,11 +380,12 @@ void pl_qdepthwise_run(const pl_qdepthwise *p, const uint8_t *x, const int32_t *
 void pl_qdepthwise_run_as(const pl_qdepthwise *p, const uint8_t *x, const int32_t *w, const int32_t *offset,
                           const float *mult, uint8_t *y, int variant, int vnni)
 {
-    dw_job job = {p, x, w, offset, mult, y, variant, vnni, NULL, NULL, NULL, 0};
+    dw_job job = {p, x, w, offset, mult, y, variant, vnni, NULL, NULL, NULL, 0, NULL};
     if (variant == 2 && !dw_prepare(&job)) job.variant = 1;
     pl_parallel_work((size_t)(p->batch * p->ho), dw_task, &job,
                      (double)p->batch * (double)p->ho * (double)p->wo * (double)p->c * (double)(p->kh * p->kw));
     free(job.pairs);
     free(job.first);
     free(job.zero_row);
+    free(job.rows3);
 }

@@ -896,7 +896,9 @@ static void test_qdepthwise(const char *isa)
 {
     /* batch, h, w, c, kh, kw, stride, dilation, top, left, bottom/right */
     static const int64_t cases[][11] = {{1, 9, 7, 3, 3, 3, 1, 1, 1, 1, 1}, {2, 8, 11, 300, 5, 5, 2, 1, 2, 1, 3},
-                                        {1, 6, 6, 17, 3, 3, 1, 2, 2, 0, 1}};
+                                        {1, 6, 6, 17, 3, 3, 1, 2, 2, 0, 1}, {2, 10, 13, 40, 3, 3, 2, 1, 1, 1, 0},
+                                        {1, 5, 12, 33, 3, 3, 1, 1, 0, 2, 1}, {1, 2, 2, 5, 3, 3, 1, 1, 1, 1, 1},
+                                        {1, 3, 1, 16, 3, 3, 2, 1, 1, 1, 1}};
     for (size_t s = 0; s < sizeof cases / sizeof cases[0]; s++) {
         const int64_t *q = cases[s];
         pl_qdepthwise p = {q[0], q[1], q[2], q[3], q[4], q[5], q[6], q[6], q[7], q[7], q[8], q[9], 0, 0,
