@@ -166,28 +166,32 @@ static void panel_generic(const qgemm_job *job, const uint8_t *const *rows, int6
 
 #define VNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
 
-/* 16 sums (offsets included) of output row y as int32 in [lo, hi]: float, times the multipliers, rounded half to
- * even in the conversion (below 2^30 first: a larger product would convert to INT32_MIN; any such clamps to hi
- * anyway), plus the zero point, clamped: the reference's float arithmetic, since every value that is not clamped
- * is a small integer. */
+/* 16 sums (offsets included) of output row y, requantized up to the zero point: float, times the multipliers,
+ * rounded half to even in the conversion (below 2^30 first: a larger product would convert to INT32_MIN; any such
+ * saturates to 255 below). */
 VNNI static inline __m512i requantize16(const qgemm_job *job, __m512i acc, int64_t j0)
 {
-    const pl_qgemm *p = job->p;
     __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(acc), _mm512_loadu_ps(job->mult + j0));
     v = _mm512_min_ps(v, _mm512_set1_ps(1073741824.0f));
-    __m512i q = _mm512_cvt_roundps_epi32(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    q = _mm512_add_epi32(q, _mm512_set1_epi32((int)p->zy));
-    return _mm512_min_epi32(_mm512_max_epi32(q, _mm512_set1_epi32((int)p->lo)), _mm512_set1_epi32((int)p->hi));
+    return _mm512_cvt_roundps_epi32(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
 }
 
-/* Up to 64 requantized columns of one output row (nv vectors, the rest zero) packed into bytes in column order and
- * stored (the first `valid` of them). */
-VNNI static inline void store64(__m512i a, __m512i b, __m512i c, __m512i d, uint8_t *y, int64_t valid)
+/* Up to 64 columns of one output row from requantize16 (nv vectors, the rest zero): plus the zero point and clamped
+ * to [lo, hi], packed into bytes in column order and stored (the first `valid` of them). The zero point is added
+ * to int16 values saturated from int32 and the sum saturated to uint8 before the clamp: a value the saturations
+ * change is past 255 or below 0 either way, so it clamps to hi or lo as the reference's int32 sum does (lo >= 0,
+ * hi <= 255), with one clamp for 64 columns instead of four. */
+VNNI static inline void store64(const pl_qgemm *p, __m512i a, __m512i b, __m512i c, __m512i d, uint8_t *y,
+                                int64_t valid)
 {
+    const __m512i zy = _mm512_set1_epi16((short)p->zy);
+    const __m512i ab = _mm512_adds_epi16(_mm512_packs_epi32(a, b), zy);
+    const __m512i cd = _mm512_adds_epi16(_mm512_packs_epi32(c, d), zy);
     /* packs / packus work within 128-bit lanes: lane k holds a, b, c, d's columns 4k..4k+3; gather them back */
-    const __m512i bytes = _mm512_packus_epi16(_mm512_packs_epi32(a, b), _mm512_packs_epi32(c, d));
+    const __m512i bytes = _mm512_packus_epi16(ab, cd);
     const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
-    const __m512i row = _mm512_permutexvar_epi32(order, bytes);
+    __m512i row = _mm512_permutexvar_epi32(order, bytes);
+    row = _mm512_min_epu8(_mm512_max_epu8(row, _mm512_set1_epi8((char)p->lo)), _mm512_set1_epi8((char)p->hi));
     if (valid >= 64) _mm512_storeu_si512(y, row);
     else if (valid > 0) _mm512_mask_storeu_epi8(y, ((__mmask64)1 << valid) - 1, row);
 }
@@ -210,7 +214,7 @@ VNNI static inline void store64(__m512i a, __m512i b, __m512i c, __m512i d, uint
 #define QSTORE(t) \
     if (t < count) { \
         const __m512i z = _mm512_setzero_si512(); \
-        store64(requantize16(job, c##t##0, j0), nv > 1 ? requantize16(job, c##t##1, j0 + 16) : z, \
+        store64(p, requantize16(job, c##t##0, j0), nv > 1 ? requantize16(job, c##t##1, j0 + 16) : z, \
                 nv > 2 ? requantize16(job, c##t##2, j0 + 32) : z, nv > 3 ? requantize16(job, c##t##3, j0 + 48) : z, \
                 job->y + (i0 + t) * p->n + j0, p->n - j0); \
     }
