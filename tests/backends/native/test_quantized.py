@@ -274,3 +274,30 @@ def test_the_library_refuses_sizes_whose_products_wrap(lib):
     with pytest.raises(ValueError, match="invalid"):  # kh x kw x c = 2^87 + 1 would wrap to 1
         lib.qgemm(x, w, offsets, mults, y, (1, 1, 1, 1, 0, 0, 255),
                   (1, 1, 1, (1 << 29) + 1, 1 << 29, 1 << 29, 1, 1, 1, 1, 0, 0, 1, 1, 0))
+
+
+def test_repeated_calls_on_read_only_weights_follow_their_arguments(native):
+    """A loaded file's weights are read-only, and a repeated call with the same argument objects skips preparing
+    its library call again: a call whose input shape, output parameters or clamp differ is prepared anew, and a
+    writeable weight changed in place between calls is seen."""
+    rng = np.random.default_rng(5)
+
+    def read_only(a):
+        return np.frombuffer(a.tobytes(), a.dtype).reshape(a.shape)
+
+    w = rng.integers(-127, 128, (3 * 3 * 8, 16)).astype(np.int8)
+    scale, bias = (rng.random(16) / 50).astype(np.float32), rng.standard_normal(16).astype(np.float32)
+    geometry = ([3, 3], [1, 1], [1, 1, 1, 1], [1, 1], 1)
+    for weight in (read_only(w), w.copy()):
+        args = [read_only(scale), read_only(bias)]
+        for step, (shape, output_scale, low) in enumerate([((1, 8, 9, 9), 0.1, 0), ((1, 8, 9, 9), 0.1, 0),
+                                                           ((2, 8, 5, 7), 0.1, 0), ((2, 8, 5, 7), 0.3, 0),
+                                                           ((2, 8, 5, 7), 0.3, 40)]):
+            if weight.flags.writeable and step == 1:
+                weight[0] = -weight[0]  # in place: the next call must use the new values
+            x = rng.integers(0, 256, shape).astype(np.uint8)
+            call = (x, 0.02, 77, weight, *args, *geometry, output_scale, 50, low, 255)
+            got, want = native.conv2d_int8(*call), reference.conv2d_int8(*call)
+            kind = "writeable" if weight.flags.writeable else "read-only"
+            assert np.array_equal(got, want), f"conv2d_int8 call {step} ({kind} weight, input {shape}, output " \
+                f"scale {output_scale}, min {low}): {int((got != want).sum())} outputs differ from the reference"

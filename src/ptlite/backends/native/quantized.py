@@ -11,6 +11,9 @@ layout the convolutions after it read.
 
 from __future__ import annotations
 
+import copy
+import weakref
+
 import numpy as np
 
 from ptlite.backends.numpy._derived import derived
@@ -121,7 +124,7 @@ class _Conv:
     input's layout and runs: the GEMM on the pixels (pointwise) or on the patches it gathers (`patches`), or the
     depthwise kernel; with the packed weight, offsets, multipliers and sizes."""
 
-    __slots__ = ("depthwise", "weight", "offsets", "multipliers", "sizes", "patches", "shape")
+    __slots__ = ("depthwise", "weight", "offsets", "multipliers", "sizes", "patches", "shape", "__weakref__")
 
     def __init__(self, depthwise: bool, weight: np.ndarray, offsets: np.ndarray, multipliers: np.ndarray,
                  sizes: tuple[int, ...], patches: tuple[int, ...] | None, shape: tuple[int, int, int, int]) -> None:
@@ -175,16 +178,45 @@ def _prepare_conv(shape, input_scale, input_zero_point, weight, weight_scale, bi
     return None
 
 
+# id(weight) -> the last call of conv2d_int8 on that weight: weak references to the weight, its scales and bias
+# (or None), the input's shape, the other arguments as given, and a weak reference to the prepared _Conv (derived
+# keeps it while the weight lives). An interpreter's step passes the same argument objects at every call, so a
+# repeated call finds its _Conv here without building and hashing derived's key; anything else goes to derived.
+# Only for read-only weights (a loaded file's): derived compares writeable ones with a snapshot at every call.
+_LAST_CONV: dict[int, tuple] = {}
+
+
+def _last_conv(input: np.ndarray, weight: np.ndarray, weight_scale: np.ndarray, bias: np.ndarray | None,
+               others: tuple) -> _Conv | None:
+    last = _LAST_CONV.get(id(weight))
+    if last is None or last[0]() is not weight or last[1]() is not weight_scale or last[3] != input.shape \
+            or (bias is not None if last[2] is None else last[2]() is not bias) or last[4] != others:
+        return None
+    return last[5]()
+
+
 @_kernel(CONV2D_INT8)
 def conv2d_int8(input, input_scale, input_zero_point, weight, weight_scale, bias, kernel_size, stride, padding,
                 dilation, groups, output_scale, output_zero_point, output_min=0, output_max=255, *, out=None):
     if isinstance(input, np.ndarray) and input.dtype == np.uint8 and input.ndim == 4 \
             and isinstance(weight, np.ndarray) and isinstance(weight_scale, np.ndarray):
-        args = (float(input_scale), int(input_zero_point), tuple(kernel_size), tuple(stride), tuple(padding),
-                tuple(dilation), int(groups), float(output_scale), int(output_zero_point), int(output_min),
-                int(output_max))
-        call = derived((weight, weight_scale, bias), ("conv2d_int8", input.shape, args), lambda: _prepare_conv(
-            input.shape, args[0], args[1], weight, weight_scale, bias, *args[2:]))
+        others = (input_scale, input_zero_point, kernel_size, stride, padding, dilation, groups, output_scale,
+                  output_zero_point, output_min, output_max)
+        call = _last_conv(input, weight, weight_scale, bias, others)
+        if call is None:
+            args = (float(input_scale), int(input_zero_point), tuple(kernel_size), tuple(stride), tuple(padding),
+                    tuple(dilation), int(groups), float(output_scale), int(output_zero_point), int(output_min),
+                    int(output_max))
+            call = derived((weight, weight_scale, bias), ("conv2d_int8", input.shape, args), lambda: _prepare_conv(
+                input.shape, args[0], args[1], weight, weight_scale, bias, *args[2:]))
+            from ptlite.ir.weights import frozen  # here, as in derived: a load need not import it
+
+            if call is not None and all(a is None or frozen(a) for a in (weight, weight_scale, bias)):
+                if len(_LAST_CONV) >= 4096:
+                    _LAST_CONV.clear()
+                _LAST_CONV[id(weight)] = (weakref.ref(weight), weakref.ref(weight_scale),
+                                          None if bias is None else weakref.ref(bias), input.shape,
+                                          copy.deepcopy(others), weakref.ref(call))
         if call is not None:
             nhwc = input.transpose(0, 2, 3, 1)
             if not nhwc.flags.c_contiguous:
