@@ -90,8 +90,16 @@ static void gather(const pl_qgemm *p, const uint8_t *x, int64_t i0, int64_t coun
 {
     const int64_t c = p->c, row_bytes = k4 * 4;
     const uint8_t *end = x + p->batch * p->h * p->w * c;
+    /* the first row's image and pixel, then a step per row (no division per row) */
+    int64_t b = i0 / (p->ho * p->wo), oy = i0 / p->wo % p->ho, ox = i0 % p->wo - 1;
     for (int64_t r = 0; r < count; r++) {
-        const int64_t i = i0 + r, b = i / (p->ho * p->wo), oy = i / p->wo % p->ho, ox = i % p->wo;
+        if (++ox == p->wo) {
+            ox = 0;
+            if (++oy == p->ho) {
+                oy = 0;
+                b++;
+            }
+        }
         const uint8_t *image = x + b * p->h * p->w * c;
         uint8_t *dst = buf + r * row_bytes;
         const int64_t ix0 = ox * p->sw - p->left;
@@ -118,7 +126,7 @@ static void gather(const pl_qgemm *p, const uint8_t *x, int64_t i0, int64_t coun
                 else memcpy(dst, image + (iy * p->w + ix) * c, (size_t)c);
             }
         }
-        memset(dst, 0, (size_t)(row_bytes - p->k));
+        for (int64_t j = p->k; j < row_bytes; j++) *dst++ = 0;  /* at most 3 bytes: no call */
     }
 }
 
@@ -224,7 +232,8 @@ VNNI static inline __attribute__((always_inline)) void tile_vnni(const qgemm_job
                                                                  const int nv)
 {
     const pl_qgemm *p = job->p;
-    const int64_t full4 = p->k / 4, step = nv * 64;
+    /* gathered rows are padded with zeros to k4 * 4 bytes: every group of four is whole */
+    const int64_t full4 = p->conv ? job->k4 : p->k / 4, step = nv * 64;
     const uint8_t *r0 = r[0], *r1 = r[1], *r2 = r[2], *r3 = r[3], *r4 = r[4], *r5 = r[5];
     /* the sums start at the columns' offsets (padded to np: 16 x nv of them are there) */
     const __m512i o0 = _mm512_loadu_si512(job->offset + j0);
