@@ -200,8 +200,10 @@ static void ew_task(void *ctx, size_t task)
         const float *x = job->a;
         uint8_t *y = job->y;
         const float inv = p->inv, zy = (float)p->zy;
+#ifdef PL_X86
         uint8_t order[64];
         for (int t = 0; t < 64; t++) order[t] = (uint8_t)(c <= 4 && t / c < 16 ? t % c * 16 + t / c : 0);
+#endif
         for (int64_t i = i0; i < end;) {
 #ifdef PL_X86
             if (job->avx512 && c <= QUANTIZE_NHWC_MAX_C && i % hw + 16 <= hw && i + 16 <= end) {

@@ -34,6 +34,7 @@ typedef struct {
     int64_t np, k4, panels, groups, per_group;
     int vnni;
     atomic_int failed;
+    int32_t *flip;  /* aarch64 with dot products: 128 x each column's weight sum (see panel_dot), np of them */
 } qgemm_job;
 
 int pl_qgemm_check(const pl_qgemm *p, size_t x_len, size_t w_len, size_t offset_len, size_t mult_len, size_t y_len,
@@ -285,6 +286,80 @@ static int vnni_available(void)
 }
 #endif
 
+#if defined(__aarch64__)
+#include <arm_neon.h>
+#include <sys/auxv.h>
+#ifndef HWCAP_ASIMDDP
+#define HWCAP_ASIMDDP (1 << 20)
+#endif
+
+#define DOTPROD __attribute__((target("arch=armv8.2-a+dotprod")))
+
+/* Rows by one panel with the Armv8.2 dot product (sdot: four s8 x s8 products per 32-bit lane), four rows by 16
+ * columns at a time. sdot takes signed bytes on both sides, so each input byte is flipped to x - 128 (xor 0x80)
+ * and 128 x the column's weight sum (job->flip) added back: sum (x - 128) w + 128 sum w = sum x w. Bytes past k
+ * (zero after gathering, or left out by four()) meet zero weights. */
+DOTPROD static void panel_dot(const qgemm_job *job, const uint8_t *const *rows, int64_t count, int64_t i0,
+                              int64_t panel)
+{
+    const pl_qgemm *p = job->p;
+    const int64_t j0 = panel * PL_QNB, wp = job->np - j0 < PL_QNB ? job->np - j0 : PL_QNB;
+    const int64_t full4 = p->conv ? job->k4 : p->k / 4;
+    const int8_t *w = job->w + j0 * job->k4 * 4;
+    const uint8x16_t flip = vdupq_n_u8(0x80);
+    for (int64_t t0 = 0; t0 < count; t0 += 4) {
+        const int64_t n = count - t0 < 4 ? count - t0 : 4;
+        for (int64_t cb = 0; cb < wp; cb += 16) {
+            int32x4_t acc[4][4];
+            for (int r = 0; r < 4; r++)
+                for (int v = 0; v < 4; v++) acc[r][v] = vdupq_n_s32(0);
+            for (int64_t kk = 0; kk < job->k4; kk++) {
+                const int8_t *b = w + (kk * wp + cb) * 4;
+                const int8x16_t w0 = vld1q_s8(b), w1 = vld1q_s8(b + 16), w2 = vld1q_s8(b + 32), w3 = vld1q_s8(b + 48);
+                for (int64_t r = 0; r < n; r++) {
+                    int32_t a;
+                    if (kk < full4) memcpy(&a, rows[t0 + r] + 4 * kk, 4);
+                    else a = four(rows[t0 + r], 4 * kk, p->k);
+                    const int8x16_t x = vreinterpretq_s8_u8(veorq_u8(vreinterpretq_u8_s32(vdupq_n_s32(a)), flip));
+                    acc[r][0] = vdotq_s32(acc[r][0], w0, x);
+                    acc[r][1] = vdotq_s32(acc[r][1], w1, x);
+                    acc[r][2] = vdotq_s32(acc[r][2], w2, x);
+                    acc[r][3] = vdotq_s32(acc[r][3], w3, x);
+                }
+            }
+            for (int64_t r = 0; r < n; r++) {
+                int32_t sums[16];
+                for (int v = 0; v < 4; v++) vst1q_s32(sums + 4 * v, acc[r][v]);
+                uint8_t *y = job->y + (i0 + t0 + r) * p->n + j0 + cb;
+                for (int64_t c = 0; c < 16 && j0 + cb + c < p->n; c++) {
+                    const int64_t j = j0 + cb + c;
+                    y[c] = requantize((int32_t)((uint32_t)sums[c] + (uint32_t)job->flip[j]), job->offset[j],
+                                      job->mult[j], p);
+                }
+            }
+        }
+    }
+}
+
+/* 128 x the sum of each column's weights, from the packed panels (np columns); NULL where it cannot be allocated
+ * (the plain C panel runs instead). */
+static int32_t *flip_sums(const pl_qgemm *p, const int8_t *w, int64_t np, int64_t k4)
+{
+    int32_t *sums = calloc((size_t)np, sizeof *sums);
+    if (!sums) return NULL;
+    for (int64_t j0 = 0; j0 < np; j0 += PL_QNB) {
+        const int64_t wp = np - j0 < PL_QNB ? np - j0 : PL_QNB;
+        const int8_t *b = w + j0 * k4 * 4;
+        for (int64_t kk = 0; kk < k4; kk++, b += wp * 4)
+            for (int64_t c = 0; c < wp; c++)
+                sums[j0 + c] += b[4 * c] + b[4 * c + 1] + b[4 * c + 2] + b[4 * c + 3];
+    }
+    for (int64_t j = 0; j < np; j++) sums[j] = (int32_t)((uint32_t)sums[j] << 7);  /* modulo 2^32, as the sums */
+    (void)p;
+    return sums;
+}
+#endif
+
 /* One thread's gather buffer, grown as needed and kept (a few hundred KiB at most for the usual layers). */
 static _Thread_local uint8_t *gathered;
 static _Thread_local size_t gathered_cap;
@@ -321,6 +396,12 @@ static void qgemm_task(void *ctx, size_t task)
             continue;
         }
 #endif
+#if defined(__aarch64__)
+        if (job->flip) {
+            panel_dot(job, rows, count, i0, panel);
+            continue;
+        }
+#endif
         panel_generic(job, rows, count, i0, panel);
     }
 }
@@ -343,7 +424,12 @@ int pl_qgemm_run(const pl_qgemm *p, const uint8_t *x, const int8_t *w, const int
     if (groups > panels) groups = panels;
     const int64_t per_group = (panels + groups - 1) / groups;
     groups = (panels + per_group - 1) / per_group;
-    qgemm_job job = {p, x, w, offset, mult, y, np, (p->k + 3) / 4, panels, groups, per_group, pl_qgemm_vnni(), 0};
+    qgemm_job job = {p, x, w, offset, mult, y, np, (p->k + 3) / 4, panels, groups, per_group, pl_qgemm_vnni(), 0,
+                     NULL};
+#if defined(__aarch64__)
+    if (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) job.flip = flip_sums(p, w, np, job.k4);
+#endif
     pl_parallel_work((size_t)(tiles * groups), qgemm_task, &job, (double)p->m * (double)p->k * (double)p->n / 4.0);
+    free(job.flip);
     return atomic_load(&job.failed) ? -1 : 0;
 }
