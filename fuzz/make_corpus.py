@@ -69,6 +69,43 @@ class Control(nn.Module):
         return x * torch.stack(outs).mean()
 
 
+class Quantized(nn.Module):
+    """For PyTorch's eager-mode quantization: conv + relu (fused), depthwise, a quantized add, linear."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.quant, self.dequant = torch.ao.quantization.QuantStub(), torch.ao.quantization.DeQuantStub()
+        self.conv, self.relu = nn.Conv2d(3, 8, 3, 2, 1), nn.ReLU()
+        self.dw = nn.Conv2d(8, 8, 3, 1, 1, groups=8)
+        self.add = torch.ao.nn.quantized.FloatFunctional()
+        self.head = nn.Linear(8 * 8 * 8, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.relu(self.conv(self.quant(x)))
+        y = self.add.add(y, self.dw(y))
+        return self.dequant(self.head(torch.flatten(y, 1)))
+
+
+def _quantized_ptl(out: Path) -> None:
+    """Quantized .ptl seeds (the `ptl` target): an eager-mode int8 model per engine, whose convolutions restore their
+    packed weights in __setstate__, and dynamic int8 linear layers."""
+    q = torch.ao.quantization
+    previous = torch.backends.quantized.engine
+    try:
+        for engine in ("qnnpack", "x86"):
+            torch.backends.quantized.engine = engine
+            model = q.fuse_modules(Quantized().eval(), [["conv", "relu"]])
+            model.qconfig = q.get_default_qconfig(engine)
+            q.prepare(model, inplace=True)
+            model(torch.randn(2, 3, 16, 16))
+            q.convert(model, inplace=True)
+            torch.jit.script(model)._save_for_lite_interpreter(str(out / "ptl" / f"quantized.{engine}.ptl"))
+        dynamic = q.quantize_dynamic(nn.Sequential(nn.Linear(6, 8), nn.ReLU(), nn.Linear(8, 3)), {nn.Linear})
+        torch.jit.script(dynamic)._save_for_lite_interpreter(str(out / "ptl" / "quantized.dynamic.ptl"))
+    finally:
+        torch.backends.quantized.engine = previous
+
+
 MODELS = {"convs": (Convs, (1, 3, 16, 16)), "recurrent": (Recurrent, (1, 5, 4)), "attention": (Attention, (1, 6, 8)),
           "control": (Control, (2, 4))}
 
@@ -111,6 +148,7 @@ def main(out: Path) -> None:
         scripted = torch.jit.script(model)
         scripted._save_for_lite_interpreter(str(out / "ptl" / f"{name}.ptl"))
         scripted._save_for_lite_interpreter(str(out / "ptl" / f"{name}.flatbuffer.ptl"), _use_flatbuffer=True)
+    _quantized_ptl(out)
 
 
 if __name__ == "__main__":
