@@ -17,6 +17,7 @@ from torch.jit.mobile import _backport_for_mobile, _load_for_lite_interpreter
 import ptlite
 from ptlite.ops import CONV2D_INT8, LINEAR_DYNAMIC_INT8, LINEAR_INT8
 from ptlite.tools import zoo
+from ptlite.tools.cli import main
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning", "ignore::DeprecationWarning",
                                         "ignore::FutureWarning")
@@ -85,6 +86,12 @@ def test_small_model_runs_as_the_lite_interpreter_in_every_bytecode_version(engi
         diff = np.abs(got - want).max()
         assert got.dtype == np.float32 and diff <= step * 1.001, \
             f"small quantized model ({engine}, {name}): {diff / step:.2f} steps from torch's lite interpreter"
+    converted = tmp_path / "small.ptlite"
+    assert main(["convert", str(path), "-o", str(converted), "--input-shape", "2,3,16,16"]) == 0
+    got = ptlite.load(converted)(x.numpy())
+    loaded = ptlite.load(path)(x.numpy())
+    assert np.array_equal(got, loaded), f"small quantized model ({engine}): ptlite convert changed the results by " \
+                                        f"{np.abs(got - loaded).max() / step:.2f} steps"
 
 
 def test_mobilenet_v2_file_matches_torch_and_ptlites_capture(engine, tmp_path):
