@@ -3,10 +3,10 @@ quantized convolutions, which rebuild their packed weights with quantized::conv2
 ptlite reads itself (unpickler.NATIVE_CLASSES: a quantized linear layer's packed weights).
 
 A `__setstate__` runs once, here, on the values the file holds: a small interpreter over the few instructions and
-operators such functions use (attribute writes, tuple indexing, comparisons, the prepack operators), with a step
-budget shared by the file's objects (and a bounded stack). Anything else is refused naming it; nothing from the file
-runs as Python. Packed weights become native
-objects whose state is a `Packed` (ptlite.format.pytorch_quantized), which the translation turns into int8 nodes.
+operators such functions use (attribute writes, tuple indexing, comparisons, the prepack operators), with budgets
+shared by the file's objects (instructions, attribute slots) and a bounded stack. Anything else is refused naming
+it; nothing from the file runs as Python. Packed weights become native objects whose state is a `Packed`
+(ptlite.format.pytorch_quantized), which the translation turns into int8 nodes.
 """
 
 from __future__ import annotations
