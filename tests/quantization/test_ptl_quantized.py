@@ -312,3 +312,16 @@ def test_a_quantized_value_inside_a_returned_tuple_is_dequantized(tmp_path):
     for how, got in (("the .ptl file", ptlite.load(path)(x.numpy())), ("the capture", captured)):
         assert all(g.dtype == np.float32 for g in got), f"{how}: {[g.dtype for g in got]}"
         assert np.array_equal(got[0], got[1]) and np.abs(got[1] - want).max() <= model.conv.scale * 1.001, how
+
+
+def test_compare_notes_an_int8_model(engine, tmp_path, capsys):
+    """`ptlite compare` on a quantized .ptl file (against the lite interpreter) says that its default tolerance is
+    a float one, and passes when the model's results are within the one given."""
+    torch.manual_seed(0)
+    path = tmp_path / "small.ptl"
+    torch.jit.script(_quantize(Small(), engine, [["conv1", "bn1", "relu1"]]))._save_for_lite_interpreter(str(path))
+    code = main(["compare", str(path), "--input-shape", "2,3,16,16", "--tolerance", "0.2"])
+    out = capsys.readouterr().out
+    assert code == 0 and "note:" not in out, out
+    main(["compare", str(path), "--input-shape", "2,3,16,16"])
+    assert "note:      an int8 model" in capsys.readouterr().out

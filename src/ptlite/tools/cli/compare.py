@@ -99,6 +99,10 @@ def run(args: argparse.Namespace) -> int:
     print(f"reference: {reference}, {title}")
     print(f"inputs:    {described or 'none'} ({source})")
     print(f"tolerance: {tolerance:g} x max |reference| (integer, boolean and string outputs: equal)")
+    if module.program.metadata.get("quantization", {}).get("int8") and args.tolerance is None:
+        print("note:      an int8 model: where torch and ptlite round a requantization or an average differently, "
+              "an operator's output moves by one step, which later layers can grow; the default tolerance is a "
+              "float32 one: --tolerance sets one the model's output steps allow")
     print("\n".join(compare.format_table(differences, "reference")))
     verdict = compare.summary(differences)
     if all(d.ok for d in differences):
