@@ -223,6 +223,12 @@ typedef void (*pl_task_fn)(void *ctx, size_t i);
 void pl_parallel(size_t tasks, pl_task_fn fn, void *ctx);
 void pl_parallel_work(size_t tasks, pl_task_fn fn, void *ctx, double work);
 void pl_set_threads(int n);
+
+/* A scratch buffer of at least `bytes` of the calling thread's, one per slot, grown as needed, kept for the thread's
+ * next calls and freed when it exits (the pool's workers, or a caller's own threads); NULL when it cannot be
+ * allocated. */
+enum { PL_SCRATCH_GATHER = 0, PL_SCRATCH_TAPS, PL_SCRATCH_SLOTS };
+void *pl_thread_scratch(int slot, size_t bytes);
 int pl_get_threads(void);
 
 /* Validation (params.c): 0 if the parameters are consistent and the buffers (lengths in floats) large enough,

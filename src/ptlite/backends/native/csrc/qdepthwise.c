@@ -120,9 +120,6 @@ DEPTHWISE_ROW(row_avx2, __attribute__((target("avx2,fma"))))
  * so an out-of-range first term still ends at the exact sum, which fits int32 (the check). The paired weights and the
  * first terms are made once per call (dw_prepare). Returns 0 where a buffer cannot be allocated (the caller runs the
  * plain body instead). */
-static _Thread_local const uint8_t **tap_ptr;
-static _Thread_local int64_t *tap_inc;
-static _Thread_local size_t tap_cap;
 
 AVX512 static inline __m512i dw_dot(__m512i acc, __m512i x, __m512i w, int vnni)
 {
@@ -243,16 +240,11 @@ AVX512 static int row_avx512(const dw_job *job, int64_t row)
     const pl_qdepthwise *p = job->p;
     const int64_t b = row / p->ho, oy = row % p->ho, c = p->c, kh = p->kh, kw = p->kw, taps = kh * kw;
     const int64_t lanes = (c + 15) / 16, step = p->sw * c;
-    if (tap_cap < (size_t)taps) {
-        const uint8_t **grown = realloc(tap_ptr, (size_t)taps * sizeof *grown);
-        if (grown) tap_ptr = grown;
-        int64_t *inc = grown ? realloc(tap_inc, (size_t)taps * sizeof *inc) : NULL;
-        if (!inc) return 0;
-        tap_inc = inc;
-        tap_cap = (size_t)taps;
-    }
-    const uint8_t **ptr = tap_ptr;
-    int64_t *inc = tap_inc;
+    /* the thread's tap pointers and their steps, one after the other */
+    void *scratch = pl_thread_scratch(PL_SCRATCH_TAPS, (size_t)taps * (sizeof(const uint8_t *) + sizeof(int64_t)));
+    if (!scratch) return 0;
+    const uint8_t **ptr = scratch;
+    int64_t *inc = (int64_t *)(ptr + taps);
     const __mmask16 last = c % 16 ? (__mmask16)((1u << (c % 16)) - 1) : (__mmask16)0xffff;
     /* The pixels whose taps all fall inside the row: [in0, in1). */
     const int64_t reach = (kw - 1) * p->dw;

@@ -360,9 +360,6 @@ static int32_t *flip_sums(const pl_qgemm *p, const int8_t *w, int64_t np, int64_
 }
 #endif
 
-/* One thread's gather buffer, grown as needed and kept (a few hundred KiB at most for the usual layers). */
-static _Thread_local uint8_t *gathered;
-static _Thread_local size_t gathered_cap;
 
 static void qgemm_task(void *ctx, size_t task)
 {
@@ -374,15 +371,11 @@ static void qgemm_task(void *ctx, size_t task)
     const int64_t last = first + job->per_group < job->panels ? first + job->per_group : job->panels;
     const uint8_t *rows[TILE_M];
     if (p->conv) {
-        const size_t need = (size_t)(TILE_M * job->k4 * 4 + GATHER_SLACK);
-        if (gathered_cap < need) {
-            uint8_t *grown = realloc(gathered, need);
-            if (!grown) {
-                atomic_store(&job->failed, 1);
-                return;
-            }
-            gathered = grown;
-            gathered_cap = need;
+        /* the thread's gather buffer: a few hundred KiB at most for the usual layers */
+        uint8_t *gathered = pl_thread_scratch(PL_SCRATCH_GATHER, (size_t)(TILE_M * job->k4 * 4 + GATHER_SLACK));
+        if (!gathered) {
+            atomic_store(&job->failed, 1);
+            return;
         }
         gather(p, job->x, i0, count, job->k4, gathered);
         for (int64_t t = 0; t < count; t++) rows[t] = gathered + t * job->k4 * 4;

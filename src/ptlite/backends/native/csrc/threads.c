@@ -262,3 +262,46 @@ __attribute__((constructor)) static void pl_threads_init(void)
 {
     pthread_atfork(NULL, NULL, after_fork_child);
 }
+
+/* ---------------------------------------------------------------------------------------------- per-thread scratch */
+
+typedef struct {
+    void *buf[PL_SCRATCH_SLOTS];
+    size_t cap[PL_SCRATCH_SLOTS];
+} scratch;
+
+static pthread_key_t scratch_key;
+static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
+static int scratch_ready;
+
+static void free_scratch(void *ptr)
+{
+    scratch *s = ptr;
+    for (int i = 0; i < PL_SCRATCH_SLOTS; i++) free(s->buf[i]);
+    free(s);
+}
+
+static void make_scratch_key(void) { scratch_ready = pthread_key_create(&scratch_key, free_scratch) == 0; }
+
+void *pl_thread_scratch(int slot, size_t bytes)
+{
+    if (slot < 0 || slot >= PL_SCRATCH_SLOTS) return NULL;
+    pthread_once(&scratch_once, make_scratch_key);
+    if (!scratch_ready) return NULL;
+    scratch *s = pthread_getspecific(scratch_key);
+    if (!s) {
+        s = calloc(1, sizeof *s);
+        if (!s) return NULL;
+        if (pthread_setspecific(scratch_key, s) != 0) {
+            free(s);
+            return NULL;
+        }
+    }
+    if (s->cap[slot] < bytes) {
+        void *grown = realloc(s->buf[slot], bytes);
+        if (!grown) return NULL;
+        s->buf[slot] = grown;
+        s->cap[slot] = bytes;
+    }
+    return s->buf[slot];
+}
