@@ -184,7 +184,7 @@ def test_what_ptlite_cannot_run_is_named(tmp_path):
 def small_file(tmp_path_factory):
     previous = torch.backends.quantized.engine
     try:
-        model = _quantize(Small(), "qnnpack")
+        model = _quantize(Small(), "qnnpack", [["conv1", "bn1", "relu1"]])
     finally:
         torch.backends.quantized.engine = previous
     path = tmp_path_factory.mktemp("q") / "small.ptl"
@@ -195,34 +195,33 @@ def small_file(tmp_path_factory):
 SETSTATE = "Conv2d.__setstate__"
 
 
-def test_a_setstate_that_loops_is_stopped(small_file, tmp_path):
-    def edit(code):
-        _code_table(code, SETSTATE, "instructions")[5] = ["JMP", 0, 0]
-    crafted = _edit_bytecode(small_file, tmp_path / "loop.ptl", edit)
-    with pytest.raises(ptlite.FormatError, match=r"runs more than 1000000 instructions while loading"):
-        ptlite.load(crafted)
+def _loop(code):
+    _code_table(code, SETSTATE, "instructions")[5] = ["JMP", 0, 0]
 
 
-def test_a_setstate_calling_other_operators_is_refused(small_file, tmp_path):
-    def edit(code):
-        table = _code_table(code, SETSTATE, "operators")
-        table[-1] = ["aten::save", "", 2]
-    crafted = _edit_bytecode(small_file, tmp_path / "save.ptl", edit)
-    with pytest.raises(ptlite.UnsupportedOperatorError, match=r"operator aten::save, which ptlite does not run"):
-        ptlite.load(crafted)
+def _other_operator(code):
+    _code_table(code, SETSTATE, "operators")[-1] = ["aten::save", "", 2]
 
 
-def test_prepacking_wrong_values_is_refused(small_file, tmp_path):
-    """A __setstate__ that passes the bias where the weight goes: refused, naming the function."""
-    def edit(code):
-        rows = _code_table(code, SETSTATE, "instructions")
-        at = next(i for i, row in enumerate(rows) if row[0] == "OP" and
-                  _code_table(code, SETSTATE, "operators")[row[1]][0] == "quantized::conv2d_prepack")
-        loads = [i for i in range(at) if rows[i][0] == "LOAD"][-2:]  # w and b pushed before the lists
-        rows[loads[0]], rows[loads[1]] = rows[loads[1]], rows[loads[0]]
-    crafted = _edit_bytecode(small_file, tmp_path / "swapped.ptl", edit)
-    with pytest.raises(ptlite.FormatError, match=r"__setstate__, instruction \d+: prepacks weights that are not"):
-        ptlite.load(crafted)
+def _swapped_arguments(code):
+    """The bias pushed where the weight goes, for quantized::conv2d_prepack."""
+    rows, operators = (_code_table(code, SETSTATE, t) for t in ("instructions", "operators"))
+    at = next(i for i, row in enumerate(rows) if row[0] == "OP" and operators[row[1]][0] == "quantized::conv2d_prepack")
+    loads = [i for i in range(at) if rows[i][0] == "LOAD"][-2:]  # w and b pushed before the lists
+    rows[loads[0]], rows[loads[1]] = rows[loads[1]], rows[loads[0]]
+
+
+@pytest.mark.parametrize("edit, error, message", [
+    (_loop, ptlite.FormatError, r"runs more than 1000000 instructions while loading"),
+    (_other_operator, ptlite.UnsupportedOperatorError, r"operator aten::save, which ptlite does not run"),
+    (_swapped_arguments, ptlite.FormatError, r"__setstate__, instruction \d+: prepacks weights that are not"),
+], ids=["loop", "other operator", "swapped arguments"])
+def test_a_crafted_setstate_is_refused(small_file, tmp_path, edit, error, message):
+    """The small model's file (which loads as saved) with its convolutions' __setstate__ edited: refused, naming the
+    function, before anything of the model runs."""
+    ptlite.load(small_file)
+    with pytest.raises(error, match=message):
+        ptlite.load(_edit_bytecode(small_file, tmp_path / "crafted.ptl", edit))
 
 
 def test_quantized_tensors_are_checked_while_unpickling():
