@@ -309,8 +309,8 @@ def main() -> None:
         *table(rows), "",
         "Notes:", *notes, "",
         "ptlite's int8 files run on the native backend's int8 kernels (linear_int8, dense and depthwise "
-        "conv2d_int8, add_int8, quantize / dequantize, uint8 max pooling: bit for bit the NumPy reference) node by "
-        "node from Python; the float32 files run fused steps in the native executor's plans.", "",
+        "conv2d_int8, add_int8, quantize / dequantize, uint8 max pooling: bit for bit the NumPy reference) as steps "
+        "of the native executor's plans, as the float32 files' fused steps run: each model in one call into C.", "",
     ]
     Path(args.out).write_text("\n".join(text))
     print("\n".join(text))

@@ -760,3 +760,67 @@ def test_padding_runs_inside_a_region(lib, tmp_path):
         want = model(*inputs)
     for got, expected, name in zip(module(*(t.numpy() for t in inputs)), want, ("image", "sequence")):
         assert_close(got, expected.numpy(), what=f"padding in a region: the {name}", rtol=1e-5)
+
+
+class Int8Net(nn.Module):
+    """What int8_static makes int8: dense, depthwise and pointwise convolutions with relu, a residual addition, max
+    pooling of uint8 images, a grouped convolution (no library kernel: the region ends before it and starts again
+    after it, on its uint8 result) and an int8 classifier after float average pooling."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, 16, 3, 2, 1), nn.BatchNorm2d(16), nn.ReLU())
+        self.block = nn.Sequential(nn.Conv2d(16, 32, 1), nn.ReLU(), nn.Conv2d(32, 32, 3, 1, 1, groups=32), nn.ReLU(),
+                                   nn.Conv2d(32, 16, 1))
+        self.pool = nn.MaxPool2d(3, 2, 1)
+        self.grouped = nn.Sequential(nn.Conv2d(16, 16, 3, 1, 1, groups=2), nn.ReLU())
+        self.head = nn.Sequential(nn.Conv2d(16, 24, 1), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+                                  nn.Linear(24, 10))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.stem(x)
+        return self.head(self.grouped(self.pool(y + self.block(y))))
+
+
+@pytest.mark.parametrize("method,grouped", [("export", False), ("export", True), ("script", True)])
+def test_int8_programs_run_in_regions_bit_for_bit(lib, method, grouped, tmp_path):
+    """An int8_static program runs in regions of int8 steps (uint8 values in the arena's bytes) with the kernels'
+    results bit for bit: those of the same file run node by node, and of the NumPy reference. A grouped convolution
+    the library has no kernel for cuts the region in two, the second starting from its uint8 result; a batch the plan
+    is not for runs node by node (a scripted program's shapes are not fixed)."""
+    torch.manual_seed(0)
+    model = Int8Net().eval()
+    if not grouped:
+        model.grouped = nn.Identity()
+    x = torch.randn(2, 3, 24, 24)
+    program = ptlite.capture(model, (x,), method=method)
+    calibration = [torch.randn(2, 3, 24, 24).numpy() for _ in range(4)]
+    path = tmp_path / "int8.ptlite"
+    ptlite.save(ptlite.optimize_for_mobile(ptlite.quantize(program, "int8_static", calibration), backend="native"),
+                path)
+    module = ptlite.load(path)
+    got = module(x.numpy())
+    placements = module.placements()
+    outside = [p.node.op for p in placements if not p.delegate and p.node.op != "prim::Constant"]
+    runs = [p.delegate is not None for p in placements if p.node.op != "prim::Constant"]
+    regions = sum(1 for i, inside in enumerate(runs) if inside and (i == 0 or not runs[i - 1]))
+    if method == "export":  # (a scripted program checks its pooled image's size in Python between them)
+        assert Counter(outside) == (Counter({ops.CONV2D_INT8: 1}) if grouped else Counter()), \
+            f"int8 net ({method}, grouped {grouped}): nodes outside the regions: {outside}"
+        assert regions == (2 if grouped else 1), f"int8 net ({method}, grouped {grouped}): {regions} regions"
+    assert {ops.CONV2D_INT8, ops.ADD_INT8, ops.LINEAR_INT8, ops.QUANTIZE_PER_TENSOR,
+            ops.DEQUANTIZE_PER_TENSOR, "aten::max_pool2d"} <= {p.node.op for p in placements if p.delegate}
+    node_by_node = ptlite.Module(ptlite.load_program(path), backends=[_native(False)])
+    with pytest.warns(RuntimeWarning, match="lowered for the 'native' backend"):
+        reference = ptlite.Module(ptlite.load_program(path), backends="numpy")
+    for what, other in (("node by node", node_by_node), ("the NumPy reference", reference)):
+        want = other(x.numpy())
+        assert np.array_equal(got, want), f"int8 net (grouped {grouped}): regions differ from {what} by up to " \
+                                          f"{np.abs(got - want).max():.3g}"
+    with torch.inference_mode():
+        assert_close(got, model(x).numpy(), what=f"int8 net (grouped {grouped}) against float PyTorch", rtol=0.1)
+    if method == "script":
+        other = torch.randn(3, 3, 24, 24).numpy()
+        assert np.array_equal(module(other), reference(other)), "int8 net: batch 3 on a plan for batch 2"
+    channels_last = np.ascontiguousarray(x.numpy().transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
+    assert np.array_equal(module(channels_last), got), "int8 net: a channels-last input"

@@ -253,6 +253,37 @@ def test_a_valid_plan_runs(lib):
       for layout, scale, message in [
           (1, (3, 0, 2), None), (1, (3, 0, 3), "input scale is not"), (1, (3, 1, 2), "outside its buffer"),
           (1, (0, 0, 2), None), (0, (3, 0, 2), "1x1 stride-1"), (1, (-1, 4, 0), "bad input scale")]],
+    # int8 steps, their uint8 operands 4 bytes a float. GEMM (16): 2 x 4 bytes by a packed 4 x 16 weight (64 bytes),
+    # a table of 16 offsets and 16 multipliers: valid; a short weight; a table of odd length; one too short; an
+    # output over its input
+    *[([(16, x, (2, 0, w), (3, 0, t), out, [2, 4, 16, 4, 0, 0, 255, 0, *[0] * 15], (0, 0, 0))], [16, 2, 16, 32],
+        [1, 0, 0, 0], message)
+      for x, w, t, out, message in [
+          ((1, 0, 2), 16, 32, (0, 0, 8), None), ((1, 0, 2), 15, 32, (0, 0, 8), "shorter than"),
+          ((1, 0, 2), 16, 31, (0, 0, 8), "odd length"), ((1, 0, 2), 16, 30, (0, 0, 8), "shorter than"),
+          ((0, 0, 2), 16, 32, (0, 1, 8), "overlaps")]],
+    # depthwise (17): 1 x 2 x 2 x 4 bytes, 1x1 taps (4 int32), a table of 4 + 4: valid; short taps; a short output
+    *[([(17, (1, 0, 4), (2, 0, taps), (3, 0, 8), (0, 0, out), [1, 2, 2, 4, 1, 1, 1, 1, 1, 1, 0, 0, 2, 2, 0, 0, 0, 255],
+         (0, 0, 0))], [16, 4, 4, 8], [1, 0, 0, 0], message)
+      for taps, out, message in [(4, 4, None), (3, 4, "shorter than"), (4, 3, "shorter than")]],
+    # elementwise (18): an addition of 8 bytes; in place; with no second operand; a quantization of 8 floats; one
+    # given a second operand; one into too few bytes; a dequantization over its own bytes
+    ([(18, (1, 0, 2), (2, 0, 2), NONE, (0, 0, 2), [0, 8, 1, 1, 0, 0, 0, 0, 255], (1, 1, 1))], [16, 2, 2],
+     [1, 0, 0], None),
+    ([(18, (0, 0, 2), (2, 0, 2), NONE, (0, 0, 2), [0, 8, 1, 1, 0, 0, 0, 0, 255], (1, 1, 1))], [16, 2, 2],
+     [1, 0, 0], None),
+    ([(18, (1, 0, 2), NONE, NONE, (0, 0, 2), [0, 8, 1, 1, 0, 0, 0, 0, 255], (1, 1, 1))], [16, 2, 2],
+     [1, 0, 0], "do not match its operation"),
+    ([(18, (1, 0, 8), NONE, NONE, (0, 0, 2), [1, 8, 1, 1, 0, 0, 0, 0, 255], (1, 1, 1))], [16, 8], [1, 0], None),
+    ([(18, (1, 0, 8), (1, 0, 8), NONE, (0, 0, 2), [1, 8, 1, 1, 0, 0, 0, 0, 255], (1, 1, 1))], [16, 8], [1, 0],
+     "do not match its operation"),
+    ([(18, (1, 0, 8), NONE, NONE, (0, 0, 1), [1, 8, 1, 1, 0, 0, 0, 0, 255], (1, 1, 1))], [16, 8], [1, 0],
+     "shorter than"),
+    ([(18, (0, 0, 2), NONE, NONE, (0, 0, 8), [3, 8, 1, 1, 0, 0, 0, 0, 255], (1, 1, 1))], [16], [1], "overlaps"),
+    # max pooling of uint8 (19): 1 x 4 x 4 x 1 bytes to 2 x 2; average pooling is not taken; a short input
+    *[([(19, (1, 0, x), NONE, NONE, (0, 0, 1), [1, 4, 4, 1, 2, 2, 2, 2, 0, 0, 1, 1, 2, 2, kind], (0, 0, 0))],
+        [16, 4], [1, 0], message)
+      for x, kind, message in [(4, 0, None), (4, 1, "max pooling only"), (3, 0, "input")]],
 ])
 def test_a_hostile_plan_is_refused(lib, steps, lengths, writable, message):
     if message is None:
@@ -260,6 +291,38 @@ def test_a_hostile_plan_is_refused(lib, steps, lengths, writable, message):
         return
     with pytest.raises(ValueError, match=message):
         _plan(lib, steps, lengths, writable)
+
+
+def test_an_int8_plan_runs_the_kernels(lib):
+    """A plan of int8 steps (quantize, a pointwise GEMM, an in-place addition, dequantize) over uint8 bytes in a
+    float32 arena gives what the kernels called one by one give."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(8 * 4).astype(np.float32)  # 8 rows of 4
+    weight = rng.integers(-127, 128, (4, 16), dtype=np.int8)
+    from ptlite.backends.native.quantized import pack
+
+    packed, colsum = pack(weight)
+    offsets = (rng.integers(-500, 500, 16) - 3 * colsum).astype(np.int32)
+    multipliers = np.full(16, 0.004, np.float32)
+    table = np.concatenate([offsets.view(np.float32), multipliers])
+    want_q = np.empty(32, np.uint8)
+    lib.qelementwise(1, x, None, want_q, (32, 1, 1, 0, 0, 3, 0, 255), (1.0, 1.0, 1 / 0.05))
+    want_y = np.empty((8, 16), np.uint8)
+    lib.qgemm(want_q.reshape(8, 4), packed, offsets, multipliers, want_y, (8, 4, 16, 4, 7, 0, 255))
+    lib.qelementwise(0, want_y.reshape(-1), want_y.reshape(-1), want_y.reshape(-1), (128, 1, 1, 7, 7, 9, 0, 255),
+                     (0.1, 0.1, 1 / 0.3))
+    want = np.empty(128, np.float32)
+    lib.qelementwise(3, want_y.reshape(-1), None, want, (128, 1, 1, 9, 0, 0, 0, 255), (0.3, 1.0, 1.0))
+    steps = [(18, (1, 0, 32), NONE, NONE, (0, 0, 8), [1, 32, 1, 1, 0, 0, 3, 0, 255], (1.0, 1.0, 1 / 0.05)),
+             (16, (0, 0, 8), (2, 0, packed.size // 4), (3, 0, 32), (0, 16, 32),
+              [8, 4, 16, 4, 7, 0, 255, 0, *[0] * 15], (0, 0, 0)),
+             (18, (0, 16, 32), (0, 16, 32), NONE, (0, 16, 32), [0, 128, 1, 1, 7, 7, 9, 0, 255], (0.1, 0.1, 1 / 0.3)),
+             (18, (0, 16, 32), NONE, NONE, (4, 0, 128), [3, 128, 1, 1, 9, 0, 0, 0, 255], (0.3, 1.0, 1.0))]
+    plan = _plan(lib, steps, [48, 32, packed.size // 4, 32, 128], [1, 0, 0, 0, 1])
+    arena, y = np.zeros(48, np.float32), np.zeros(128, np.float32)
+    lib.run_plan(plan, [arena, x, packed.view(np.float32), table, y])
+    np.testing.assert_array_equal(arena[16:48].view(np.uint8), want_y.reshape(-1))
+    np.testing.assert_array_equal(y, want)
 
 
 def test_resize_geometry_and_table_are_checked(lib):

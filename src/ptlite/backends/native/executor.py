@@ -8,7 +8,8 @@ library checks the whole plan before it is used: a file whose plan or arguments 
 load, never an out-of-bounds access. A call whose inputs are not what the plan was made for (another batch size,
 dtype or layout) runs the region's nodes one by one on their kernels instead.
 
-Inside a region images are channels-last and other tensors row-major (steps.py says which step takes what);
+Inside a region images are channels-last and other tensors row-major (steps.py says which step takes what); values
+are float32, or uint8 (int8 operators' steps, steps_quantized.py: their bytes in the buffers' floats, 4 a float);
 values leaving a region are as the per-node kernels return them (images as channels-last (N, C, H, W) views). Each
 thread calling a module gets its own arena, so that concurrent calls never share one.
 """
@@ -31,7 +32,7 @@ from ptlite.ir.memory_plan import OUT_ATTR, aligned_empty, method_plan
 
 from . import _native as lib
 from .arguments import WINOGRAD_LAYOUTS
-from .steps import F32, NOT_CONSTANT, Shapes, Step, constant, step_for, tensor_list
+from .steps import F32, ITEMSIZE, NOT_CONSTANT, Shapes, Step, constant, step_for, tensor_list
 
 MIN_NODES = 2  # a region of one node gains nothing over its kernel
 
@@ -71,8 +72,11 @@ def delegates(backend: str, graph: Graph, program: Program, kernels: dict[int, K
         if step is None or (step.in_place and not any(n.outputs[0] is step.operands[0] for n, _ in current)):
             close()  # (an in-place write into a value from outside a region stays with its kernel)
             planned = node.attrs.get(OUT_ATTR)
-            if isinstance(planned, dict) and node.outputs and planned.get("dtype") == "float32":  # steps are float32
-                shapes.shape.setdefault(node.outputs[0].id, tuple(planned.get("shape", ())))
+            if isinstance(planned, dict) and node.outputs and planned.get("dtype") in ITEMSIZE \
+                    and node.outputs[0].id not in shapes.shape:  # (what steps read: float32 and uint8)
+                shapes.set(node.outputs[0], tuple(planned.get("shape", ())), dtype=planned["dtype"])
+                if len(shapes.shape[node.outputs[0].id]) == 4:
+                    del shapes.nhwc[node.outputs[0].id]  # (as the kernel returns it: the first step's to say)
             continue
         current.append((node, step))
     close()
@@ -81,15 +85,21 @@ def delegates(backend: str, graph: Graph, program: Program, kernels: dict[int, K
 
 def _planned_over(node: Node, shapes: Shapes, x: tuple[int, int, int] | None) -> bool:
     """Whether the memory plan put the node's output in the arena over x (buffer, offset, floats)."""
-    planned = node.attrs.get(OUT_ATTR)
-    if x is None or x[0] != 0 or not (isinstance(planned, dict) and planned.get("dtype") == "float32"):
+    if x is None or x[0] != 0 or _planned_entry(node.outputs[0], shapes) is None:
         return False
-    start, count = planned["offset"] // 4, math.prod(shapes.shape[node.outputs[0].id])
+    start, count = node.attrs[OUT_ATTR]["offset"] // 4, shapes.floats(node.outputs[0])
     return start < x[1] + x[2] and x[1] < start + count
 
 
-def _arena_place(v: Any, where: dict[int, tuple[int, int, int]], inputs: set[int],
-                 arena_floats: int) -> tuple[int, int, int] | None:
+def _planned_entry(v: Value, shapes: Shapes) -> dict | None:
+    """The memory plan's entry for a value a step makes, where it is of the dtype the step makes (else the value is
+    placed as the plan did not)."""
+    planned = v.node.attrs.get(OUT_ATTR) if v.node is not None and v.node.outputs[0] is v else None
+    return planned if isinstance(planned, dict) and planned.get("dtype") == shapes.dtype(v) else None
+
+
+def _arena_place(v: Any, where: dict[int, tuple[int, int, int]], inputs: set[int], arena_floats: int,
+                 shapes: Shapes) -> tuple[int, int, int] | None:
     """Where in the arena a value a step reads lies (buffer 0, float offset, floats), or None if it is not there: its
     place among this region's buffers, or, for a region input (its buffer in `inputs`), where the plan put it: a
     region hands its outputs on as views of the arena the regions share (a region input the plan did not place, or
@@ -97,8 +107,8 @@ def _arena_place(v: Any, where: dict[int, tuple[int, int, int]], inputs: set[int
     place = where.get(v.id) if isinstance(v, Value) else None
     if place is None or place[0] not in inputs:  # the arena, scratch, a new output array, or not a value
         return place if place is not None and place[0] == 0 else None
-    planned = v.node.attrs.get(OUT_ATTR) if v.node is not None else None
-    if isinstance(planned, dict) and planned.get("dtype") == "float32":
+    planned = _planned_entry(v, shapes)
+    if planned is not None:
         return 0, planned["offset"] // 4, place[2]
     return (0, 0, arena_floats) if v.node is not None else None  # (a method input is the caller's array)
 
@@ -271,7 +281,7 @@ class _Region:
         self.input_buffers = []
         for _, v in self.data:
             self.input_buffers.append(len(lengths))
-            lengths.append(math.prod(shapes.shape[v.id]))
+            lengths.append(shapes.floats(v))
             writable.append(0)
         # the buffers after the inputs, in their numbering: a weight (its array) or a value allocated per call
         self.slots: list[np.ndarray | Value] = []
@@ -290,7 +300,7 @@ class _Region:
             if not step.operands or index in fused:
                 continue  # a list of constants, or an addition a convolution did
             if scaled.get(index + 1) == index:  # a multiply the next convolution does, unless the plan put that
-                image = _arena_place(step.operands[0], where, region_inputs, arenas.floats)
+                image = _arena_place(step.operands[0], where, region_inputs, arenas.floats, shapes)
                 if not _planned_over(members[index + 1][0], shapes, image):
                     continue  # convolution's output over the image it would then read
                 del scaled[index + 1]
@@ -303,19 +313,19 @@ class _Region:
                     fused.add(residual[index])
                     step, alias = _with_residual(step, add, step.out), add.out
                 elif not _planned_over(add_node, shapes, _arena_place(step.operands[0], where, region_inputs,
-                                                                      arenas.floats)):
+                                                                      arenas.floats, shapes)):
                     fused.add(residual[index])
                     node, step = add_node, _with_residual(step, add, add.out)
             out = step.out
-            count = math.prod(shapes.shape[out.id])
+            count = shapes.floats(out)
             if step.kind == 0 or step.in_place:  # an alias of its first operand's memory
                 buf, off, _ = _placed(where, step.operands[0], node)
                 where[out.id] = (buf, off + step.offset, count)
                 if step.kind == 0:
                     continue
             else:
-                planned = node.attrs.get(OUT_ATTR)
-                if isinstance(planned, dict) and planned.get("dtype") == "float32":
+                planned = _planned_entry(out, shapes)
+                if planned is not None:
                     where[out.id] = (0, planned["offset"] // 4, count)
                 elif out.id not in leaving:
                     where[out.id] = (1, lengths[1], count)
@@ -387,13 +397,23 @@ class _Region:
 
     def _expected(self, v: Value, x: Any) -> np.ndarray | None:
         """x in the layout the plan reads (C-contiguous; channels-last for images, NCHW for those only an RGB stem
-        reads), or None if it is not the float32 array of the planned shape."""
-        if not isinstance(x, np.ndarray) or x.dtype != F32 or x.shape != self.shapes.shape[v.id]:
+        reads) as float32 memory, or None if it is not the array of the planned shape and dtype (float32, or uint8:
+        its bytes, copied where they do not fill whole aligned floats)."""
+        dtype = self.shapes.dtype(v)
+        if not isinstance(x, np.ndarray) or x.dtype != dtype or x.shape != self.shapes.shape[v.id]:
             return None
         if x.ndim == 4 and self.shapes.nhwc.get(v.id, True) and v.id not in self.planar:
             view = x.transpose(0, 2, 3, 1)
-            return view if view.flags.c_contiguous else np.ascontiguousarray(view)
-        return x if x.flags.c_contiguous else np.ascontiguousarray(x)
+            x = view if view.flags.c_contiguous else np.ascontiguousarray(view)
+        elif not x.flags.c_contiguous:
+            x = np.ascontiguousarray(x)
+        if dtype == "float32":
+            return x
+        if x.nbytes % 4 == 0 and x.ctypes.data % 4 == 0:
+            return x.reshape(-1).view(F32)
+        floats = aligned_empty(self.shapes.floats(v), F32)
+        floats.view(np.uint8)[:x.size] = x.reshape(-1)
+        return floats
 
     def run(self, *values: Any) -> list[Any]:
         prepared = [self._expected(v, values[i]) for i, v in self.data]
@@ -418,6 +438,8 @@ class _Region:
         shape = self.shapes.shape[v.id]
         buf, off, count = self.where[v.id]
         data = buffers[buf].reshape(-1)[off:off + count]
+        if self.shapes.dtype(v) != "float32":  # uint8: the first of the floats' bytes
+            data = data.view(np.uint8)[:math.prod(shape)]
         if len(shape) == 4 and self.shapes.nhwc.get(v.id, True):
             n, c, h, w = shape
             return data.reshape(n, h, w, c).transpose(0, 3, 1, 2)

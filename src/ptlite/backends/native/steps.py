@@ -44,12 +44,15 @@ from .views import OPS as VIEWS
 from .views import broadcast_shape, broadcast_strides, is_contiguous, merge_dims, reduced, row_major, strided_view
 
 NOT_CONSTANT = object()
+ITEMSIZE = {"float32": 4, "uint8": 1}  # the dtypes of the values steps read and write
 
 _CONVS = {ops.CONV2D_PACKED: True, ops.CONV2D_PREPACKED: False}  # op -> weight in panels
 _LINEARS = {ops.LINEAR_PACKED: True, ops.LINEAR_PREPACKED: False}
 _ARITHMETIC = {"aten::sub.Tensor": lib.SUB, "aten::div.Tensor": lib.DIV}  # (sub's alpha must be 1)
 _REDUCTIONS = {"aten::sum.dim_IntList": False, "aten::mean.dim": True}  # op -> a mean
-# operators whose steps are in steps_sequence.py (imported when a program first has one)
+# operators whose steps are in steps_quantized.py and steps_sequence.py (imported when a program first has one)
+_QUANTIZED = frozenset({ops.CONV2D_INT8, ops.LINEAR_INT8, ops.ADD_INT8, ops.QUANTIZE_PER_TENSOR,
+                        ops.DEQUANTIZE_PER_TENSOR})
 _SEQUENCE = frozenset({"aten::layer_norm", "aten::softmax.int", "aten::_softmax", "aten::scaled_dot_product_attention",
                        "aten::matmul", "aten::mm", "aten::lstm.input", "aten::gru.input", "aten::rnn_tanh.input",
                        "aten::rnn_relu.input"})
@@ -90,42 +93,64 @@ class Step:
 
 
 class Shapes:
-    """Static shapes and layouts of a method's values: the plan's input shapes, its buffer entries, the graph's
-    recorded shapes (when the plan is for the shapes the graph was captured with), and what the steps derive."""
+    """Static shapes, dtypes and layouts of a method's values: the plan's input shapes, its buffer entries, the
+    graph's recorded shapes (when the plan is for the shapes the graph was captured with), and what the steps derive.
+    A value is float32 or uint8 (an int8 step's); `of` answers for one dtype, so that a float32 step never reads
+    uint8 memory."""
 
     def __init__(self, graph: Graph, plan: dict) -> None:
         self.shape: dict[int, tuple[int, ...]] = {}
         self.nhwc: dict[int, bool] = {}  # 4-D value id -> stored channels-last (an image) or row-major
+        self.dtypes: dict[int, str] = {}  # value id -> its dtype where it is not float32
         shapes, dtypes = plan.get("input_shapes", []), plan.get("input_dtypes", [])
         for v, shape, dtype in zip(graph.inputs, shapes, dtypes):
-            if dtype == "float32" and isinstance(shape, list):
-                self.shape[v.id] = tuple(shape)
+            if dtype in ITEMSIZE and isinstance(shape, list):
+                self.set(v, tuple(shape), dtype=dtype)
+                self.nhwc.pop(v.id, None)  # (its layout: the first step that reads it)
         self.typed = len(shapes) == len(graph.inputs) and all(
             isinstance(shape, list) and v.shape == tuple(shape) for v, shape in zip(graph.inputs, shapes))
         self.read = {v.id for node in graph.walk() for v in node.inputs} | {v.id for v in graph.outputs}
 
-    def of(self, v: Any) -> tuple[int, ...] | None:
+    def _known(self, v: Any) -> tuple[int, ...] | None:
         if not isinstance(v, Value) or not v.is_tensor:
             return None
         shape = self.shape.get(v.id)
-        if shape is None and self.typed and v.dtype == "float32" and v.shape is not None and v.node is not None \
+        if shape is None and self.typed and v.dtype in ITEMSIZE and v.shape is not None and v.node is not None \
                 and v.node.op != "prim::Constant" and all(type(d) is int and d >= 0 for d in v.shape):
             shape = self.shape[v.id] = tuple(v.shape)  # a value the plan does not place, as captured
+            if v.dtype != "float32":
+                self.dtypes[v.id] = v.dtype
         return shape
+
+    def of(self, v: Any, dtype: str = "float32") -> tuple[int, ...] | None:
+        """v's shape where it is known and v is of this dtype; else None."""
+        shape = self._known(v)
+        return shape if shape is not None and self.dtypes.get(v.id, "float32") == dtype else None
+
+    def dtype(self, v: Value) -> str:
+        return self.dtypes.get(v.id, "float32")
+
+    def floats(self, v: Value) -> int:
+        """The floats (4 bytes each) v's values take in a plan's buffers."""
+        return -(-math.prod(self.shape[v.id]) * ITEMSIZE[self.dtype(v)] // 4)
 
     def layout(self, v: Any, nhwc: bool) -> bool:
         """Whether v can be read in this layout (channels-last or row-major); a 4-D value without one yet (a
         region's input) takes it. A 4-D value whose two layouts are the same memory (C or H * W is 1) reads as
         either."""
-        shape = self.of(v)
+        shape = self._known(v)
         if shape is None:
             return False
         if len(shape) != 4:
             return not nhwc
         return self.nhwc.setdefault(v.id, nhwc) == nhwc or shape[1] == 1 or shape[2] * shape[3] == 1
 
-    def set(self, v: Value, shape: tuple[int, ...], nhwc: bool = False) -> None:
+    def set(self, v: Value, shape: tuple[int, ...], nhwc: bool = False, dtype: str = "float32") -> None:
         self.shape[v.id] = shape
+        if dtype == "float32":
+            self.dtypes.pop(v.id, None)
+        else:
+            self.dtypes[v.id] = dtype
         if len(shape) == 4:
             self.nhwc[v.id] = nhwc
 
@@ -175,6 +200,10 @@ def _build(node: Node, args: list, program: Program, shapes: Shapes) -> Step | N
         step = _mean_step(node, args, shapes)
     elif node.op in ("aten::constant_pad_nd", "aten::pad"):
         step = _pad_step(node, args, shapes)
+    elif node.op in _QUANTIZED:
+        from .steps_quantized import quantized_step
+
+        step = quantized_step(node, args, shapes)
     elif node.op in _SEQUENCE:
         from .steps_sequence import sequence_step
 
@@ -401,19 +430,23 @@ def _unary_step(node: Node, args: list, shapes: Shapes) -> Step | None:
 
 def _pool_step(node: Node, args: list, shapes: Shapes) -> Step | None:
     """Max or average pooling of an image (kernels.pool_args: PyTorch's arguments, padding at most half the
-    window)."""
-    x, shape = node.inputs[0], shapes.of(node.inputs[0])
+    window); max pooling of a uint8 image too."""
+    x = node.inputs[0]
+    shape, dtype = shapes.of(x), "float32"
     parsed = pool_args(node.op, args[1:])
-    if shape is None or len(shape) != 4 or parsed is None or not shapes.layout(x, True):
+    if shape is None and parsed is not None and parsed[5] == lib.POOL_MAX:
+        shape, dtype = shapes.of(x, "uint8"), "uint8"
+    if shape is None or len(shape) != 4 or parsed is None or not shapes.layout(x, True) or 0 in shape:
         return None
     k, s, p, d, ceil, kind, divisor = parsed
     n, c, h, w = shape
     ho, wo = pool_out_size(h, k[0], s[0], p[0], d[0], ceil), pool_out_size(w, k[1], s[1], p[1], d[1], ceil)
     if ho < 1 or wo < 1:
         return None
-    shapes.set(node.outputs[0], (n, c, ho, wo), nhwc=True)
+    shapes.set(node.outputs[0], (n, c, ho, wo), nhwc=True, dtype=dtype)
     ints = [n, h, w, c, k[0], k[1], s[0], s[1], p[0], p[1], d[0], d[1], ho, wo, kind]
-    return Step(lib.STEP_POOL, ints, (0.0, 0.0, divisor), [x], node.outputs[0])
+    return Step(lib.STEP_POOL if dtype == "float32" else lib.STEP_QMAXPOOL, ints, (0.0, 0.0, divisor), [x],
+                node.outputs[0])
 
 
 def _mean_step(node: Node, args: list, shapes: Shapes) -> Step | None:

@@ -824,7 +824,8 @@ static void decode_step(const int64_t *v, const double *f, pl_step *s)
         s->scale = ref_at(q + 24);
         break;
     }
-    case PL_STEP_POOL: {
+    case PL_STEP_POOL:
+    case PL_STEP_QMAXPOOL: {
         pl_pool p = {q[0], q[1], q[2], q[3], q[4], q[5], q[6], q[7], q[8], q[9], q[10], q[11], q[12], q[13],
                      (int)q[14], (float)f[2]};
         s->u.pool = p;
@@ -903,6 +904,24 @@ static void decode_step(const int64_t *v, const double *f, pl_step *s)
     case PL_STEP_SLICE: {
         pl_slice sl = {q[0], q[1], q[2], q[3]};
         s->u.slice = sl;
+        break;
+    }
+    case PL_STEP_QGEMM: {
+        pl_qgemm g = {q[0], q[1], q[2], q[3], q[4], q[5], q[6], q[7], q[8], q[9], q[10], q[11], q[12], q[13], q[14],
+                      q[15], q[16], q[17], q[18], q[19], q[20], q[21], q[22]};
+        s->u.qgemm = g;
+        break;
+    }
+    case PL_STEP_QDEPTHWISE: {
+        pl_qdepthwise d = {q[0], q[1], q[2], q[3], q[4], q[5], q[6], q[7], q[8], q[9], q[10], q[11], q[12], q[13],
+                           q[14], q[15], q[16], q[17]};
+        s->u.qdepthwise = d;
+        break;
+    }
+    case PL_STEP_QELEMENTWISE: {
+        pl_qelementwise e = {q[0], q[1], q[2], q[3], q[4], q[5], q[6], q[7], q[8], (float)f[0], (float)f[1],
+                             (float)f[2]};
+        s->u.qel = e;
         break;
     }
     case PL_STEP_ATTENTION: {
@@ -1175,6 +1194,10 @@ PyMODINIT_FUNC PyInit__native(void)
         || PyModule_AddIntConstant(m, "STEP_BROADCAST", PL_STEP_BROADCAST)
         || PyModule_AddIntConstant(m, "STEP_REDUCE", PL_STEP_REDUCE)
         || PyModule_AddIntConstant(m, "STEP_RNN", PL_STEP_RNN)
+        || PyModule_AddIntConstant(m, "STEP_QGEMM", PL_STEP_QGEMM)
+        || PyModule_AddIntConstant(m, "STEP_QDEPTHWISE", PL_STEP_QDEPTHWISE)
+        || PyModule_AddIntConstant(m, "STEP_QELEMENTWISE", PL_STEP_QELEMENTWISE)
+        || PyModule_AddIntConstant(m, "STEP_QMAXPOOL", PL_STEP_QMAXPOOL)
         || PyModule_AddIntConstant(m, "STEP_SLICE", PL_STEP_SLICE)
         || PyModule_AddIntConstant(m, "STEP_MATMUL", PL_STEP_MATMUL)
         || PyModule_AddIntConstant(m, "STEP_PAD", PL_STEP_PAD)

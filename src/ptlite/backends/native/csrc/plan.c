@@ -33,6 +33,51 @@ static int overlap(const pl_ref *a, const pl_ref *b)
 
 static int same(const pl_ref *a, const pl_ref *b) { return a->buf == b->buf && a->off == b->off && a->len == b->len; }
 
+/* The bytes of a reference's floats (an int8 step's operand). A length this large is never run: a run's buffers are
+ * checked to hold buf_len floats. */
+static size_t bytes_of(const pl_ref *r)
+{
+    return r->len > (int64_t)(SIZE_MAX / 4) ? SIZE_MAX : (size_t)r->len * 4;
+}
+
+/* An int8 GEMM or depthwise step: the kernel's own check on the byte and item lengths of its operands, the
+ * requantization table halved (offsets, then multipliers). */
+static int check_int8_conv(const pl_step *s, int64_t i, char *err, size_t cap)
+{
+    char why[200];
+    if (s->in1.buf < 0 || s->in2.buf < 0 || s->in2.len % 2)
+        return fail(err, cap, i, "an int8 convolution without its weight, or a requantization table of odd length");
+    const size_t half = (size_t)s->in2.len / 2;
+    const int bad = s->kind == PL_STEP_QGEMM
+        ? pl_qgemm_check(&s->u.qgemm, bytes_of(&s->in0), bytes_of(&s->in1), half, half, bytes_of(&s->out), why,
+                         sizeof why)
+        : pl_qdepthwise_check(&s->u.qdepthwise, bytes_of(&s->in0), (size_t)s->in1.len, half, half, bytes_of(&s->out),
+                              why, sizeof why);
+    if (bad) return fail(err, cap, i, why);
+    if (overlap(&s->out, &s->in0) || overlap(&s->out, &s->in1) || overlap(&s->out, &s->in2))
+        return fail(err, cap, i, "an int8 convolution's output overlaps its inputs");
+    return 0;
+}
+
+/* An int8 elementwise step: a float32 input for quantize, a float32 output for dequantize, uint8 elsewhere; only an
+ * addition may write over an operand, whole (it reads each value before writing it). */
+static int check_int8_elementwise(const pl_step *s, int64_t i, char *err, size_t cap)
+{
+    char why[200];
+    const pl_qelementwise *q = &s->u.qel;
+    const int add = q->op == PL_Q_ADD;
+    if (add != (s->in1.buf >= 0) || s->in2.buf >= 0)
+        return fail(err, cap, i, "an int8 elementwise step's operands do not match its operation");
+    const int quantize = q->op == PL_Q_QUANTIZE || q->op == PL_Q_QUANTIZE_NHWC;
+    if (pl_qelementwise_check(q, quantize ? (size_t)s->in0.len : bytes_of(&s->in0), add ? bytes_of(&s->in1) : 0,
+                              q->op == PL_Q_DEQUANTIZE ? (size_t)s->out.len : bytes_of(&s->out), why, sizeof why) != 0)
+        return fail(err, cap, i, why);
+    if ((overlap(&s->out, &s->in0) && !(add && same(&s->out, &s->in0)))
+        || (overlap(&s->out, &s->in1) && !(add && same(&s->out, &s->in1))))
+        return fail(err, cap, i, "an int8 elementwise output overlaps an operand");
+    return 0;
+}
+
 static int check_step(const pl_step *s, const pl_plan *plan, int64_t i, char *err, size_t cap)
 {
     char why[200];
@@ -158,6 +203,17 @@ static int check_step(const pl_step *s, const pl_plan *plan, int64_t i, char *er
         if (overlap(&s->out, &s->in0) || overlap(&s->out, &s->in1))
             return fail(err, cap, i, "a matrix product's output overlaps an operand");
         return 0;
+    case PL_STEP_QGEMM:
+    case PL_STEP_QDEPTHWISE:
+        return check_int8_conv(s, i, err, cap);
+    case PL_STEP_QELEMENTWISE:
+        return check_int8_elementwise(s, i, err, cap);
+    case PL_STEP_QMAXPOOL:
+        if (s->u.pool.kind != PL_POOL_MAX) return fail(err, cap, i, "int8 pooling is max pooling only");
+        if (pl_pool_check(&s->u.pool, bytes_of(&s->in0), bytes_of(&s->out), why, sizeof why) != 0)
+            return fail(err, cap, i, why);
+        if (overlap(&s->out, &s->in0)) return fail(err, cap, i, "pooling's output overlaps its input");
+        return 0;
     case PL_STEP_SLICE:
         if (pl_slice_check(&s->u.slice, (size_t)s->in0.len, (size_t)s->out.len, why, sizeof why) != 0)
             return fail(err, cap, i, why);
@@ -186,7 +242,6 @@ static double seconds_now(void)
 
 int pl_plan_run(const pl_plan *plan, float *const *bufs, double *times)
 {
-    const pl_isa *isa = pl_isa_current();
     double t0 = times ? seconds_now() : 0.0;
     for (int64_t i = 0; i < plan->nsteps; i++) {
         const pl_step *s = &plan->steps[i];
@@ -247,6 +302,21 @@ int pl_plan_run(const pl_plan *plan, float *const *bufs, double *times)
             break;
         case PL_STEP_MATMUL:
             if (pl_matmul_run(&s->u.matmul, a, b, out) != 0) return -1;
+            break;
+        case PL_STEP_QGEMM:
+            if (pl_qgemm_run(&s->u.qgemm, (const uint8_t *)a, (const int8_t *)b, (const int32_t *)c,
+                             c + s->in2.len / 2, (uint8_t *)out) != 0)
+                return -1;
+            break;
+        case PL_STEP_QDEPTHWISE:
+            pl_qdepthwise_run(&s->u.qdepthwise, (const uint8_t *)a, (const int32_t *)b, (const int32_t *)c,
+                              c + s->in2.len / 2, (uint8_t *)out);
+            break;
+        case PL_STEP_QELEMENTWISE:
+            pl_qelementwise_run(&s->u.qel, a, b, out);
+            break;
+        case PL_STEP_QMAXPOOL:
+            pl_qmaxpool_run(&s->u.pool, (const uint8_t *)a, (uint8_t *)out);
             break;
         case PL_STEP_MEAN:
             if (pl_mean_run(a, out, (size_t)s->u.mean.n, (size_t)s->u.mean.rows, (size_t)s->u.mean.c) != 0) return -1;

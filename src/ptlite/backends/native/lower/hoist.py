@@ -1,6 +1,7 @@
 """Move the work on integers and booleans up to where its inputs are made (HOIST_NON_FLOAT): a transformer builds
 its padding mask and pooling weights from a bool input, and where those nodes sit between float32 layers they cut
-the native executor's regions (which run float32 only) in two, each cut a call into C and back.
+the native executor's regions (which run float32 values, and uint8 ones of int8 operators) in two, each cut a call
+into C and back.
 
 The method's constants go first (so that a node's constant arguments do not hold it back). Then a top-level node
 with a tensor input or result that is not float32 (by the values' recorded dtypes) moves up past the nodes before
