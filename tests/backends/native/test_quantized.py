@@ -1,7 +1,8 @@
 """The native int8 kernels (linear_int8 and dense conv2d_int8 on csrc/qgemm.c, depthwise conv2d_int8 on
 csrc/qdepthwise.c) give the NumPy reference's results bit for bit (the same integer sums, the same float32
-requantization), on every instruction set this CPU has (AVX-512 runs VNNI where the CPU has it), for reductions past
-the reference's float32 bound, every zero point and clamp; what the library does not take goes to the reference."""
+requantization), on every instruction set this CPU has (each with the GEMM micro-kernel it chooses: AVX-512 VNNI,
+256-bit vpdpbusd, plain C), for reductions past the reference's float32 bound, every zero point and clamp; what the
+library does not take goes to the reference."""
 
 from __future__ import annotations
 
@@ -23,6 +24,30 @@ def native_kernels(lib):
     from ptlite.backends.native import kernels
 
     return kernels
+
+
+def _cpu_flags() -> set[str]:
+    try:
+        with open("/proc/cpuinfo") as f:
+            return {flag for line in f if line.startswith("flags") for flag in line.split(":", 1)[1].split()}
+    except OSError:
+        return set()
+
+
+def test_each_instruction_set_chooses_its_int8_gemm_kernel(lib, isa):
+    """The GEMM's micro-kernel follows the selected table and the CPU's dot-product instructions (qgemm.c): AVX-512
+    VNNI under the AVX-512 table; under the AVX2 one the 256-bit vpdpbusd (AVX-VNNI's encoding, or AVX-512 VNNI's
+    on a CPU with VL and without AVX-VNNI); plain C under the generic table."""
+    flags = _cpu_flags()
+    if not flags:
+        pytest.skip("no /proc/cpuinfo to say what this CPU has")
+    evex = {"avx512f", "avx512bw", "avx512vl", "avx512_vnni"} <= flags
+    want = {"generic": "plain C",
+            "avx2": "AVX-VNNI" if "avx_vnni" in flags else "AVX-512 VNNI at 256 bits" if evex else "plain C",
+            "avx512": "AVX-512 VNNI" if evex else "AVX-VNNI" if "avx_vnni" in flags else "plain C"}
+    if isa not in want:
+        pytest.skip(f"{isa}: not an x86 table")
+    assert lib.qgemm_kernel() == want[isa], f"{isa} table: int8 GEMM on {lib.qgemm_kernel()}, expected {want[isa]}"
 
 
 def _case(rng, m, k, n, relu, with_bias=True):

@@ -108,7 +108,8 @@ class NativeBackend(Backend):
         self.lib.set_num_threads(n)
 
     def describe(self) -> str:
-        return f"compiled kernels, {self.lib.isa()} ({self.lib.get_num_threads()} threads)"
+        return f"compiled kernels, {self.lib.isa()}, int8 GEMM on {self.lib.qgemm_kernel()} " \
+               f"({self.lib.get_num_threads()} threads)"
 
 
 class _Deferred(Kernel):

@@ -765,11 +765,14 @@ static PyObject *py_qmaxpool(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
-static PyObject *py_qgemm_vnni(PyObject *self, PyObject *unused)
+static PyObject *py_qgemm_kernel(PyObject *self, PyObject *unused)
 {
     (void)self;
     (void)unused;
-    return PyBool_FromLong(pl_qgemm_vnni());
+    static const char *const names[PL_QGEMM_KERNELS] = {"plain C", "AVX-512 VNNI", "AVX-VNNI",
+                                                        "AVX-512 VNNI at 256 bits", "NEON dot product"};
+    const int kernel = pl_qgemm_kernel();
+    return PyUnicode_FromString(kernel >= 0 && kernel < PL_QGEMM_KERNELS ? names[kernel] : "unknown");
 }
 
 /* ------------------------------------------------------------------------------------------------ plans */
@@ -1141,7 +1144,7 @@ static PyMethodDef methods[] = {
     {"qdepthwise", py_qdepthwise, METH_VARARGS, "The int8 depthwise convolution with requantization (NHWC uint8)."},
     {"qelementwise", py_qelementwise, METH_VARARGS, "Elementwise int8 kernels: add, quantize, dequantize."},
     {"qmaxpool", py_qmaxpool, METH_VARARGS, "Max pooling of uint8 NHWC images."},
-    {"qgemm_vnni", py_qgemm_vnni, METH_NOARGS, "Whether the int8 GEMM runs on AVX-512 VNNI."},
+    {"qgemm_kernel", py_qgemm_kernel, METH_NOARGS, "The int8 GEMM's micro-kernel here (its instructions)."},
     {"matmul", py_matmul, METH_VARARGS, "Batched matrix products, the right operand read at any strides."},
     {"hold_buffer", py_hold_buffer, METH_VARARGS, "Keep a read-only buffer in a plan for its runs."},
     {"make_plan", py_make_plan, METH_VARARGS, "Validate a planned region's steps; returns the plan."},

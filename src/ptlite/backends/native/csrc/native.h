@@ -336,8 +336,9 @@ void pl_reduce_run(const pl_reduce *p, const float *x, float *y);
  * ((r / 4) * wp + j - 64p) * 4 + r % 4, with k4 = ceil(k / 4) and the rows and columns past k and n zero. The rows
  * are x's (m rows of k bytes, ldx apart) or, when conv is set, a convolution's patches of the NHWC input x (batch,
  * h, w, c) with taps ordered (kh, kw, c) and the padding the zero point zx: m = batch * ho * wo, k = kh * kw * c.
- * pl_qgemm_run returns -1 when a thread's gather buffer cannot be allocated. pl_qgemm_vnni: whether runs use
- * AVX-512 VNNI. */
+ * pl_qgemm_run returns -1 when a thread's gather buffer cannot be allocated. pl_qgemm_kernel: the micro-kernel runs
+ * use here (enum pl_qgemm_kernel; qgemm.c says when each is chosen); pl_qgemm_run_as runs a given one where the CPU
+ * can (pl_qgemm_kernel_usable; else plain C), for the selftest. */
 #define PL_QNR 16
 #define PL_QNB 64
 #define PL_QGEMM_MAX_K 60000  /* k * 255 * 128 stays below 2^31 with room for the offsets */
@@ -349,7 +350,12 @@ int pl_qgemm_check(const pl_qgemm *p, size_t x_len, size_t w_len, size_t offset_
                    char *err, size_t cap);
 int pl_qgemm_run(const pl_qgemm *p, const uint8_t *x, const int8_t *w, const int32_t *offset, const float *mult,
                  uint8_t *y);
-int pl_qgemm_vnni(void);
+enum pl_qgemm_kernel { PL_QGEMM_GENERIC = 0, PL_QGEMM_AVX512_VNNI, PL_QGEMM_AVX_VNNI, PL_QGEMM_AVX512_VNNI_256,
+                      PL_QGEMM_NEON_DOT, PL_QGEMM_KERNELS };
+int pl_qgemm_kernel(void);
+int pl_qgemm_kernel_usable(int kernel);
+int pl_qgemm_run_as(const pl_qgemm *p, const uint8_t *x, const int8_t *w, const int32_t *offset, const float *mult,
+                    uint8_t *y, int kernel);
 
 /* qdepthwise.c: the int8 depthwise convolution with requantization on NHWC uint8 (see qdepthwise.c). */
 #define PL_QDEPTHWISE_MAX_TAPS 16384  /* taps * 255 * 128 stays below 2^31 with room for the offsets */

@@ -9,9 +9,14 @@
  * np entries. The sums are exact in int32: the check bounds k * 255 * 128 + |offset| below 2^31.
  *
  * Work is split into tiles of TILE_M rows by panel groups, on the thread pool. A tile of a convolution first gathers
- * its rows (k padded to a multiple of 4 with zeros) into a per-thread buffer. On AVX-512 VNNI (vpdpbusd: four
- * u8 x s8 products per int32 lane), when the AVX-512 table is selected and the CPU has it, QMR rows times one
- * panel at a time (24 accumulators); elsewhere plain C (which the compiler vectorizes). */
+ * its rows (k padded to a multiple of 4 with zeros) into a per-thread buffer. The micro-kernel (pl_qgemm_kernel):
+ * - AVX-512 VNNI (vpdpbusd: four u8 x s8 products per int32 lane), when the AVX-512 table is selected and the CPU
+ *   has it: QMR rows times one 64-column panel at a time (24 zmm accumulators);
+ * - 256-bit vpdpbusd, when the AVX2 table is selected (or the AVX-512 one on a CPU without AVX-512 VNNI) and the CPU
+ *   has AVX-VNNI (its VEX encoding) or AVX-512 VNNI with VL (the EVEX one: the same instruction, which lets a CPU
+ *   without AVX-VNNI run this kernel): QMR rows times 16 columns (12 ymm accumulators);
+ * - NEON sdot on aarch64 CPUs with dot products (panel_dot);
+ * - plain C elsewhere (which the compiler vectorizes). */
 #include <math.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -32,7 +37,7 @@ typedef struct {
     const float *mult;
     uint8_t *y;
     int64_t np, k4, panels, groups, per_group;
-    int vnni;
+    int kernel;  /* enum pl_qgemm_kernel */
     atomic_int failed;
     int32_t *flip;  /* aarch64 with dot products: 128 x each column's weight sum (see panel_dot), np of them */
 } qgemm_job;
@@ -278,11 +283,96 @@ VNNI static void panel_vnni(const qgemm_job *job, const uint8_t *const *rows, in
     }
 }
 
-static int vnni_available(void)
+/* 16 columns of QMR rows with 256-bit vpdpbusd, its encoding DOT's: "{vex} vpdpbusd" (AVX-VNNI) or "{evex}
+ * vpdpbusd" (AVX-512 VNNI with VL). The panel's rows of four k are wp * 4 bytes apart; the 16 columns' are 64
+ * contiguous bytes of each. 12 accumulators, two weight vectors and the row's broadcast bytes take 15 of the 16
+ * registers the VEX encoding can name ("x"). */
+#define AVX2_TARGET __attribute__((target("avx2,fma")))
+#define V8DOT(DOT, acc, av, wv) __asm__(DOT " %2, %1, %0" : "+x"(acc) : "x"(av), "x"(wv))
+#define V8DECLARE(t) __m256i d##t##0 = o0, d##t##1 = o1;
+#define V8UPDATE(DOT, t, av) V8DOT(DOT, d##t##0, av, w0); V8DOT(DOT, d##t##1, av, w1);
+#define V8STORE(t) if (t < count) store16(job, d##t##0, d##t##1, j0, job->y + (i0 + t) * p->n + j0);
+
+/* Columns j0..j0+15 of one output row from their sums (offsets included): requantized as requantize16 does (the
+ * conversion rounds half to even: the default rounding mode, as the reference's nearbyintf), plus the zero point,
+ * clamped, stored up to column n. */
+AVX2_TARGET static inline void store16(const qgemm_job *job, __m256i a, __m256i b, int64_t j0, uint8_t *y)
+{
+    const pl_qgemm *p = job->p;
+    const __m256 cap = _mm256_set1_ps(1073741824.0f);
+    const __m256i qa = _mm256_cvtps_epi32(_mm256_min_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(a),
+                                                                      _mm256_loadu_ps(job->mult + j0)), cap));
+    const __m256i qb = _mm256_cvtps_epi32(_mm256_min_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(b),
+                                                                      _mm256_loadu_ps(job->mult + j0 + 8)), cap));
+    /* packs works within 128-bit lanes: (a0-3, b0-3 | a4-7, b4-7); put a's halves, then b's, together */
+    __m256i ab = _mm256_permute4x64_epi64(_mm256_packs_epi32(qa, qb), 0xD8);
+    ab = _mm256_adds_epi16(ab, _mm256_set1_epi16((short)p->zy));
+    __m128i row = _mm_packus_epi16(_mm256_castsi256_si128(ab), _mm256_extracti128_si256(ab, 1));
+    row = _mm_min_epu8(_mm_max_epu8(row, _mm_set1_epi8((char)p->lo)), _mm_set1_epi8((char)p->hi));
+    const int64_t valid = p->n - j0;
+    if (valid >= 16) {
+        _mm_storeu_si128((__m128i *)y, row);
+    } else if (valid > 0) {
+        uint8_t bytes[16];
+        _mm_storeu_si128((__m128i *)bytes, row);
+        memcpy(y, bytes, (size_t)valid);
+    }
+}
+
+#define PANEL_VNNI256(NAME, DOT)                                                                                       \
+    AVX2_TARGET static void NAME(const qgemm_job *job, const uint8_t *const *rows, int64_t count_all, int64_t i0_all,  \
+                                 int64_t panel)                                                                        \
+    {                                                                                                                  \
+        const pl_qgemm *p = job->p;                                                                                    \
+        const int64_t jp = panel * PL_QNB, wp = job->np - jp < PL_QNB ? job->np - jp : PL_QNB;                        \
+        const int64_t full4 = p->conv ? job->k4 : p->k / 4, step = wp * 4;                                             \
+        for (int64_t t0 = 0; t0 < count_all; t0 += QMR) {                                                              \
+            const int64_t count = count_all - t0 < QMR ? count_all - t0 : QMR, i0 = i0_all + t0;                       \
+            const uint8_t *r[QMR];                                                                                     \
+            for (int64_t t = 0; t < QMR; t++) r[t] = rows[t0 + (t < count ? t : 0)];                                  \
+            const uint8_t *r0 = r[0], *r1 = r[1], *r2 = r[2], *r3 = r[3], *r4 = r[4], *r5 = r[5];                     \
+            for (int64_t j0 = jp; j0 < jp + wp; j0 += 16) {                                                            \
+                const __m256i o0 = _mm256_loadu_si256((const __m256i *)(job->offset + j0));                           \
+                const __m256i o1 = _mm256_loadu_si256((const __m256i *)(job->offset + j0 + 8));                       \
+                QROWS(V8DECLARE)                                                                                       \
+                const int8_t *b = job->w + jp * job->k4 * 4 + (j0 - jp) * 4;                                           \
+                __m256i w0, w1;                                                                                        \
+                for (int64_t kk = 0; kk < full4; kk++, b += step) {                                                    \
+                    w0 = _mm256_loadu_si256((const __m256i *)b);                                                       \
+                    w1 = _mm256_loadu_si256((const __m256i *)(b + 32));                                                \
+                    V8ROWS_STEP(DOT)                                                                                   \
+                }                                                                                                      \
+                if (full4 < job->k4) {                                                                                 \
+                    w0 = _mm256_loadu_si256((const __m256i *)b);                                                       \
+                    w1 = _mm256_loadu_si256((const __m256i *)(b + 32));                                                \
+                    V8ROWS_TAIL(DOT)                                                                                   \
+                }                                                                                                      \
+                QROWS(V8STORE)                                                                                         \
+            }                                                                                                          \
+        }                                                                                                              \
+    }
+#define V8STEP(DOT, t) { int32_t a; memcpy(&a, r##t + 4 * kk, 4); const __m256i av = _mm256_set1_epi32(a);            \
+                         V8UPDATE(DOT, t, av) }
+#define V8TAIL(DOT, t) { const __m256i av = _mm256_set1_epi32(four(r##t, 4 * full4, p->k)); V8UPDATE(DOT, t, av) }
+#define V8ROWS_STEP(DOT) V8STEP(DOT, 0) V8STEP(DOT, 1) V8STEP(DOT, 2) V8STEP(DOT, 3) V8STEP(DOT, 4) V8STEP(DOT, 5)
+#define V8ROWS_TAIL(DOT) V8TAIL(DOT, 0) V8TAIL(DOT, 1) V8TAIL(DOT, 2) V8TAIL(DOT, 3) V8TAIL(DOT, 4) V8TAIL(DOT, 5)
+
+PANEL_VNNI256(panel_vnni256_vex, "%{vex%} vpdpbusd")
+PANEL_VNNI256(panel_vnni256_evex, "%{evex%} vpdpbusd")
+
+/* The kernel the CPU and the selected table give (see the top of this file). */
+static int x86_kernel(void)
 {
     __builtin_cpu_init();
-    return pl_isa_current() == &pl_isa_avx512 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw")
-           && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
+    const pl_isa *isa = pl_isa_current();
+    const int evex_vnni = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw")
+                          && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
+    if (isa == &pl_isa_avx512 && evex_vnni) return PL_QGEMM_AVX512_VNNI;
+    if ((isa == &pl_isa_avx2 || isa == &pl_isa_avx512) && __builtin_cpu_supports("avx2")) {
+        if (__builtin_cpu_supports("avxvnni")) return PL_QGEMM_AVX_VNNI;
+        if (evex_vnni) return PL_QGEMM_AVX512_VNNI_256;
+    }
+    return PL_QGEMM_GENERIC;
 }
 #endif
 
@@ -383,33 +473,51 @@ static void qgemm_task(void *ctx, size_t task)
         for (int64_t t = 0; t < count; t++) rows[t] = job->x + (i0 + t) * p->ldx;
     }
     for (int64_t panel = first; panel < last; panel++) {
+        switch (job->kernel) {
 #ifdef PL_X86
-        if (job->vnni) {
-            panel_vnni(job, rows, count, i0, panel);
-            continue;
-        }
+        case PL_QGEMM_AVX512_VNNI: panel_vnni(job, rows, count, i0, panel); break;
+        case PL_QGEMM_AVX_VNNI: panel_vnni256_vex(job, rows, count, i0, panel); break;
+        case PL_QGEMM_AVX512_VNNI_256: panel_vnni256_evex(job, rows, count, i0, panel); break;
 #endif
 #if defined(__aarch64__)
-        if (job->flip) {
-            panel_dot(job, rows, count, i0, panel);
-            continue;
-        }
+        case PL_QGEMM_NEON_DOT: panel_dot(job, rows, count, i0, panel); break;
 #endif
-        panel_generic(job, rows, count, i0, panel);
+        default: panel_generic(job, rows, count, i0, panel); break;
+        }
     }
 }
 
-int pl_qgemm_vnni(void)
+int pl_qgemm_kernel(void)
 {
 #ifdef PL_X86
-    return vnni_available();
+    return x86_kernel();
+#elif defined(__aarch64__)
+    return getauxval(AT_HWCAP) & HWCAP_ASIMDDP ? PL_QGEMM_NEON_DOT : PL_QGEMM_GENERIC;
 #else
-    return 0;
+    return PL_QGEMM_GENERIC;
 #endif
 }
 
-int pl_qgemm_run(const pl_qgemm *p, const uint8_t *x, const int8_t *w, const int32_t *offset, const float *mult,
-                 uint8_t *y)
+int pl_qgemm_kernel_usable(int kernel)
+{
+    switch (kernel) {
+    case PL_QGEMM_GENERIC: return 1;
+#ifdef PL_X86
+    case PL_QGEMM_AVX512_VNNI: return pl_qgemm_kernel() == PL_QGEMM_AVX512_VNNI;
+    case PL_QGEMM_AVX_VNNI: __builtin_cpu_init(); return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("avxvnni");
+    case PL_QGEMM_AVX512_VNNI_256:
+        __builtin_cpu_init();
+        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
+#endif
+#if defined(__aarch64__)
+    case PL_QGEMM_NEON_DOT: return pl_qgemm_kernel() == PL_QGEMM_NEON_DOT;
+#endif
+    default: return 0;
+    }
+}
+
+int pl_qgemm_run_as(const pl_qgemm *p, const uint8_t *x, const int8_t *w, const int32_t *offset, const float *mult,
+                    uint8_t *y, int kernel)
 {
     const int64_t np = (p->n + PL_QNR - 1) / PL_QNR * PL_QNR, panels = (np + PL_QNB - 1) / PL_QNB;
     const int64_t tiles = (p->m + TILE_M - 1) / TILE_M;
@@ -417,12 +525,21 @@ int pl_qgemm_run(const pl_qgemm *p, const uint8_t *x, const int8_t *w, const int
     if (groups > panels) groups = panels;
     const int64_t per_group = (panels + groups - 1) / groups;
     groups = (panels + per_group - 1) / per_group;
-    qgemm_job job = {p, x, w, offset, mult, y, np, (p->k + 3) / 4, panels, groups, per_group, pl_qgemm_vnni(), 0,
-                     NULL};
+    if (!pl_qgemm_kernel_usable(kernel)) kernel = PL_QGEMM_GENERIC;
+    qgemm_job job = {p, x, w, offset, mult, y, np, (p->k + 3) / 4, panels, groups, per_group, kernel, 0, NULL};
 #if defined(__aarch64__)
-    if (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) job.flip = flip_sums(p, w, np, job.k4);
+    if (kernel == PL_QGEMM_NEON_DOT) {
+        job.flip = flip_sums(p, w, np, job.k4);
+        if (!job.flip) job.kernel = PL_QGEMM_GENERIC;
+    }
 #endif
     pl_parallel_work((size_t)(tiles * groups), qgemm_task, &job, (double)p->m * (double)p->k * (double)p->n / 4.0);
     free(job.flip);
     return atomic_load(&job.failed) ? -1 : 0;
+}
+
+int pl_qgemm_run(const pl_qgemm *p, const uint8_t *x, const int8_t *w, const int32_t *offset, const float *mult,
+                 uint8_t *y)
+{
+    return pl_qgemm_run_as(p, x, w, offset, mult, y, pl_qgemm_kernel());
 }

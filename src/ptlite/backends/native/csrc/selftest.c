@@ -816,11 +816,16 @@ static void test_qgemm(const char *isa)
             printf("FAIL %s qgemm %lld x %lld x %lld: %s\n", isa, (long long)m, (long long)k, (long long)n, err);
             failures++;
         } else {
-            pl_qgemm_run(&p, x, packed, offset, mult, y);
-            if (memcmp(y, want, (size_t)(m * n)) != 0) {
-                printf("FAIL %s qgemm %lld x %lld x %lld: bytes differ from the integer sums\n", isa, (long long)m,
-                       (long long)k, (long long)n);
-                failures++;
+            for (int kernel = 0; kernel < PL_QGEMM_KERNELS; kernel++) {  /* every micro-kernel this CPU runs */
+                if (!pl_qgemm_kernel_usable(kernel)) continue;
+                checks++;
+                memset(y, 0, (size_t)(m * n));
+                pl_qgemm_run_as(&p, x, packed, offset, mult, y, kernel);
+                if (memcmp(y, want, (size_t)(m * n)) != 0) {
+                    printf("FAIL %s qgemm kernel %d %lld x %lld x %lld: bytes differ from the integer sums\n", isa,
+                           kernel, (long long)m, (long long)k, (long long)n);
+                    failures++;
+                }
             }
         }
         free(x); free(y); free(want); free(w); free(packed); free(offset); free(mult);
@@ -882,9 +887,18 @@ static void test_qconv(const char *isa)
                            (size_t)(m * n), err, sizeof err) != 0) {
             printf("FAIL %s qgemm convolution case %zu: %s\n", isa, s, err);
             failures++;
-        } else if (pl_qgemm_run(&p, x, packed, offset, mult, y) != 0 || memcmp(y, want, (size_t)(m * n)) != 0) {
-            printf("FAIL %s qgemm convolution case %zu: bytes differ from the direct sums\n", isa, s);
-            failures++;
+        } else {
+            for (int kernel = 0; kernel < PL_QGEMM_KERNELS; kernel++) {
+                if (!pl_qgemm_kernel_usable(kernel)) continue;
+                checks++;
+                memset(y, 0, (size_t)(m * n));
+                if (pl_qgemm_run_as(&p, x, packed, offset, mult, y, kernel) != 0
+                    || memcmp(y, want, (size_t)(m * n)) != 0) {
+                    printf("FAIL %s qgemm kernel %d convolution case %zu: bytes differ from the direct sums\n", isa,
+                           kernel, s);
+                    failures++;
+                }
+            }
         }
         free(x); free(y); free(want); free(wt); free(packed); free(offset); free(mult);
     }
