@@ -16,6 +16,15 @@ def test_declaration_line_gives_schema_traits_and_dtypes():
         OpDef.parse("ptlite::thing(Tensor x) -> Tensor  @fast")
 
 
+def test_rank_trait_names_a_rule():
+    assert OpDef.parse("ptlite::thing(Tensor x) -> Tensor  @out @rank(input)").rank == "input"
+    assert OpDef.parse("ptlite::thing(Tensor x, Tensor y) -> Tensor  @rank(broadcast)").rank == "broadcast"
+    assert OpDef.parse("ptlite::thing(Tensor x) -> Tensor  @out").rank is None
+    with pytest.raises(ValueError, match="unknown rule 4 in @rank"):
+        OpDef.parse("ptlite::thing(Tensor x) -> Tensor  @rank(4)")
+    assert ops.get(ops.CONV2D_INT8).rank == "input" and ops.get(ops.ADD_INT8).rank == "broadcast"
+
+
 def test_written_arguments_read_from_schemas():
     def writes(text: str) -> tuple[int, ...]:
         return OpDef(text).writes

@@ -12,7 +12,7 @@ import ptlite
 from ptlite.backends import reference
 from ptlite.ir import verify
 from ptlite.passes import fold_constants
-from ptlite.passes.base import constant_value, weight_of
+from ptlite.passes.base import NOT_CONSTANT, constant_value, weight_of
 from ptlite.passes.dead_code import DeadCode
 from ptlite.passes.fold_constants import MAX_FOLDED_BYTES, FoldConstants
 
@@ -220,6 +220,35 @@ def test_len_of_size_is_the_rank_and_a_static_size_is_a_list():
     assert fold_and_clean(program)
     assert ops(program) == ["aten::select.int", "aten::view"]
     assert constant_value(n) == 2 and constant_value(size) == [2, 5]
+
+
+def test_rank_checks_fold_through_the_operators_rank_rules():
+    """A scripted capture records no shapes, only its input's rank: a quantized convolution's `len(x.shape) != 4`
+    check (torch.ao's, between every two layers of a quantized model) folds through the @rank rules of the nodes
+    before it (same rank as their input; a broadcast's, the most of its operands'); a node without a rule stops it."""
+    b = GraphBuilder("x", "bias", shapes={"x": (None, None, None, None), "bias": (None, None, None)})
+    x, bias = b.inputs
+    q = b.op("ptlite::quantize_per_tensor", x, 0.1, 0)
+    pooled = b.op("aten::max_pool2d", b.op("aten::relu", b.op("ptlite::dequantize_per_tensor", q, 0.1, 0)), [2, 2],
+                  [2, 2], [0, 0], [1, 1], False)
+    summed = b.op("aten::add.Tensor", pooled, bias, 1)  # no @rank rule: its rank stays unknown
+    four = b.op("aten::len.t", b.op("aten::size", pooled, type="List[int]"), type="int")
+    unknown = b.op("aten::len.t", b.op("aten::size", summed, type="List[int]"), type="int")
+    program = b.ret(four, unknown)
+    assert fold_and_clean(program)
+    assert constant_value(four) == 4 and constant_value(unknown) is NOT_CONSTANT
+    assert ops(program).count("aten::len.t") == 1
+
+
+def test_a_long_chain_of_rank_rules_needs_no_recursion():
+    from ptlite.passes.facts import TensorFacts
+
+    b = GraphBuilder("x", shapes={"x": (None, 3)})
+    y = b.inputs[0]
+    for _ in range(5000):
+        y = b.op("aten::relu", y)
+    program = b.ret(y)
+    assert TensorFacts(program.forward).rank(y) == 2
 
 
 def test_if_on_a_constant_condition_becomes_its_branch():

@@ -1,6 +1,7 @@
 """Edges of capturing models quantized in PyTorch's eager mode (a review's cases): a quantized value through control
 flow keeps the scale and zero point both branches agree on; a quantized result is returned dequantized; what ptlite
-cannot run (quantized concatenation, dynamic quantized LSTM) is refused naming it."""
+cannot run (quantized concatenation, dynamic quantized LSTM) is refused naming it; a scripted model's rank checks
+fold away, so that its int8 layers run in one native region."""
 
 from __future__ import annotations
 
@@ -38,6 +39,22 @@ class NoDequantize(nn.Module):
 
     def forward(self, x):
         return self.c(self.q(x))
+
+
+class Layers(nn.Module):
+    """Quantized convolutions (each checks `len(x.shape) != 4` when scripted), an addition, pooling, a classifier."""
+
+    def __init__(self):
+        super().__init__()
+        self.q, self.dq = tq.QuantStub(), tq.DeQuantStub()
+        self.c1, self.c2, self.c3 = nn.Conv2d(3, 8, 3, padding=1), nn.Conv2d(8, 8, 3, padding=1), nn.Conv2d(8, 8, 1)
+        self.add = torch.ao.nn.quantized.FloatFunctional()
+        self.pool, self.fc = nn.AdaptiveAvgPool2d(1), nn.Linear(8, 4)
+
+    def forward(self, x):
+        y = torch.relu(self.c1(self.q(x)))
+        y = self.add.add(y, self.c3(self.c2(y)))
+        return self.dq(self.fc(torch.flatten(self.pool(y), 1)))
 
 
 class Concatenates(nn.Module):
@@ -105,3 +122,24 @@ def test_dynamic_quantized_lstm_is_refused_with_the_way_out():
     x = torch.randn(1, 5, 4)
     with pytest.raises(CaptureError, match=r"quantize_dynamic.*ptlite.quantize\(program, 'int8_dynamic'\)"):
         ptlite.capture(torch.jit.trace(quantized, x, strict=False), (x,), method="trace")
+
+
+def test_scripted_rank_checks_fold_and_the_layers_run_in_one_region(tmp_path):
+    if not any(info.name == "native" and info.available for info in ptlite.backends()):
+        pytest.skip("the native backend is not built here")
+    torch.manual_seed(0)
+    model = _quantized(Layers())
+    x = torch.randn(2, 3, 8, 8)
+    captured = ptlite.capture(torch.jit.script(model), (x,), method="script")
+    assert "prim::RaiseException" in {n.op for n in captured.forward.walk()}, "the scripted checks were captured"
+    optimized = ptlite.optimize_for_mobile(captured)
+    left = [n.op for n in optimized.forward.walk() if n.op in ("prim::If", "prim::RaiseException", "aten::size")]
+    assert not left, f"scripted quantized layers: rank checks left after optimizing: {left}"
+    ptlite.save(optimized, tmp_path / "layers.ptlite")
+    module = ptlite.load(tmp_path / "layers.ptlite")
+    got = module(x.numpy())
+    outside = [p.node.op for p in module.placements() if not p.delegate]
+    assert not outside, f"scripted quantized layers: nodes outside the native region: {outside}"
+    want = ptlite.Module(captured, backends="numpy")(x.numpy())
+    assert np.array_equal(got, want), \
+        f"scripted quantized layers: optimized and run in a region, {np.abs(got - want).max():.3g} from the capture"

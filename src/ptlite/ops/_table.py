@@ -7,10 +7,10 @@ not edit by hand (tests/ops/test_table.py checks that it is current).
 # Family -> its declarations, one a line (schema, then traits), in the family module's order.
 FAMILIES: dict[str, str] = {
     "activation": r"""
-aten::relu(Tensor self) -> Tensor  @out
-aten::relu_(Tensor(a!) self) -> Tensor(a!)
-aten::hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor  @out
-aten::hardtanh_(Tensor(a!) self, Scalar min_val=-1, Scalar max_val=1) -> Tensor(a!)
+aten::relu(Tensor self) -> Tensor  @out @rank(input)
+aten::relu_(Tensor(a!) self) -> Tensor(a!)  @rank(input)
+aten::hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor  @out @rank(input)
+aten::hardtanh_(Tensor(a!) self, Scalar min_val=-1, Scalar max_val=1) -> Tensor(a!)  @rank(input)
 aten::relu6(Tensor self) -> Tensor  @out
 aten::relu6_(Tensor(a!) self) -> Tensor(a!)
 aten::hardswish(Tensor self) -> Tensor  @out
@@ -413,12 +413,12 @@ ptlite::conv2d_packed_gated(Tensor input, Tensor gate, Tensor weight, Tensor? bi
 ptlite::linear_packed(Tensor input, Tensor weight, Tensor? bias, int out_features, str activation="none", float[] activation_args=[]) -> Tensor  @out @dtypes(float32)
 """,
     "pool": r"""
-aten::max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> Tensor  @out
+aten::max_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> Tensor  @out @rank(input)
 aten::max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)
 aten::max_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=[0], int[1] dilation=[1], bool ceil_mode=False) -> Tensor
 aten::avg_pool2d(Tensor self, int[2] kernel_size, int[2] stride=[], int[2] padding=0, bool ceil_mode=False, bool count_include_pad=True, int? divisor_override=None) -> Tensor
 aten::avg_pool1d(Tensor self, int[1] kernel_size, int[1] stride=[], int[1] padding=[0], bool ceil_mode=False, bool count_include_pad=True) -> Tensor
-aten::adaptive_avg_pool2d(Tensor self, SymInt[2] output_size) -> Tensor  @out
+aten::adaptive_avg_pool2d(Tensor self, SymInt[2] output_size) -> Tensor  @out @rank(input)
 aten::_adaptive_avg_pool2d(Tensor self, SymInt[2] output_size) -> Tensor  @out
 aten::adaptive_avg_pool1d(Tensor self, int[1] output_size) -> Tensor
 aten::adaptive_max_pool2d(Tensor self, int[2] output_size) -> (Tensor, Tensor)
@@ -452,12 +452,12 @@ prim::TupleIndex(Any tup, int i) -> Any
 prim::TupleSlice(...) -> ...
 """,
     "quantized": r"""
-ptlite::quantize_per_tensor(Tensor input, float scale, int zero_point) -> Tensor  @out
-ptlite::dequantize_per_tensor(Tensor input, float scale, int zero_point) -> Tensor  @out
+ptlite::quantize_per_tensor(Tensor input, float scale, int zero_point) -> Tensor  @out @rank(input)
+ptlite::dequantize_per_tensor(Tensor input, float scale, int zero_point) -> Tensor  @out @rank(input)
 ptlite::dequantize_per_channel(Tensor input, Tensor scales, int axis) -> Tensor
-ptlite::conv2d_int8(Tensor input, float input_scale, int input_zero_point, Tensor weight, Tensor weight_scale, Tensor? bias, int[2] kernel_size, int[2] stride, int[4] padding, int[2] dilation, int groups, float output_scale, int output_zero_point, int output_min=0, int output_max=255) -> Tensor  @out
-ptlite::linear_int8(Tensor input, float input_scale, int input_zero_point, Tensor weight, Tensor weight_scale, Tensor? bias, float output_scale, int output_zero_point, int output_min=0, int output_max=255) -> Tensor  @out
-ptlite::add_int8(Tensor self, float self_scale, int self_zero_point, Tensor other, float other_scale, int other_zero_point, float output_scale, int output_zero_point, int output_min=0, int output_max=255) -> Tensor @out
+ptlite::conv2d_int8(Tensor input, float input_scale, int input_zero_point, Tensor weight, Tensor weight_scale, Tensor? bias, int[2] kernel_size, int[2] stride, int[4] padding, int[2] dilation, int groups, float output_scale, int output_zero_point, int output_min=0, int output_max=255) -> Tensor  @out @rank(input)
+ptlite::linear_int8(Tensor input, float input_scale, int input_zero_point, Tensor weight, Tensor weight_scale, Tensor? bias, float output_scale, int output_zero_point, int output_min=0, int output_max=255) -> Tensor  @out @rank(input)
+ptlite::add_int8(Tensor self, float self_scale, int self_zero_point, Tensor other, float other_scale, int other_zero_point, float output_scale, int output_zero_point, int output_min=0, int output_max=255) -> Tensor @out @rank(broadcast)
 ptlite::linear_dynamic_int8(Tensor input, Tensor weight, Tensor weight_scale, Tensor? bias) -> Tensor  @out
 ptlite::embedding_int8(Tensor weight, Tensor scales, Tensor indices) -> Tensor
 ptlite::lstm_dynamic_int8(Tensor input, Tensor[] hx, Tensor[] params, bool has_biases, int num_layers, bool bidirectional, bool batch_first) -> (Tensor, Tensor, Tensor)

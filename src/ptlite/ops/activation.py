@@ -1,10 +1,10 @@
 """Activations (the relu family, hard*, sigmoid, gelu, softmax, clamp, ...) and dropout."""
 
 DECLARATIONS = r"""
-aten::relu(Tensor self) -> Tensor  @out
-aten::relu_(Tensor(a!) self) -> Tensor(a!)
-aten::hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor  @out
-aten::hardtanh_(Tensor(a!) self, Scalar min_val=-1, Scalar max_val=1) -> Tensor(a!)
+aten::relu(Tensor self) -> Tensor  @out @rank(input)
+aten::relu_(Tensor(a!) self) -> Tensor(a!)  @rank(input)
+aten::hardtanh(Tensor self, Scalar min_val=-1, Scalar max_val=1) -> Tensor  @out @rank(input)
+aten::hardtanh_(Tensor(a!) self, Scalar min_val=-1, Scalar max_val=1) -> Tensor(a!)  @rank(input)
 aten::relu6(Tensor self) -> Tensor  @out
 aten::relu6_(Tensor(a!) self) -> Tensor(a!)
 aten::hardswish(Tensor self) -> Tensor  @out

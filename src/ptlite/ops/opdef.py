@@ -22,7 +22,12 @@ TRAITS: dict[str, str] = {
                "unsafe views, dropout at inference)",
     "unpacks": "returns its results as one sequence, an item per output, even when there is one output",
     "dtypes": "`@dtypes(float16,float32)`: the tensor dtypes it is defined for; without it, every dtype of the IR",
+    "rank": "`@rank(input)` or `@rank(broadcast)`: its (first) tensor result, when it returns, has as many dimensions "
+            "as its first argument, or as the most of its tensor arguments (broadcasting): what the passes' static "
+            "facts read to answer a rank check where no shape was recorded",
 }
+
+RANK_RULES = frozenset({"input", "broadcast"})  # what `@rank(...)` may say
 
 # The tensor dtypes of the IR (ptlite.ir.dtypes), which a `@dtypes(...)` trait names.
 DTYPES = frozenset({"bool", "uint8", "int8", "int16", "int32", "int64", "float16", "float32", "float64"})
@@ -42,24 +47,31 @@ class OpDef:
     """An operator as the table declares it: `key` ("aten::add.Tensor"), the schema text, its traits and the
     family it is declared in (`ptlite/ops/<family>.py`). The schema is parsed when first needed."""
 
-    __slots__ = ("key", "schema_text", "traits", "family", "dtypes", "__dict__")
+    __slots__ = ("key", "schema_text", "traits", "family", "dtypes", "rank", "__dict__")
 
     def __init__(self, schema_text: str, traits: frozenset[str] = frozenset(), family: str = "",
-                 dtypes: frozenset[str] | None = None) -> None:
+                 dtypes: frozenset[str] | None = None, rank: str | None = None) -> None:
         self.key = key_of(schema_text)
         self.schema_text = schema_text
         self.traits = traits
         self.family = family
         self.dtypes = dtypes  # the tensor dtypes it is defined for, None: any
+        self.rank = rank  # its result's rank rule (RANK_RULES), None: not declared
 
     @classmethod
     def parse(cls, line: str, family: str = "") -> OpDef:
         """A declaration line: the schema, then traits ("aten::relu(Tensor self) -> Tensor  @out")."""
         schema_text, _, trait_text = line.partition(" @")
         words = trait_text.replace("@", " ").split()
-        dtypes = None
+        dtypes = rank = None
         traits = []
         for word in words:
+            if word.startswith("rank(") and word.endswith(")"):
+                rank = word[5:-1]
+                if rank not in RANK_RULES:
+                    raise ValueError(f"declaration of {schema_text.partition('(')[0]}: unknown rule {rank} in @rank; "
+                                     f"rules are {', '.join(sorted(RANK_RULES))}")
+                word = "rank"
             if word.startswith("dtypes(") and word.endswith(")"):  # no regular expression: a load parses these
                 dtypes = frozenset(filter(None, word[7:-1].split(",")))
                 if not dtypes <= DTYPES:
@@ -71,7 +83,7 @@ class OpDef:
                 raise ValueError(f"declaration of {schema_text.partition('(')[0]}: unknown trait @{word}; "
                                  f"traits are {', '.join(TRAITS)}")
             traits.append(word)
-        return cls(schema_text.strip(), frozenset(traits), family, dtypes)
+        return cls(schema_text.strip(), frozenset(traits), family, dtypes, rank)
 
     # ------------------------------------------------------------------------------------------------ traits
 

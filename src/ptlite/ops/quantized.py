@@ -26,17 +26,18 @@ dequantize_per_channel makes a symmetric int8 weight float32 (q times its channe
 PT2E-quantized model's weights as captured, which the QDQ folding (passes/fold_qdq.py) takes into int8 operators."""
 
 DECLARATIONS = r"""
-ptlite::quantize_per_tensor(Tensor input, float scale, int zero_point) -> Tensor  @out
-ptlite::dequantize_per_tensor(Tensor input, float scale, int zero_point) -> Tensor  @out
+ptlite::quantize_per_tensor(Tensor input, float scale, int zero_point) -> Tensor  @out @rank(input)
+ptlite::dequantize_per_tensor(Tensor input, float scale, int zero_point) -> Tensor  @out @rank(input)
 ptlite::dequantize_per_channel(Tensor input, Tensor scales, int axis) -> Tensor
 ptlite::conv2d_int8(Tensor input, float input_scale, int input_zero_point, Tensor weight, Tensor weight_scale,
     Tensor? bias, int[2] kernel_size, int[2] stride, int[4] padding, int[2] dilation, int groups, float output_scale,
-    int output_zero_point, int output_min=0, int output_max=255) -> Tensor  @out
+    int output_zero_point, int output_min=0, int output_max=255) -> Tensor  @out @rank(input)
 ptlite::linear_int8(Tensor input, float input_scale, int input_zero_point, Tensor weight, Tensor weight_scale,
     Tensor? bias, float output_scale, int output_zero_point, int output_min=0, int output_max=255) -> Tensor  @out
+    @rank(input)
 ptlite::add_int8(Tensor self, float self_scale, int self_zero_point, Tensor other, float other_scale,
     int other_zero_point, float output_scale, int output_zero_point, int output_min=0, int output_max=255) -> Tensor
-    @out
+    @out @rank(broadcast)
 ptlite::linear_dynamic_int8(Tensor input, Tensor weight, Tensor weight_scale, Tensor? bias) -> Tensor  @out
 ptlite::embedding_int8(Tensor weight, Tensor scales, Tensor indices) -> Tensor
 ptlite::lstm_dynamic_int8(Tensor input, Tensor[] hx, Tensor[] params, bool has_biases, int num_layers,

@@ -493,9 +493,12 @@ def _pad_step(node: Node, args: list, shapes: Shapes) -> Step | None:
 
 def _view_step(node: Node, args: list, shapes: Shapes) -> Step | None:
     """A view operator: an alias of its input's memory where the view is contiguous (kind 0), else a strided copy
-    into a new buffer. An image's channels-last memory is its (N, C, H, W) view at strides (HWC, 1, WC, C), so a
+    into a new buffer (float32 only: a uint8 value's view must be all of its memory, as a flatten of pooled pixels
+    is). An image's channels-last memory is its (N, C, H, W) view at strides (HWC, 1, WC, C), so a
     flatten or a permutation of an image is a copy too."""
-    x, shape = node.inputs[0], shapes.of(node.inputs[0])
+    x, shape, dtype = node.inputs[0], shapes.of(node.inputs[0]), "float32"
+    if shape is None:  # a uint8 value: only a view of all of its memory (its bytes are no whole floats)
+        shape, dtype = shapes.of(x, "uint8"), "uint8"
     if shape is None or math.prod(shape) == 0:
         return None
     image = len(shape) == 4 and shapes.nhwc.get(x.id, False) and shape[1] != 1 and shape[2] * shape[3] != 1
@@ -507,8 +510,11 @@ def _view_step(node: Node, args: list, shapes: Shapes) -> Step | None:
     if view is None or math.prod(view[0]) == 0:
         return None
     out_shape, strides, offset = view
-    shapes.set(node.outputs[0], out_shape)
-    if strides is not None and is_contiguous(out_shape, strides):
+    alias = strides is not None and is_contiguous(out_shape, strides)
+    if dtype != "float32" and not (alias and offset == 0):
+        return None
+    shapes.set(node.outputs[0], out_shape, dtype=dtype)
+    if alias:
         return Step(0, [], (), [x], node.outputs[0], offset=offset)
     copy_shape, copy_strides = (out_shape, strides) if strides is not None else (shape, base)  # (a reshape: all)
     plan = merge_dims(copy_shape, [copy_strides], lib.COPY_MAX_DIMS)
