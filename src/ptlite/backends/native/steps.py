@@ -145,6 +145,15 @@ class Shapes:
             return not nhwc
         return self.nhwc.setdefault(v.id, nhwc) == nhwc or shape[1] == 1 or shape[2] * shape[3] == 1
 
+    def can_read(self, v: Any, nhwc: bool) -> bool:
+        """Whether v can be read in this layout, without giving it the layout (layout does)."""
+        shape = self._known(v)
+        if shape is None:
+            return False
+        if len(shape) != 4:
+            return not nhwc
+        return self.nhwc.get(v.id, nhwc) == nhwc or shape[1] == 1 or shape[2] * shape[3] == 1
+
     def set(self, v: Value, shape: tuple[int, ...], nhwc: bool = False, dtype: str = "float32") -> None:
         self.shape[v.id] = shape
         if dtype == "float32":
@@ -493,9 +502,9 @@ def _pad_step(node: Node, args: list, shapes: Shapes) -> Step | None:
 
 def _view_step(node: Node, args: list, shapes: Shapes) -> Step | None:
     """A view operator: an alias of its input's memory where the view is contiguous (kind 0), else a strided copy
-    into a new buffer (float32 only: a uint8 value's view must be all of its memory, as a flatten of pooled pixels
-    is). An image's channels-last memory is its (N, C, H, W) view at strides (HWC, 1, WC, C), so a
-    flatten or a permutation of an image is a copy too."""
+    into a new buffer (float32 only: a uint8 value's view must be contiguous and start where the value does, as a
+    flatten of pooled pixels does). An image's channels-last memory is its (N, C, H, W) view at strides (HWC, 1, WC,
+    C), so a flatten or a permutation of an image is a copy too."""
     x, shape, dtype = node.inputs[0], shapes.of(node.inputs[0]), "float32"
     if shape is None:  # a uint8 value: only a view of all of its memory (its bytes are no whole floats)
         shape, dtype = shapes.of(x, "uint8"), "uint8"

@@ -61,14 +61,14 @@ def _conv(node: Node, args: list, shapes: Shapes) -> Step | None:
     shape = shapes.of(x, U8)
     full = _with_range(args, 13)
     if shape is None or len(shape) != 4 or not full or not all(isinstance(a, np.ndarray) for a in full[3:5]) \
-            or not (full[5] is None or isinstance(full[5], np.ndarray)) or not shapes.layout(x, True):
+            or not (full[5] is None or isinstance(full[5], np.ndarray)) or not shapes.can_read(x, True):
         return None
     scale, zero, weight, weight_scale, bias, kernel, stride, padding, dilation, groups, out_scale, out_zero, lo, hi = \
         full[1:]
     call = quantized._prepare_conv(shape, float(scale), int(zero), weight, weight_scale, bias, tuple(kernel),
                                    tuple(stride), tuple(padding), tuple(dilation), int(groups), float(out_scale),
                                    int(out_zero), int(lo), int(hi))
-    if call is None:
+    if call is None or not shapes.layout(x, True):  # (the layout taken last: a node refused takes none)
         return None
     n, ho, wo, o = call.shape
     shapes.set(node.outputs[0], (n, o, ho, wo), nhwc=True, dtype=U8)
@@ -85,7 +85,7 @@ def _linear(node: Node, args: list, shapes: Shapes) -> Step | None:
     shape = shapes.of(x, U8)
     full = _with_range(args, 8)
     if shape is None or not shape or not full or not all(isinstance(a, np.ndarray) for a in full[3:5]) \
-            or not (full[5] is None or isinstance(full[5], np.ndarray)) or not shapes.layout(x, False):
+            or not (full[5] is None or isinstance(full[5], np.ndarray)) or not shapes.can_read(x, False):
         return None
     scale, zero, weight, weight_scale, bias, out_scale, out_zero, lo, hi = full[1:]
     k, rows = shape[-1], int(np.prod(shape[:-1], dtype=np.int64))
@@ -95,7 +95,7 @@ def _linear(node: Node, args: list, shapes: Shapes) -> Step | None:
             or not quantized._qparams(out_scale, out_zero) or not 0 <= int(lo) <= int(hi) <= 255:
         return None
     made = quantized._requantization(weight, weight_scale, bias, float(scale), int(zero), float(out_scale))
-    if made is None:
+    if made is None or not shapes.layout(x, False):
         return None
     packed, _ = derived((weight,), ("qgemm pack",), lambda: quantized.pack(weight))
     n = weight.shape[1]
@@ -127,11 +127,13 @@ def _add(node: Node, args: list, shapes: Shapes) -> Step | None:
 def _shared_layout(shapes: Shapes, a: Any, b: Any) -> bool | None:
     """The layout two same-shaped operands share and the result takes (True: channels-last); None where they
     cannot share one. An image without one yet takes the other's, or channels-last."""
-    if len(shapes.shape[a.id]) != 4:
-        return False if shapes.layout(a, False) and shapes.layout(b, False) else None
     known = [shapes.nhwc[v.id] for v in (a, b) if v.id in shapes.nhwc]
-    nhwc = known[0] if known else True
-    return nhwc if shapes.layout(a, nhwc) and shapes.layout(b, nhwc) else None
+    nhwc = len(shapes.shape[a.id]) == 4 and (known[0] if known else True)
+    if not (shapes.can_read(a, nhwc) and shapes.can_read(b, nhwc)):  # (neither takes a layout then)
+        return None
+    shapes.layout(a, nhwc)
+    shapes.layout(b, nhwc)
+    return nhwc
 
 
 def _quantize(node: Node, args: list, shapes: Shapes) -> Step | None:

@@ -59,7 +59,7 @@ int pl_qgemm_check(const pl_qgemm *p, size_t x_len, size_t w_len, size_t offset_
                  (long long)p->lo, (long long)p->hi);
         return -1;
     }
-    size_t x_need = (size_t)((p->m - 1) * p->ldx + p->k);
+    size_t x_need = p->conv ? 0 : (size_t)((p->m - 1) * p->ldx + p->k);  /* (ldx is a plain GEMM's only) */
     if (p->conv) {
         const int64_t big = (int64_t)1 << 30;
         int ok = p->batch >= 1 && p->h >= 1 && p->w >= 1 && p->c >= 1 && p->kh >= 1 && p->kw >= 1 && p->sh >= 1
