@@ -18,7 +18,7 @@ from ptlite.format.pytorch_quantized import Packed, QuantizedOps
 from ptlite.ir.graph import Program, Value
 
 from .bytecode import Function, Operator
-from .restore import is_packed
+from .restore import is_packed, is_slot_name
 from .values import Static
 
 if TYPE_CHECKING:
@@ -138,6 +138,6 @@ def _owner(tr: Translator, obj: Any) -> str:
     """A packed weight object's name for its weights: the path of the layer holding it ('features.0.0')."""
     path = tr.paths.get(id(obj), "")
     parts = path.split(".")
-    while parts and (parts[-1] == "_packed_params" or re.fullmatch(r"attr\d+", parts[-1])):
+    while parts and (parts[-1] == "_packed_params" or is_slot_name(parts[-1])):
         parts.pop()
     return ".".join(parts) or "quantized"

@@ -28,6 +28,18 @@ MAX_STACK = 1 << 16
 MAX_OBJECTS = 1 << 20
 CONV_PACKED = "__torch__.torch.classes.quantized.Conv2dPackedParamsBase"
 LINEAR_PACKED = "__torch__.torch.classes.quantized.LinearPackedParamsBase"
+
+
+def slot_name(index: int) -> str:
+    """The name of an attribute a `__setstate__` creates (bytecode writes attributes by index, past the class's)."""
+    return f"attr{index}"
+
+
+def is_slot_name(name: str) -> bool:
+    """Whether a name is one slot_name gives."""
+    return name.startswith("attr") and name[4:].isdigit() and name[4:].isascii()
+
+
 _CLASSES = ClassTable()
 
 
@@ -239,7 +251,7 @@ class _Interpreter:
                 self.fail(pc, f"writes more than {MAX_TOTAL_SLOTS} attributes while loading (all objects "
                               "together); the file is crafted")
             obj.slots = obj.slots + [None] * grow
-            obj.names = obj.names + [f"attr{i}" for i in range(len(obj.names), x + 1)]
+            obj.names = obj.names + [slot_name(i) for i in range(len(obj.names), x + 1)]
         obj.slots[x] = value
 
     def operator(self, pc: int, x: int, count: int | None) -> None:
