@@ -770,7 +770,8 @@ static PyObject *py_qgemm_kernel(PyObject *self, PyObject *unused)
     (void)self;
     (void)unused;
     static const char *const names[PL_QGEMM_KERNELS] = {"plain C", "AVX-512 VNNI", "AVX-VNNI",
-                                                        "AVX-512 VNNI at 256 bits", "NEON dot product"};
+                                                        "AVX-512 VNNI at 256 bits", "NEON dot product",
+                                                        "AVX2 (no dot product)"};
     const int kernel = pl_qgemm_kernel();
     return PyUnicode_FromString(kernel >= 0 && kernel < PL_QGEMM_KERNELS ? names[kernel] : "unknown");
 }

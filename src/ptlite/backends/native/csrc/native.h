@@ -351,7 +351,7 @@ int pl_qgemm_check(const pl_qgemm *p, size_t x_len, size_t w_len, size_t offset_
 int pl_qgemm_run(const pl_qgemm *p, const uint8_t *x, const int8_t *w, const int32_t *offset, const float *mult,
                  uint8_t *y);
 enum pl_qgemm_kernel { PL_QGEMM_GENERIC = 0, PL_QGEMM_AVX512_VNNI, PL_QGEMM_AVX_VNNI, PL_QGEMM_AVX512_VNNI_256,
-                      PL_QGEMM_NEON_DOT, PL_QGEMM_KERNELS };
+                      PL_QGEMM_NEON_DOT, PL_QGEMM_AVX2, PL_QGEMM_KERNELS };
 int pl_qgemm_kernel(void);
 int pl_qgemm_kernel_usable(int kernel);
 int pl_qgemm_run_as(const pl_qgemm *p, const uint8_t *x, const int8_t *w, const int32_t *offset, const float *mult,

@@ -15,6 +15,8 @@
  * - 256-bit vpdpbusd, when the AVX2 table is selected (or the AVX-512 one on a CPU without AVX-512 VNNI) and the CPU
  *   has AVX-VNNI (its VEX encoding) or AVX-512 VNNI with VL (the EVEX one: the same instruction, which lets a CPU
  *   without AVX-VNNI run this kernel): QMR rows times 16 columns (12 ymm accumulators);
+ * - AVX2 without a dot product (vpmaddwd on the bytes widened to int16, exact), under either table on a CPU
+ *   with neither: QMR rows times 8 columns;
  * - NEON sdot on aarch64 CPUs with dot products (panel_dot);
  * - plain C elsewhere (which the compiler vectorizes). */
 #include <math.h>
@@ -293,30 +295,47 @@ VNNI static void panel_vnni(const qgemm_job *job, const uint8_t *const *rows, in
 #define V8UPDATE(DOT, t, av) V8DOT(DOT, d##t##0, av, w0); V8DOT(DOT, d##t##1, av, w1);
 #define V8STORE(t) if (t < count) store16(job, d##t##0, d##t##1, j0, job->y + (i0 + t) * p->n + j0);
 
-/* Columns j0..j0+15 of one output row from their sums (offsets included): requantized as requantize16 does (the
- * conversion rounds half to even: the default rounding mode, as the reference's nearbyintf), plus the zero point,
- * clamped, stored up to column n. */
-AVX2_TARGET static inline void store16(const qgemm_job *job, __m256i a, __m256i b, int64_t j0, uint8_t *y)
+/* 8 sums (offsets included) of output row y from column j0, requantized as requantize16 does up to the zero point
+ * (the conversion rounds half to even: the default rounding mode, as the reference's nearbyintf). */
+AVX2_TARGET static inline __m256i requantize8(const qgemm_job *job, __m256i acc, int64_t j0)
 {
-    const pl_qgemm *p = job->p;
-    const __m256 cap = _mm256_set1_ps(1073741824.0f);
-    const __m256i qa = _mm256_cvtps_epi32(_mm256_min_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(a),
-                                                                      _mm256_loadu_ps(job->mult + j0)), cap));
-    const __m256i qb = _mm256_cvtps_epi32(_mm256_min_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(b),
-                                                                      _mm256_loadu_ps(job->mult + j0 + 8)), cap));
-    /* packs works within 128-bit lanes: (a0-3, b0-3 | a4-7, b4-7); put a's halves, then b's, together */
-    __m256i ab = _mm256_permute4x64_epi64(_mm256_packs_epi32(qa, qb), 0xD8);
-    ab = _mm256_adds_epi16(ab, _mm256_set1_epi16((short)p->zy));
-    __m128i row = _mm_packus_epi16(_mm256_castsi256_si128(ab), _mm256_extracti128_si256(ab, 1));
+    const __m256 v = _mm256_mul_ps(_mm256_cvtepi32_ps(acc), _mm256_loadu_ps(job->mult + j0));
+    return _mm256_cvtps_epi32(_mm256_min_ps(v, _mm256_set1_ps(1073741824.0f)));
+}
+
+/* Bytes from int16 values (in column order): plus the zero point, clamped, the first n - j0 (up to `width`)
+ * stored. */
+AVX2_TARGET static inline void store_bytes(const pl_qgemm *p, __m128i lo, __m128i hi, int64_t j0, int64_t width,
+                                           uint8_t *y)
+{
+    const __m128i zy = _mm_set1_epi16((short)p->zy);
+    __m128i row = _mm_packus_epi16(_mm_adds_epi16(lo, zy), _mm_adds_epi16(hi, zy));
     row = _mm_min_epu8(_mm_max_epu8(row, _mm_set1_epi8((char)p->lo)), _mm_set1_epi8((char)p->hi));
-    const int64_t valid = p->n - j0;
-    if (valid >= 16) {
+    const int64_t valid = p->n - j0 < width ? p->n - j0 : width;
+    if (valid == 16) {
         _mm_storeu_si128((__m128i *)y, row);
     } else if (valid > 0) {
         uint8_t bytes[16];
         _mm_storeu_si128((__m128i *)bytes, row);
         memcpy(y, bytes, (size_t)valid);
     }
+}
+
+/* Columns j0..j0+15 of one output row from their sums (offsets included), requantized and stored. */
+AVX2_TARGET static inline void store16(const qgemm_job *job, __m256i a, __m256i b, int64_t j0, uint8_t *y)
+{
+    /* packs works within 128-bit lanes: (a0-3, b0-3 | a4-7, b4-7); put a's halves, then b's, together */
+    const __m256i ab = _mm256_permute4x64_epi64(_mm256_packs_epi32(requantize8(job, a, j0),
+                                                                   requantize8(job, b, j0 + 8)), 0xD8);
+    store_bytes(job->p, _mm256_castsi256_si128(ab), _mm256_extracti128_si256(ab, 1), j0, 16, y);
+}
+
+/* Columns j0..j0+7 of one output row. */
+AVX2_TARGET static inline void store8(const qgemm_job *job, __m256i a, int64_t j0, uint8_t *y)
+{
+    const __m256i q = requantize8(job, a, j0);
+    const __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
+    store_bytes(job->p, w, w, j0, 8, y);
 }
 
 #define PANEL_VNNI256(NAME, DOT)                                                                                       \
@@ -360,6 +379,53 @@ AVX2_TARGET static inline void store16(const qgemm_job *job, __m256i a, __m256i 
 PANEL_VNNI256(panel_vnni256_vex, "%{vex%} vpdpbusd")
 PANEL_VNNI256(panel_vnni256_evex, "%{evex%} vpdpbusd")
 
+/* Without a dot product: per four k, a row's bytes a0..a3 widened to int16 and repeated, times the 8 columns' four
+ * weights widened to int16 (two vectors of 4 columns), by vpmaddwd: two pair sums per column, exact in int32 (a pair
+ * is at most 2 * 255 * 128), added into two accumulators per row; at the end each column's two sums are added
+ * (vphaddd) and put back in column order. 12 accumulators, two weight vectors and the row's pattern: 15 registers. */
+#define W8DECLARE(t) __m256i e##t##0 = _mm256_setzero_si256(), e##t##1 = e##t##0;
+#define W8UPDATE(t, a) {                                                                                               \
+        const __m256i xp = _mm256_broadcastq_epi64(_mm_cvtepu8_epi16(_mm_cvtsi32_si128(a)));                        \
+        e##t##0 = _mm256_add_epi32(e##t##0, _mm256_madd_epi16(xp, w0));                                                \
+        e##t##1 = _mm256_add_epi32(e##t##1, _mm256_madd_epi16(xp, w1)); }
+#define W8STEP(t) { int32_t a; memcpy(&a, r##t + 4 * kk, 4); W8UPDATE(t, a) }
+#define W8TAIL(t) W8UPDATE(t, four(r##t, 4 * full4, p->k))
+#define W8STORE(t)                                                                                                     \
+    if (t < count)                                                                                                     \
+        store8(job, _mm256_add_epi32(_mm256_permute4x64_epi64(_mm256_hadd_epi32(e##t##0, e##t##1), 0xD8), o),         \
+               j0, job->y + (i0 + t) * p->n + j0);
+
+AVX2_TARGET static void panel_avx2(const qgemm_job *job, const uint8_t *const *rows, int64_t count_all,
+                                   int64_t i0_all, int64_t panel)
+{
+    const pl_qgemm *p = job->p;
+    const int64_t jp = panel * PL_QNB, wp = job->np - jp < PL_QNB ? job->np - jp : PL_QNB;
+    const int64_t full4 = p->conv ? job->k4 : p->k / 4, step = wp * 4;
+    for (int64_t t0 = 0; t0 < count_all; t0 += QMR) {
+        const int64_t count = count_all - t0 < QMR ? count_all - t0 : QMR, i0 = i0_all + t0;
+        const uint8_t *r[QMR];
+        for (int64_t t = 0; t < QMR; t++) r[t] = rows[t0 + (t < count ? t : 0)];
+        const uint8_t *r0 = r[0], *r1 = r[1], *r2 = r[2], *r3 = r[3], *r4 = r[4], *r5 = r[5];
+        for (int64_t j0 = jp; j0 < jp + wp; j0 += 8) {
+            QROWS(W8DECLARE)
+            const int8_t *b = job->w + jp * job->k4 * 4 + (j0 - jp) * 4;
+            __m256i w0, w1;
+            for (int64_t kk = 0; kk < full4; kk++, b += step) {
+                w0 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)b));
+                w1 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(b + 16)));
+                QROWS(W8STEP)
+            }
+            if (full4 < job->k4) {
+                w0 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)b));
+                w1 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(b + 16)));
+                QROWS(W8TAIL)
+            }
+            const __m256i o = _mm256_loadu_si256((const __m256i *)(job->offset + j0));
+            QROWS(W8STORE)
+        }
+    }
+}
+
 /* The kernel the CPU and the selected table give (see the top of this file). */
 static int x86_kernel(void)
 {
@@ -371,6 +437,7 @@ static int x86_kernel(void)
     if ((isa == &pl_isa_avx2 || isa == &pl_isa_avx512) && __builtin_cpu_supports("avx2")) {
         if (__builtin_cpu_supports("avxvnni")) return PL_QGEMM_AVX_VNNI;
         if (evex_vnni) return PL_QGEMM_AVX512_VNNI_256;
+        return PL_QGEMM_AVX2;
     }
     return PL_QGEMM_GENERIC;
 }
@@ -478,6 +545,7 @@ static void qgemm_task(void *ctx, size_t task)
         case PL_QGEMM_AVX512_VNNI: panel_vnni(job, rows, count, i0, panel); break;
         case PL_QGEMM_AVX_VNNI: panel_vnni256_vex(job, rows, count, i0, panel); break;
         case PL_QGEMM_AVX512_VNNI_256: panel_vnni256_evex(job, rows, count, i0, panel); break;
+        case PL_QGEMM_AVX2: panel_avx2(job, rows, count, i0, panel); break;
 #endif
 #if defined(__aarch64__)
         case PL_QGEMM_NEON_DOT: panel_dot(job, rows, count, i0, panel); break;
@@ -505,6 +573,7 @@ int pl_qgemm_kernel_usable(int kernel)
 #ifdef PL_X86
     case PL_QGEMM_AVX512_VNNI: return pl_qgemm_kernel() == PL_QGEMM_AVX512_VNNI;
     case PL_QGEMM_AVX_VNNI: __builtin_cpu_init(); return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("avxvnni");
+    case PL_QGEMM_AVX2: __builtin_cpu_init(); return __builtin_cpu_supports("avx2");
     case PL_QGEMM_AVX512_VNNI_256:
         __builtin_cpu_init();
         return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
