@@ -554,6 +554,10 @@ def describe(args: argparse.Namespace, info: dict, load_before: float, load_afte
         "# Benchmarks: ptlite vs eager PyTorch, PyTorch's lite interpreter, ONNX Runtime and ExecuTorch (batch 1, 2 "
         "threads)",
         "",
+        "Float32 models; int8 and fp16 ones (ptlite's quantization against ONNX Runtime's int8 and the lite "
+        "interpreter's qnnpack int8): [benchmarks-quantized.md](benchmarks-quantized.md) "
+        "(`benchmarks/bench_quantized.py`).",
+        "",
         f"Written by `{command}`. For each model a preparation process builds it (`ptlite.tools.zoo`) and writes each "
         "runtime's file; then a fresh process per runtime, one at a time, loads it and times it, in "
         f"{args.rounds} interleaved rounds of {args.runs} timed runs (after {args.warmup} warm-up runs), all with "
