@@ -78,6 +78,22 @@ def test_export_specs_are_static_and_named():
     assert program.forward.output_specs[0].shape == (2, 3)
 
 
+class SelfNamedMe(nn.Module):
+    def forward(me, image: torch.Tensor, scale: float = 2.0) -> torch.Tensor:  # noqa: N805 (the point of the test)
+        return image * scale
+
+
+def test_script_inputs_are_named_after_the_parameters_whatever_self_is_called():
+    """The module argument is the schema's first (a class type), not one named `self`: `forward(me, image)` takes
+    `image`, and `scale` keeps its type and default."""
+    program = ptlite.capture(SelfNamedMe(), (torch.ones(2),), method="script")
+    specs = program.forward.input_specs
+    assert [(s.name, s.type, s.default) for s in specs] == [("image", "Tensor", None), ("scale", "float", 2.0)], specs
+    module = ptlite.Module(program)
+    np.testing.assert_array_equal(module(image=np.ones(2, np.float32)), [2, 2])
+    np.testing.assert_array_equal(module(np.ones(2, np.float32), scale=3.0), [3, 3])
+
+
 def test_export_dynamic_batch():
     model = nn.Linear(4, 3).eval()
     batch = torch.export.Dim("batch")

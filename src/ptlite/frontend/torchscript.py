@@ -181,7 +181,9 @@ def _prepare_graph(frozen: torch._C.ScriptModule, name: str) -> torch._C.Graph:
 def _method_specs(sm: torch.jit.ScriptModule, name: str, graph: Graph, example_inputs: tuple | None
                   ) -> list[ValueSpec]:
     schema = getattr(sm, name).schema
-    args = [a for a in schema.arguments if a.name != "self"]
+    args = list(schema.arguments)
+    if args and isinstance(args[0].type, torch._C.ClassType):  # the module itself, whatever it is called
+        args = args[1:]
     specs = []
     for i, (arg, value) in enumerate(zip(args, graph.inputs)):
         example = example_inputs[i] if example_inputs is not None and i < len(example_inputs) else None
