@@ -35,9 +35,8 @@ class TensorFacts:
     def rank(self, v: Value) -> int | None:
         """The number of dimensions: from the shape, else by the `@rank` rule of the operator making v (its first
         result), from its arguments' ranks; None if unknown."""
-        known = self._ranks.get(v.id)
-        if known is not None or v.id in self._ranks:
-            return known
+        if v.id in self._ranks:
+            return self._ranks[v.id]
         pending, waiting = [v], set()  # the values whose ranks v's depends on, found iteratively (chains are long)
         while pending:
             x = pending.pop()

@@ -74,9 +74,8 @@ def delegates(backend: str, graph: Graph, program: Program, kernels: dict[int, K
             planned = node.attrs.get(OUT_ATTR)
             if isinstance(planned, dict) and node.outputs and planned.get("dtype") in ITEMSIZE \
                     and node.outputs[0].id not in shapes.shape:  # (what steps read: float32 and uint8)
-                shapes.set(node.outputs[0], tuple(planned.get("shape", ())), dtype=planned["dtype"])
-                if len(shapes.shape[node.outputs[0].id]) == 4:
-                    del shapes.nhwc[node.outputs[0].id]  # (as the kernel returns it: the first step's to say)
+                # (its layout, as the kernel returns it: the first step reading it says)
+                shapes.set(node.outputs[0], tuple(planned.get("shape", ())), nhwc=None, dtype=planned["dtype"])
             continue
         current.append((node, step))
     close()
@@ -85,9 +84,10 @@ def delegates(backend: str, graph: Graph, program: Program, kernels: dict[int, K
 
 def _planned_over(node: Node, shapes: Shapes, x: tuple[int, int, int] | None) -> bool:
     """Whether the memory plan put the node's output in the arena over x (buffer, offset, floats)."""
-    if x is None or x[0] != 0 or _planned_entry(node.outputs[0], shapes) is None:
+    planned = _planned_entry(node.outputs[0], shapes)
+    if x is None or x[0] != 0 or planned is None:
         return False
-    start, count = node.attrs[OUT_ATTR]["offset"] // 4, shapes.floats(node.outputs[0])
+    start, count = planned["offset"] // 4, shapes.floats(node.outputs[0])
     return start < x[1] + x[2] and x[1] < start + count
 
 

@@ -105,8 +105,7 @@ class Shapes:
         shapes, dtypes = plan.get("input_shapes", []), plan.get("input_dtypes", [])
         for v, shape, dtype in zip(graph.inputs, shapes, dtypes):
             if dtype in ITEMSIZE and isinstance(shape, list):
-                self.set(v, tuple(shape), dtype=dtype)
-                self.nhwc.pop(v.id, None)  # (its layout: the first step that reads it)
+                self.set(v, tuple(shape), nhwc=None, dtype=dtype)  # (its layout: the first step that reads it)
         self.typed = len(shapes) == len(graph.inputs) and all(
             isinstance(shape, list) and v.shape == tuple(shape) for v, shape in zip(graph.inputs, shapes))
         self.read = {v.id for node in graph.walk() for v in node.inputs} | {v.id for v in graph.outputs}
@@ -125,7 +124,7 @@ class Shapes:
     def of(self, v: Any, dtype: str = "float32") -> tuple[int, ...] | None:
         """v's shape where it is known and v is of this dtype; else None."""
         shape = self._known(v)
-        return shape if shape is not None and self.dtypes.get(v.id, "float32") == dtype else None
+        return shape if shape is not None and self.dtype(v) == dtype else None
 
     def dtype(self, v: Value) -> str:
         return self.dtypes.get(v.id, "float32")
@@ -134,19 +133,9 @@ class Shapes:
         """The floats (4 bytes each) v's values take in a plan's buffers."""
         return -(-math.prod(self.shape[v.id]) * ITEMSIZE[self.dtype(v)] // 4)
 
-    def layout(self, v: Any, nhwc: bool) -> bool:
-        """Whether v can be read in this layout (channels-last or row-major); a 4-D value without one yet (a
-        region's input) takes it. A 4-D value whose two layouts are the same memory (C or H * W is 1) reads as
-        either."""
-        shape = self._known(v)
-        if shape is None:
-            return False
-        if len(shape) != 4:
-            return not nhwc
-        return self.nhwc.setdefault(v.id, nhwc) == nhwc or shape[1] == 1 or shape[2] * shape[3] == 1
-
     def can_read(self, v: Any, nhwc: bool) -> bool:
-        """Whether v can be read in this layout, without giving it the layout (layout does)."""
+        """Whether v can be read in this layout (channels-last or row-major), without giving it the layout: a 4-D
+        value has it, or none yet, or two layouts that are the same memory (C or H * W is 1)."""
         shape = self._known(v)
         if shape is None:
             return False
@@ -154,14 +143,25 @@ class Shapes:
             return not nhwc
         return self.nhwc.get(v.id, nhwc) == nhwc or shape[1] == 1 or shape[2] * shape[3] == 1
 
-    def set(self, v: Value, shape: tuple[int, ...], nhwc: bool = False, dtype: str = "float32") -> None:
+    def layout(self, v: Any, nhwc: bool) -> bool:
+        """can_read, and a 4-D value without a layout yet (a region's input) takes this one."""
+        if not self.can_read(v, nhwc):
+            return False
+        if len(self.shape[v.id]) == 4:
+            self.nhwc.setdefault(v.id, nhwc)
+        return True
+
+    def set(self, v: Value, shape: tuple[int, ...], nhwc: bool | None = False, dtype: str = "float32") -> None:
+        """Record v's shape, dtype and (4-D) layout; nhwc None: no layout yet (the first step reading it says)."""
         self.shape[v.id] = shape
         if dtype == "float32":
             self.dtypes.pop(v.id, None)
         else:
             self.dtypes[v.id] = dtype
-        if len(shape) == 4:
+        if len(shape) == 4 and nhwc is not None:
             self.nhwc[v.id] = nhwc
+        else:
+            self.nhwc.pop(v.id, None)
 
 
 def step_for(node: Node, program: Program, shapes: Shapes) -> Step | None:
@@ -506,7 +506,7 @@ def _view_step(node: Node, args: list, shapes: Shapes) -> Step | None:
     flatten of pooled pixels does). An image's channels-last memory is its (N, C, H, W) view at strides (HWC, 1, WC,
     C), so a flatten or a permutation of an image is a copy too."""
     x, shape, dtype = node.inputs[0], shapes.of(node.inputs[0]), "float32"
-    if shape is None:  # a uint8 value: only a view of all of its memory (its bytes are no whole floats)
+    if shape is None:  # a uint8 value: its bytes are no whole floats (see below)
         shape, dtype = shapes.of(x, "uint8"), "uint8"
     if shape is None or math.prod(shape) == 0:
         return None

@@ -154,6 +154,15 @@ static inline int32_t four(const uint8_t *row, int64_t k0, int64_t k)
     return v;
 }
 
+/* The micro-kernels' QMR row pointers from row t0 of a tile of `count` (past its end the first again, whose results
+ * are not stored); how many are real. */
+static inline int64_t tile_rows(const uint8_t *const *rows, int64_t count, int64_t t0, const uint8_t *r[QMR])
+{
+    const int64_t n = count - t0 < QMR ? count - t0 : QMR;
+    for (int64_t t = 0; t < QMR; t++) r[t] = rows[t0 + (t < n ? t : 0)];
+    return n;
+}
+
 /* Rows rows[0..count) (their first bytes; row t is output row i0 + t) by panel `panel`, in plain C. */
 static void panel_generic(const qgemm_job *job, const uint8_t *const *rows, int64_t count, int64_t i0, int64_t panel)
 {
@@ -273,9 +282,8 @@ VNNI static void panel_vnni(const qgemm_job *job, const uint8_t *const *rows, in
     const int64_t j0 = panel * PL_QNB, wp = job->np - j0 < PL_QNB ? job->np - j0 : PL_QNB;
     const int8_t *w = job->w + j0 * job->k4 * 4;
     for (int64_t t0 = 0; t0 < count; t0 += QMR) {
-        const int64_t n = count - t0 < QMR ? count - t0 : QMR;
         const uint8_t *r[QMR];
-        for (int64_t t = 0; t < QMR; t++) r[t] = rows[t0 + (t < n ? t : 0)];
+        const int64_t n = tile_rows(rows, count, t0, r);
         switch (wp / 16) {
         case 4: tile_vnni(job, r, n, i0 + t0, j0, w, 4); break;
         case 3: tile_vnni(job, r, n, i0 + t0, j0, w, 3); break;
@@ -346,9 +354,8 @@ AVX2_TARGET static inline void store8(const qgemm_job *job, __m256i a, int64_t j
         const int64_t jp = panel * PL_QNB, wp = job->np - jp < PL_QNB ? job->np - jp : PL_QNB;                        \
         const int64_t full4 = p->conv ? job->k4 : p->k / 4, step = wp * 4;                                             \
         for (int64_t t0 = 0; t0 < count_all; t0 += QMR) {                                                              \
-            const int64_t count = count_all - t0 < QMR ? count_all - t0 : QMR, i0 = i0_all + t0;                       \
             const uint8_t *r[QMR];                                                                                     \
-            for (int64_t t = 0; t < QMR; t++) r[t] = rows[t0 + (t < count ? t : 0)];                                  \
+            const int64_t count = tile_rows(rows, count_all, t0, r), i0 = i0_all + t0;                                 \
             const uint8_t *r0 = r[0], *r1 = r[1], *r2 = r[2], *r3 = r[3], *r4 = r[4], *r5 = r[5];                     \
             for (int64_t j0 = jp; j0 < jp + wp; j0 += 16) {                                                            \
                 const __m256i o0 = _mm256_loadu_si256((const __m256i *)(job->offset + j0));                           \
@@ -402,9 +409,8 @@ AVX2_TARGET static void panel_avx2(const qgemm_job *job, const uint8_t *const *r
     const int64_t jp = panel * PL_QNB, wp = job->np - jp < PL_QNB ? job->np - jp : PL_QNB;
     const int64_t full4 = p->conv ? job->k4 : p->k / 4, step = wp * 4;
     for (int64_t t0 = 0; t0 < count_all; t0 += QMR) {
-        const int64_t count = count_all - t0 < QMR ? count_all - t0 : QMR, i0 = i0_all + t0;
         const uint8_t *r[QMR];
-        for (int64_t t = 0; t < QMR; t++) r[t] = rows[t0 + (t < count ? t : 0)];
+        const int64_t count = tile_rows(rows, count_all, t0, r), i0 = i0_all + t0;
         const uint8_t *r0 = r[0], *r1 = r[1], *r2 = r[2], *r3 = r[3], *r4 = r[4], *r5 = r[5];
         for (int64_t j0 = jp; j0 < jp + wp; j0 += 8) {
             QROWS(W8DECLARE)
