@@ -95,10 +95,12 @@ def cli(capsys, *argv: str) -> tuple[int, str, str]:
 def assert_clean_error(code: int, err: str, expected: str) -> None:
     assert code == 2, f"exit status {code}, stderr: {err}"
     assert "Traceback" not in err, err
-    headline = err.strip().splitlines()[0]
-    assert headline.startswith("ptlite"), err
-    assert "error:" in headline, err
-    assert expected in headline, f"expected {expected!r} in the first line of: {err}"
+    lines = err.strip().splitlines()
+    errors = [i for i, line in enumerate(lines) if line.startswith("ptlite") and ": error:" in line]
+    assert len(errors) == 1, f"expected one 'ptlite...: error:' line in: {err}"
+    assert all(line.startswith("ptlite: ") for line in lines[:errors[0]]), f"only progress lines come before: {err}"
+    headline = lines[errors[0]]
+    assert expected in headline, f"expected {expected!r} in the error line of: {err}"
 
 
 @pytest.fixture(scope="module")
@@ -153,7 +155,8 @@ def test_convert_module_function_reports_and_matches_torch(work, capsys, monkeyp
     assert "with export" in out  # auto tries torch.export first
     assert "operators: 4" in out  # conv + relu fused, conv and linear prepacked
     assert "weights:   4 tensors, 548 B" in out  # conv 4*3*3*3 + 4, linear 5*4 + 5 float32 values
-    assert f"wrote again.ptlite ({os.path.getsize(work['folder'] / 'again.ptlite') / 1024:.1f} KB)" in out
+    size = os.path.getsize(work["folder"] / "again.ptlite") / 1024
+    assert f"wrote again.ptlite ({size:.1f} KB; needs ptlite >= 0.1.0)" in out
     module = ptlite.load(work["folder"] / "again.ptlite")
     got = module(work["x"])
     want = torch_forward(work["model"], work["x"])
@@ -206,7 +209,7 @@ def test_convert_quantize_int8_static_calibrates_on_a_folder(work, capsys, monke
     assert code == 0, err
     assert "quantized:  int8_static: 2 operator(s) in int8" in out and "widened" not in out, out
     assert "int8 " in out.split("weights:")[1].splitlines()[0], out  # bytes per dtype: the int8 weights
-    from ptlite.tools.preprocess import load_image
+    from ptlite.preprocess.image import load_image
 
     x = load_image(images / "img0.png", (16, 16))[None]
     got = ptlite.load(work["folder"] / "int8.ptlite")(x)
@@ -663,3 +666,19 @@ def test_convert_optimizes_by_default(tmp_path, capsys, monkeypatch):
     for path in ("opt.ptlite", "raw.ptlite"):
         got = ptlite.load(tmp_path / path)(x)
         assert np.abs(got - want).max() <= 1e-5 * max(1.0, np.abs(want).max()), path
+
+
+def test_progress_lines_go_to_stderr_and_quiet_silences_them(work, capsys):
+    argv = ["convert", f"{MODULE}:tiny", "--input-shape", "1,3,16,16", "-o", "progress.ptlite"]
+    code, out, err = cli(capsys, *argv)
+    assert code == 0, err
+    stages = [line for line in err.splitlines() if line.startswith("ptlite: ")]
+    assert any("capturing" in line for line in stages) and any("optimizing" in line for line in stages), err
+    assert any("writing progress.ptlite" in line for line in stages), err
+    assert "wrote progress.ptlite" in out, "the results stay on standard output"
+    for quiet in (["-q", *argv], [*argv, "--quiet"]):  # before or after the command's name
+        code, out, err = cli(capsys, *quiet)
+        assert code == 0 and err == "", f"-q printed: {err}"
+        assert "wrote progress.ptlite" in out
+    code, out, err = cli(capsys, "run", "progress.ptlite", work["folder"] / "x.npy", "-v")
+    assert code == 0, err

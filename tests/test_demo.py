@@ -43,11 +43,13 @@ def test_quick_demo_shows_equal_accuracy(quick_demo):
         assert float(rows[name][1]) <= 1e-4, f"{name}: max |logit diff| {rows[name][1]}"
     assert "result: ptlite matches PyTorch" in out
     assert "'import torch' fails" in out
+    optimized = [line for line in out.splitlines() if line.strip().startswith("optimized:")]
+    assert len(optimized) == 2 and all("fold_conv_bn" in line for line in optimized), out  # the optimized file
 
 
 def test_quick_demo_leaves_files_to_try_next(quick_demo, capsys):
     _, out, out_dir = quick_demo
-    for name in ("digits_script.ptlite", "digits_export.ptlite", "digits_labels.txt"):
+    for name in ("digits_script.ptlite", "digits_export.ptlite"):
         assert (out_dir / name).is_file(), name
     suggestion = next(line.strip() for line in out.splitlines() if line.strip().startswith("ptlite run "))
     for line in out.splitlines():

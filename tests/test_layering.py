@@ -19,11 +19,13 @@ ALLOWED: dict[str, set[str]] = {
     "passes": {"ir", "ops"},
     "format": {"ir", "ops"},
     "backends": {"passes", "ir", "ops"},
-    "runtime": {"backends", "ir", "ops"},
+    "runtime": {"preprocess", "backends", "ir", "ops"},
     "frontend": {"runtime", "backends", "passes", "format", "ir", "ops"},
     "quantization": {"runtime", "backends", "passes", "ir", "ops"},
-    "ptlite": {"frontend", "quantization", "runtime", "backends", "passes", "format", "ir", "ops"},
-    "tools": {"ptlite", "frontend", "quantization", "runtime", "backends", "passes", "format", "ir", "ops"},
+    "preprocess": set(),
+    "ptlite": {"preprocess", "frontend", "quantization", "runtime", "backends", "passes", "format", "ir", "ops"},
+    "tools": {"ptlite", "preprocess", "frontend", "quantization", "runtime", "backends", "passes", "format", "ir",
+              "ops"},
 }
 CLI = "ptlite.tools.cli"
 MAX_LINES = 600  # a module longer than this is split (generated data excepted)

@@ -7,7 +7,7 @@ import sys
 import numpy as np
 import pytest
 
-from ptlite.tools.preprocess import (
+from ptlite.preprocess.image import (
     IMAGENET_MEAN,
     IMAGENET_STD,
     center_crop,

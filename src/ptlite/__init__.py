@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from typing import Any
+from typing import IO, Any
 
 from . import backends
 from .backends import BackendInfo
@@ -34,15 +34,17 @@ from .errors import (
     ScriptError,
     UnsupportedOperatorError,
 )
-from .ir.graph import Program, ValueSpec
+from .ir.graph import BundledInput, Program, ValueSpec
+from .preprocess.spec import Preprocessing
 from .runtime.limits import Limits
 from .runtime.module import Module
 from .version import __version__
 
-__all__ = ["capture", "optimize_for_mobile", "quantize", "save", "load", "load_program", "export_opnames", "backends",
-           "set_num_threads", "get_num_threads", "Program", "Module", "ValueSpec", "Backend", "BackendInfo",
-           "Limits", "PtliteError", "FormatError", "CaptureError", "InputError", "UnsupportedOperatorError",
-           "ExecutionError", "FileChangedError", "LimitError", "ScriptError", "__version__"]
+__all__ = ["capture", "optimize_for_mobile", "quantize", "save", "describe", "bundle_inputs", "load", "load_program",
+           "export_opnames", "backends", "set_num_threads", "get_num_threads", "Program", "Module", "ValueSpec",
+           "BundledInput", "Preprocessing", "Backend", "BackendInfo", "Limits", "PtliteError", "FormatError",
+           "CaptureError", "InputError", "UnsupportedOperatorError", "ExecutionError", "FileChangedError", "LimitError",
+           "ScriptError", "__version__"]
 
 
 def capture(model: Any, example_inputs: tuple | None = None, method: str = "auto", **options: Any) -> Program:
@@ -121,17 +123,79 @@ def _lowering(target: Backend) -> Any:
                     lambda program, blocked: target.lower(program, LoweringContext(blocked, run)))
 
 
-def save(program: Program, path: str | os.PathLike) -> None:
-    """Write `program` to a .ptlite file."""
+def save(program: Program, path: str | os.PathLike, *, preprocessing: Preprocessing | str | None = None,
+         labels: Iterable[str] | None = None, metadata: dict[str, Any] | None = None,
+         bundled_inputs: list[BundledInput] | None = None) -> None:
+    """Write `program` to a .ptlite file, with what an app needs besides the weights (kept in the file's metadata;
+    `program` itself is unchanged). The file records the least ptlite version its operators need.
+
+    preprocessing: how an image becomes forward's input (a `ptlite.preprocess.Preprocessing`, or its text form such
+        as "imagenet" or "size=28 channels=L mean=0.1307 std=0.3081"); `Module.preprocessing` and `ptlite run` use it.
+    labels: the class names, index by index (`Module.labels`; `ptlite run` prints them).
+    metadata: your own keys, any JSON values (`Module.metadata["user"]`).
+    bundled_inputs: example calls with PyTorch's outputs (`ptlite.bundle_inputs`), which `ptlite check` and
+        `Module.check_bundled()` replay on the device.
+    """
     from .format.writer import save as _save
 
-    _save(program, path)
+    _save(describe(program, preprocessing=preprocessing, labels=labels, metadata=metadata,
+                   bundled_inputs=bundled_inputs), path)
 
 
-def load_program(path: str | os.PathLike, methods: Iterable[str] | None = None, in_memory: bool = False) -> Program:
+def describe(program: Program, *, preprocessing: Preprocessing | str | None = None,
+             labels: Iterable[str] | None = None, metadata: dict[str, Any] | None = None,
+             bundled_inputs: list[BundledInput] | None = None) -> Program:
+    """The program with preprocessing, labels, your metadata keys and bundled inputs recorded (see `save`): a new
+    Program sharing methods and weights; what is not given stays as it was. ValueError for values a file cannot
+    hold (a preprocessing the model's input cannot take, labels that are not strings, metadata that is not JSON)."""
+    from dataclasses import replace
+
+    from .preprocess.spec import LABELS_KEY, PREPROCESSING_KEY
+
+    new = dict(program.metadata)
+    if preprocessing is not None:
+        spec = Preprocessing.parse(preprocessing) if isinstance(preprocessing, str) else preprocessing
+        if not isinstance(spec, Preprocessing):
+            raise TypeError(f"preprocessing must be a ptlite.preprocess.Preprocessing or its text, not "
+                            f"{type(preprocessing).__name__}")
+        forward = program.methods.get("forward")
+        targets = [s for s in forward.input_specs if spec.input in (None, s.name)] if forward is not None else []
+        if spec.input is not None and not targets:
+            raise ValueError(f"preprocessing names input {spec.input!r}, which forward does not take")
+        if targets:
+            spec.with_input_shape(targets[0].shape)  # raises if the channels disagree
+        new[PREPROCESSING_KEY] = spec.to_metadata()
+    if labels is not None:
+        names = [labels] if isinstance(labels, str) else list(labels)
+        if not all(isinstance(n, str) for n in names):
+            raise ValueError("labels must be strings (one class name per index)")
+        new[LABELS_KEY] = names
+    if metadata is not None:
+        import json
+
+        try:
+            json.dumps(metadata, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"metadata must be JSON (str keys; lists, numbers, strings, ...): {exc}") from None
+        new["user"] = {**new.get("user", {}), **metadata}
+    return replace(program, metadata=new,
+                   bundled_inputs=list(bundled_inputs) if bundled_inputs is not None else program.bundled_inputs)
+
+
+def bundle_inputs(model: Any, calls: Any, method: str = "forward", **tolerances: Any) -> list[BundledInput]:
+    """Run a PyTorch model on example calls and return them with its outputs, for `save(bundled_inputs=...)` (needs
+    torch; see `ptlite.frontend.bundle.bundle_inputs` for the calls and the tolerances)."""
+    from .frontend.bundle import bundle_inputs as _bundle
+
+    return _bundle(model, calls, method, **tolerances)
+
+
+def load_program(path: str | os.PathLike | bytes | bytearray | memoryview | IO[bytes],
+                 methods: Iterable[str] | None = None, in_memory: bool = False) -> Program:
     """Read a .ptlite file into a Program without preparing it to run. A PyTorch Mobile file (.ptl, recognised by
     its content) is translated into the same IR, without torch and without running anything from it.
 
+    path: the file's path, its content (bytes, bytearray, memoryview) or a binary file object, as for `load`.
     methods: for a PyTorch Mobile file, the methods to translate (default: forward and the other public ones;
         name helpers such as torchvision's `_forward_impl` to get them). A .ptlite file holds the methods it was
         saved with: ValueError if this is given for one.
@@ -139,32 +203,39 @@ def load_program(path: str | os.PathLike, methods: Iterable[str] | None = None, 
     return _read(path, methods, in_memory)[0]
 
 
-def _read(path: str | os.PathLike, methods: Iterable[str] | None = None,
-          in_memory: bool = False) -> tuple[Program, bool]:
-    """The program in a file, and whether it came from a PyTorch Mobile file."""
+def _read(path: Any, methods: Iterable[str] | None = None, in_memory: bool = False) -> tuple[Program, bool]:
+    """The program in a file (a path, its content, or a binary file object: ptlite.format.source), and whether it
+    came from a PyTorch Mobile file. The source is opened once (a file object read once) and handed to the reader
+    its magic names."""
     from .format.reader import is_ptlite_file, read_program
+    from .format.source import open_source
 
-    if not isinstance(path, (str, bytes, os.PathLike)):  # open() would take an int as a file descriptor
-        raise TypeError(f"expected a file path (str or os.PathLike), got {type(path).__name__}: {str(path)[:60]}")
-    with open(path, "rb") as f:
-        head = f.read(8)
-    if not is_ptlite_file(head):  # the legacy reader is imported only for files that may need it
+    opened = open_source(path, in_memory)  # TypeError for anything else (an int is not taken as a descriptor)
+    if not is_ptlite_file(bytes(opened.data[:8])):  # the legacy reader is imported only for files that may need it
         from .format.ptl import read_ptl, sniff_file
 
-        if sniff_file(path) is not None:
+        if sniff_file(opened) is not None:
             chosen = None if methods is None else list(methods)
-            return read_ptl(path, chosen, evaluate=backends.reference().evaluate, in_memory=in_memory), True
+            return read_ptl(opened, chosen, evaluate=backends.reference().evaluate), True
     if methods is not None:
-        raise ValueError(f"{os.fspath(path)}: methods= chooses what to translate from a PyTorch Mobile file; a .ptlite "
+        raise ValueError(f"{opened.name}: methods= chooses what to translate from a PyTorch Mobile file; a .ptlite "
                          "file holds the methods it was saved with")
-    return read_program(path, in_memory), False
+    return read_program(opened), False
 
 
-def load(path: str | os.PathLike, optimize: bool | None = None,
+def load(path: str | os.PathLike | bytes | bytearray | memoryview | IO[bytes], optimize: bool | None = None,
          backends: Iterable[str | Backend] | str | None = None, in_memory: bool = False,
          limits: Limits | None = None) -> Module:
     """Load a .ptlite (or PyTorch Mobile .ptl) file, check that every operator it uses is available, and return a
     runnable Module.
+
+    path: the file's path (str or os.PathLike: mapped, see in_memory), its content (bytes, bytearray or memoryview:
+        an app's asset, a download; copied once into aligned memory, so a later change to a bytearray does not
+        reach the module), or a binary file object to read it from (anything with .read(): an open file,
+        io.BytesIO, zipfile.ZipFile(...).open(name); read from its position to its end, into memory, never mapped).
+        bytes are always the content, never a path (ptlite used to take bytes as a path: pass os.fsdecode(p) for
+        a path held as bytes). A file object in text mode, or any other type, raises TypeError. Errors name the
+        source by its path, the file object's name, or "<bytes>" (docs/reliability.md).
 
     backends: the backends to run it on, asked in order for each node (names, or Backend objects of your own; the
         NumPy reference is always added last and runs what the others decline). None: every backend available here
@@ -177,8 +248,9 @@ def load(path: str | os.PathLike, optimize: bool | None = None,
         optimized it unless told not to (if optimizing a .ptl program fails, a warning says why and it runs as
         translated). True: optimize any file (errors raise); False: never.
 
-    in_memory: copy the whole file into memory at load instead of mapping it (docs/reliability.md). Mapped (the
-        default where ptlite's `_mapped` extension is built), loading copies nothing (but the weights a quantized
+    in_memory: copy the whole file into memory at load instead of mapping it (docs/reliability.md; content and file
+        objects are always in memory). Mapped (the default for a path where ptlite's `_mapped` extension is built),
+        loading copies nothing (but the weights a quantized
         file stores narrower, widened to float32 in memory) and the file may still change
         on disk without harm to the process: replacing it (os.replace) leaves the module reading the old file, and
         truncating or overwriting it in place makes the calls after raise FileChangedError (never a crash, never
@@ -206,7 +278,9 @@ def load(path: str | os.PathLike, optimize: bool | None = None,
                     raise
                 import warnings  # the file still runs, as translated; say why it is not optimized
 
-                warnings.warn(f"{os.fspath(path)}: optimize_for_mobile failed ({type(exc).__name__}: {exc}); running "
+                from .format.source import source_name
+
+                warnings.warn(f"{source_name(path)}: optimize_for_mobile failed ({type(exc).__name__}: {exc}); running "
                               "the program as translated (ptlite.load(path, optimize=False) skips the attempt)",
                               stacklevel=2)
     if legacy or optimize:
@@ -232,27 +306,41 @@ def export_opnames(program_or_path: Program | str | os.PathLike) -> list[str]:
 
 def set_num_threads(n: int) -> None:
     """Use n threads for the native backend's kernels (its own pool, the calling thread included) and for the NumPy
-    backend's matrix products (the BLAS library NumPy uses, through threadpoolctl when it is installed; without it,
-    set OPENBLAS_NUM_THREADS before starting Python). The default is the machine's core count. The NumPy backend's
-    other kernels run on the calling thread (see ptlite.backends.numpy._parallel for why)."""
+    backend's matrix products (the BLAS library NumPy uses, through threadpoolctl, a dependency of ptlite: this
+    sets it for the whole process). The NumPy backend's other kernels run on the calling thread (see
+    ptlite.backends.numpy._parallel for why). ValueError for n < 1; ImportError, saying how to install it, where
+    threadpoolctl is missing.
+
+    The default (get_num_threads) is the CPUs this process may use; until this is called, BLAS keeps its own
+    default (OpenBLAS: the CPUs of the affinity mask, not the cgroup quota): set_num_threads(get_num_threads())
+    gives it ptlite's."""
     global _num_threads
     if int(n) < 1:
         raise ValueError(f"number of threads must be at least 1, got {n}")
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError as exc:
+        raise ImportError(f"ptlite.set_num_threads sets BLAS's threads through threadpoolctl, a dependency of ptlite "
+                          f"that is missing here ({exc}): pip install threadpoolctl") from None
     _num_threads = int(n)
     from .backends.native import set_num_threads as native_threads
 
     native_threads(_num_threads)
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:
-        return
-    threadpool_limits(limits=int(n), user_api="blas")
+    threadpool_limits(limits=_num_threads, user_api="blas")
 
 
-_num_threads = max(1, os.cpu_count() or 1)
+_num_threads: int | None = None  # as set by set_num_threads; None: the default, found when first asked for
 
 
 def get_num_threads() -> int:
-    """Threads for the native kernels and matrix products, as last set by set_num_threads (default: the machine's
-    core count)."""
+    """Threads for the native kernels and matrix products, as last set by set_num_threads. The default is the CPUs
+    this process may use (`ptlite.backends.cpus.default_num_threads`): those of its affinity mask (taskset, a
+    container's cpuset; `os.process_cpu_count()` on Python 3.13+), capped by its cgroup CPU quota rounded up (a
+    container's --cpus=1.5: 2), not the host's core count (os.cpu_count()). The native backend starts with the
+    same count; BLAS gets it when set_num_threads is called (see there)."""
+    global _num_threads
+    if _num_threads is None:
+        from .backends.cpus import default_num_threads
+
+        _num_threads = default_num_threads()
     return _num_threads

@@ -113,6 +113,22 @@ def resolve(selection: Iterable[str | Backend] | str | None = None) -> list[Back
     return [b for b in chosen if b.name != REFERENCE] + [reference()]
 
 
+def supported_operators(backend: str | Backend) -> list[str]:
+    """The operators a backend has a kernel for, sorted: every operator of the table (`ptlite.ops`, those you
+    declared included) that it does not decline when asked by the operator alone (`kernel(op, None)`), without
+    the structural ones, which the interpreter runs itself (prim::Constant, prim::If, prim::Loop,
+    ptlite::module_state). A backend may still decline a node of one of these for its arguments (the native
+    backend runs float32 tensors; another dtype or layout goes to the next backend): the NumPy reference, asked
+    last, runs every operator (`ptlite ops --supported` prints these lists).
+
+    backend: a built-in backend's name (or an alias such as "cpu"), or a Backend object; ValueError naming the
+    known ones, or saying why that one is not available here."""
+    from ptlite import ops
+
+    target = get(backend) if isinstance(backend, str) else backend
+    return sorted(key for key, op in ops.all_ops().items() if not op.structural and target.kernel(op, None) is not None)
+
+
 def lowering_passes(target: Backend) -> dict[str, str]:
     """Every lowering pass a blocklist may name when lowering for `target` -> what blocking it skips: the target's
     own, then the other available backends' (which skip nothing for this target), so that one blocklist serves

@@ -29,3 +29,7 @@ assert HEADER_SIZE == 64
 def align(n: int) -> int:
     """Round n up to the next multiple of ALIGN."""
     return (n + ALIGN - 1) // ALIGN * ALIGN
+
+# Program metadata key: the least ptlite version that runs the file (its operators' newest `@since`); older readers
+# that know the key refuse the file naming the version to upgrade to, before reading its methods.
+MIN_VERSION_KEY = "min_ptlite_version"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import gc
-import os
 import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -12,12 +11,14 @@ from typing import Any
 import numpy as np
 
 from ptlite.errors import FormatError
-from ptlite.ir.graph import BLOCKLIST_KEY, Program
+from ptlite.ir.graph import BLOCKLIST_KEY, BundledInput, Program
 from ptlite.ir.verifier import verify_graph
+from ptlite.ops import lookup
+from ptlite.version import __version__, version_key
 
 from .encoding import decode_constant, decode_graph, parse_json
-from .layout import ALIGN, FORMAT_VERSION, HEADER, HEADER_SIZE, MAGIC, MAX_PROGRAM_BYTES, WEIGHT_DTYPES
-from .source import open_source
+from .layout import ALIGN, FORMAT_VERSION, HEADER, HEADER_SIZE, MAGIC, MAX_PROGRAM_BYTES, MIN_VERSION_KEY, WEIGHT_DTYPES
+from .source import Source, open_source
 
 
 def is_ptlite_file(head: bytes) -> bool:
@@ -92,11 +93,12 @@ def _element_count(shape: Any) -> int | None:
     return count
 
 
-def read_program(path: str | os.PathLike, in_memory: bool = False) -> Program:
+def read_program(source: Source, in_memory: bool = False) -> Program:
     """Read and validate a .ptlite file into a Program whose weights are read-only views of the file's bytes
-    (mapped and guarded, or copied into memory: see ptlite.format.source)."""
-    name = os.fspath(path)
-    buf = open_source(path, in_memory)
+    (mapped and guarded, or copied into memory: see ptlite.format.source). source: a path, the file's content
+    (bytes, bytearray, memoryview), a binary file object, or a source already opened (ptlite.format.source)."""
+    opened = open_source(source, in_memory)
+    buf, name = opened.data, opened.name
     size = len(buf)
     prog_off, prog_size, data_off, data_size, crc = _read_header(buf, size, name)
     body = bytes(buf[prog_off:prog_off + prog_size])
@@ -117,11 +119,13 @@ def _read_sections(body: bytes, buf: Any, data_off: int, data_size: int, name: s
         raise FormatError(f"{name}: program section is not valid JSON ({exc})") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("methods"), list):
         raise FormatError(f"{name}: program section lacks a 'methods' list")
-    weights = _weights(doc.get("weights", []), buf, data_off, data_size, name)
     metadata = doc.get("metadata", {})
     if not isinstance(metadata, dict):
         raise FormatError(f"{name}: metadata must be an object")
+    _check_version(metadata.get(MIN_VERSION_KEY), doc.get("operators"), name)
+    weights = _weights(doc.get("weights", []), buf, data_off, data_size, name)
     program = Program(weights=weights, metadata={k: decode_constant(v) for k, v in metadata.items()})
+    program.bundled_inputs = _bundled_inputs(doc.get("bundled_inputs", []), buf, data_off, data_size, name)
     for key in _PASS_LISTS:  # the metadata ptlite acts on at load (the memory plan is checked with the graphs)
         value = program.metadata.get(key, [])
         if type(value) is not list or not all(type(v) is str for v in value):
@@ -129,6 +133,53 @@ def _read_sections(body: bytes, buf: Any, data_off: int, data_size: int, name: s
     program.metadata.setdefault("producer", doc.get("producer"))
     _decode_methods(doc["methods"], program, name)
     return program
+
+
+def _check_version(needed: Any, operators: Any, name: str) -> None:
+    """FormatError, naming the version to upgrade to, for a file that needs a newer ptlite than this one."""
+    if needed is None:
+        return
+    try:
+        too_new = version_key(needed) > version_key(__version__)
+    except ValueError as exc:
+        raise FormatError(f"{name}: metadata {MIN_VERSION_KEY!r}: {exc}") from None
+    if too_new:
+        newer = [op for op in operators if type(op) is str and lookup(op) is None] if type(operators) is list else []
+        raise FormatError(f"{name}: the file needs ptlite {needed} or newer (this is {__version__})"
+                          + (f"; operators this version lacks: {', '.join(newer[:10])}" if newer else "")
+                          + f"; upgrade: pip install -U 'ptlite>={needed}'")
+
+
+def _bundled_inputs(table: Any, buf: Any, data_off: int, data_size: int, name: str) -> list[BundledInput]:
+    """The example calls stored with the program (checked as the weights are: every array inside the data section)."""
+    if not isinstance(table, list):
+        raise FormatError(f"{name}: bundled_inputs must be a list")
+    bundled = []
+    for i, entry in enumerate(table):
+        if type(entry) is not dict or type(entry.get("method")) is not str:
+            raise FormatError(f"{name}: bundled input {i} must be an object naming its method")
+        parts: dict[str, list[Any]] = {}
+        for part in ("inputs", "outputs"):
+            items = entry.get(part)
+            if type(items) is not list:
+                raise FormatError(f"{name}: bundled input {i} lacks its {part} list")
+            for j, item in enumerate(items):
+                if type(item) is not dict or set(item) not in ({"array"}, {"value"}) or (
+                        "array" in item and type(item["array"]) is not dict):
+                    raise FormatError(f"{name}: bundled input {i} {part[:-1]} {j} must hold an array or a value")
+            arrays = [dict(item["array"], name=f"bundled input {i} {part[:-1]} {j}")
+                      for j, item in enumerate(items) if "array" in item]
+            found = iter(_weights(arrays, buf, data_off, data_size, name).values())
+            parts[part] = [next(found) if "array" in item else decode_constant(item["value"]) for item in items]
+        tolerances = {}
+        for key in ("atol", "rtol"):
+            value = entry.get(key)
+            if (type(value) is not list or len(value) != len(parts["outputs"])
+                    or not all(type(t) in (int, float) and 0 <= t < float("inf") for t in value)):
+                raise FormatError(f"{name}: bundled input {i}: {key} must list a tolerance per output")
+            tolerances[key] = [float(t) for t in value]
+        bundled.append(BundledInput(entry["method"], parts["inputs"], parts["outputs"], **tolerances))
+    return bundled
 
 
 def _decode_methods(methods: list, program: Program, name: str) -> None:

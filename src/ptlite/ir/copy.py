@@ -10,7 +10,8 @@ from .graph import Block, Graph, Node, Program, Value
 
 def copy_program(program: Program) -> Program:
     """A copy whose methods (values, nodes, blocks, specs) are new objects; weight arrays are shared."""
-    copied = Program(weights=dict(program.weights), metadata=_copy_metadata(program.metadata))
+    copied = Program(weights=dict(program.weights), metadata=_copy_metadata(program.metadata),
+                     bundled_inputs=list(program.bundled_inputs))
     for name, graph in program.methods.items():
         mapping: dict[int, Value] = {}
         inputs = [_copy_value(v, mapping) for v in graph.inputs]

@@ -133,12 +133,27 @@ BACKEND_KEY = "backend"
 
 
 @dataclass
+class BundledInput:
+    """An example call stored with a program and PyTorch's answer to it, which `ptlite check` replays: the method's
+    positional inputs (arrays or constants), its outputs' leaves in order (`ptlite.runtime.bundled.leaves`), and per
+    output the tolerance, |ptlite - torch| <= atol + rtol * |torch| elementwise."""
+
+    method: str
+    inputs: list[Any]
+    outputs: list[Any]
+    atol: list[float]
+    rtol: list[float]
+
+
+@dataclass
 class Program:
-    """A captured model: named methods over shared weights, plus metadata; what a .ptlite file stores."""
+    """A captured model: named methods over shared weights, plus metadata; what a .ptlite file stores (with the
+    example calls bundled to check it by)."""
 
     methods: dict[str, Graph] = field(default_factory=dict)
     weights: dict[str, np.ndarray] = field(default_factory=dict)
     metadata: dict[str, Any] = field(default_factory=dict)
+    bundled_inputs: list[BundledInput] = field(default_factory=list)
 
     @property
     def forward(self) -> Graph:

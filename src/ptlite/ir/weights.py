@@ -79,4 +79,4 @@ def widened(program: Program, wrap: Callable[[np.ndarray], np.ndarray] | None = 
         wide = weights[name].astype(np.float32)
         weights[name] = wrap(wide) if wrap is not None else wide
     metadata = {k: v for k, v in program.metadata.items() if k not in (FLOAT16_KEY, QUANTIZATION_KEY)}
-    return Program(methods=program.methods, weights=weights, metadata=metadata)
+    return Program(methods=program.methods, weights=weights, metadata=metadata, bundled_inputs=program.bundled_inputs)

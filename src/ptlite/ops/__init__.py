@@ -145,3 +145,18 @@ def _find(key: str) -> OpDef | None:
             end = text.find("\n", start + 1)
             return OpDef.parse(text[start + 1:end], family)
     return None
+
+
+def required_version(keys: Sequence[str]) -> tuple[str, list[str]]:
+    """The ptlite version a program using these operators needs (the newest of their `@since`), and the operators
+    that need exactly it (none when it is the first release). Undeclared keys count as the first release: the loader
+    names them as missing instead."""
+    from ptlite.version import version_key
+
+    from .opdef import FIRST_VERSION
+
+    found = [(op.since, key) for key in keys if (op := lookup(key)) is not None]
+    newest = max((since for since, _ in found), key=version_key, default=FIRST_VERSION)
+    if version_key(newest) <= version_key(FIRST_VERSION):
+        return FIRST_VERSION, []
+    return newest, sorted(key for since, key in found if since == newest)

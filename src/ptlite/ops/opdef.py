@@ -25,7 +25,11 @@ TRAITS: dict[str, str] = {
     "rank": "`@rank(input)` or `@rank(broadcast)`: its (first) tensor result, when it returns, has as many dimensions "
             "as its first argument, or as the most of its tensor arguments (broadcasting): what the passes' static "
             "facts read to answer a rank check where no shape was recorded",
+    "since": "`@since(0.2.0)`: the first ptlite version that runs it (without it, the first release, FIRST_VERSION); "
+             "a file records the newest of its operators' as the ptlite version it needs",
 }
+
+FIRST_VERSION = "0.1.0"  # the version every operator declared without @since has run since
 
 RANK_RULES = frozenset({"input", "broadcast"})  # what `@rank(...)` may say
 
@@ -47,16 +51,17 @@ class OpDef:
     """An operator as the table declares it: `key` ("aten::add.Tensor"), the schema text, its traits and the
     family it is declared in (`ptlite/ops/<family>.py`). The schema is parsed when first needed."""
 
-    __slots__ = ("key", "schema_text", "traits", "family", "dtypes", "rank", "__dict__")
+    __slots__ = ("key", "schema_text", "traits", "family", "dtypes", "rank", "since", "__dict__")
 
     def __init__(self, schema_text: str, traits: frozenset[str] = frozenset(), family: str = "",
-                 dtypes: frozenset[str] | None = None, rank: str | None = None) -> None:
+                 dtypes: frozenset[str] | None = None, rank: str | None = None, since: str = FIRST_VERSION) -> None:
         self.key = key_of(schema_text)
         self.schema_text = schema_text
         self.traits = traits
         self.family = family
         self.dtypes = dtypes  # the tensor dtypes it is defined for, None: any
         self.rank = rank  # its result's rank rule (RANK_RULES), None: not declared
+        self.since = since  # the first ptlite version that runs it
 
     @classmethod
     def parse(cls, line: str, family: str = "") -> OpDef:
@@ -64,8 +69,15 @@ class OpDef:
         schema_text, _, trait_text = line.partition(" @")
         words = trait_text.replace("@", " ").split()
         dtypes = rank = None
+        since = FIRST_VERSION
         traits = []
         for word in words:
+            if word.startswith("since(") and word.endswith(")"):
+                since = word[6:-1]
+                if not all(part.isdigit() for part in since.split(".")):
+                    raise ValueError(f"declaration of {schema_text.partition('(')[0]}: @since needs a version such "
+                                     f"as 0.2.0, not {since!r}")
+                word = "since"
             if word.startswith("rank(") and word.endswith(")"):
                 rank = word[5:-1]
                 if rank not in RANK_RULES:
@@ -83,7 +95,7 @@ class OpDef:
                 raise ValueError(f"declaration of {schema_text.partition('(')[0]}: unknown trait @{word}; "
                                  f"traits are {', '.join(TRAITS)}")
             traits.append(word)
-        return cls(schema_text.strip(), frozenset(traits), family, dtypes, rank)
+        return cls(schema_text.strip(), frozenset(traits), family, dtypes, rank, since)
 
     # ------------------------------------------------------------------------------------------------ traits
 

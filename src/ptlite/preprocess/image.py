@@ -11,8 +11,8 @@ of each channel::
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -24,6 +24,8 @@ CROP_FRACTION = 0.875
 
 IMAGE_EXTENSIONS = frozenset({".png", ".jpg", ".jpeg", ".bmp", ".gif", ".webp", ".tif", ".tiff", ".ppm",
                               ".pgm"})
+
+T = TypeVar("T")
 
 _MODES = {1: "L", 3: "RGB", 4: "RGBA"}
 
@@ -137,6 +139,12 @@ def preprocess_image(image: Any, size: int | Sequence[int] = 224, *, channels: i
 def load_image(path: str | os.PathLike, size: int | Sequence[int] = 224, **options: Any) -> np.ndarray:
     """Read an image file (png, jpg, ...) into a float32 [C, H, W] array; options as `preprocess_image`. Every
     ValueError it raises (not an image, damaged, unusable size or channels) starts with the path."""
+    return read_image(path, lambda image: preprocess_image(image, size, **options))
+
+
+def read_image(path: str | os.PathLike, convert: Callable[[Any], T]) -> T:
+    """convert(image) for the image in a file, turned upright as its EXIF says (photos store their rotation there).
+    Every ValueError (not an image, damaged, or one `convert` raises) starts with the path."""
     Image = require_pillow()
     from PIL import ImageOps, UnidentifiedImageError
 
@@ -146,10 +154,9 @@ def load_image(path: str | os.PathLike, size: int | Sequence[int] = 224, **optio
         raise ValueError(f"{os.fspath(path)}: not an image that Pillow can read") from None
     with opened as image:
         try:
-            image = ImageOps.exif_transpose(image)  # photos store their rotation in EXIF
-            return preprocess_image(image, size, **options)
+            return convert(ImageOps.exif_transpose(image))
         except (OSError, SyntaxError) as exc:  # Pillow decodes lazily: a damaged file fails here, not at open
             raise ValueError(f"{os.fspath(path)}: the image cannot be decoded ({exc}); the file is truncated or "
                              "corrupt") from None
-        except ValueError as exc:  # preprocess_image's (channels, sizes): say which file
+        except ValueError as exc:  # convert's (channels, sizes): say which file
             raise ValueError(f"{os.fspath(path)}: {exc}") from None

@@ -56,7 +56,7 @@ def narrow(program: Program) -> Program:
                 weights[name] = w.astype(np.float16)
                 float16.append(name)
     metadata = {**program.metadata, KEY: {"scheme": SCHEME, "float32": kept}, FLOAT16_KEY: float16}
-    return Program(methods=program.methods, weights=weights, metadata=metadata)
+    return Program(methods=program.methods, weights=weights, metadata=metadata, bundled_inputs=program.bundled_inputs)
 
 
 def _kept_why(w: np.ndarray) -> str | None:

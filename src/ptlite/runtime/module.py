@@ -14,13 +14,16 @@ import numpy as np
 
 from ptlite.backends import REFERENCE, resolve
 from ptlite.backends.base import Backend, LoweringContext
-from ptlite.errors import InputError, UnsupportedOperatorError
+from ptlite.errors import FormatError, InputError, UnsupportedOperatorError
 from ptlite.ir import memory_plan
-from ptlite.ir.graph import BLOCKLIST_KEY, Graph, Program, ValueSpec
+from ptlite.ir.graph import BLOCKLIST_KEY, BundledInput, Graph, Program, ValueSpec
 from ptlite.ir.memory_plan import MemoryPlanSummary
 from ptlite.ir.verifier import unknown_operators
 from ptlite.ir.weights import seal, widened
+from ptlite.preprocess.spec import LABELS_KEY, PREPROCESSING_KEY, Preprocessing, labels_from_metadata
 
+from . import bundled
+from .bundled import OutputCheck
 from .dispatch import Dispatcher, Placement
 from .inputs import check_args
 from .interpreter import CompiledGraph, Instrument, reference_dispatcher, runner
@@ -228,6 +231,42 @@ class Module:
     @property
     def metadata(self) -> dict[str, Any]:
         return self.program.metadata
+
+    @property
+    def preprocessing(self) -> Preprocessing | None:
+        """How an image becomes forward's input, as the file records it (`ptlite convert --preprocess`), with the
+        size taken from the input's shape when the file gives none; None when the file records none."""
+        stored = self.program.metadata.get(PREPROCESSING_KEY)
+        if stored is None:
+            return None
+        try:
+            preprocessing = Preprocessing.from_metadata(stored)
+            target = next((s for s in self.input_specs if s.name == preprocessing.input), None) \
+                if preprocessing.input else (self.input_specs[0] if self.input_specs else None)
+            return preprocessing.with_input_shape(target.shape if target is not None else None)
+        except ValueError as exc:
+            raise FormatError(f"the file's metadata 'preprocessing' is invalid: {exc}") from None
+
+    @property
+    def labels(self) -> list[str] | None:
+        """The class names the file records (`ptlite convert --labels`), index by index; None when it has none."""
+        stored = self.program.metadata.get(LABELS_KEY)
+        if stored is None:
+            return None
+        try:
+            return list(labels_from_metadata(stored))
+        except ValueError as exc:
+            raise FormatError(f"the file's metadata 'labels' is invalid: {exc}") from None
+
+    def bundled_inputs(self) -> list[BundledInput]:
+        """The example calls the file bundles (`ptlite convert --bundle-inputs`), each with PyTorch's outputs and
+        their tolerances; [] when it has none."""
+        return list(self.program.bundled_inputs)
+
+    def check_bundled(self) -> list[OutputCheck]:
+        """Run every bundled call and compare each output with PyTorch's (what `ptlite check` does): one OutputCheck
+        per output, `passed` when every element is within its tolerance."""
+        return bundled.check(self.program.bundled_inputs, lambda method, inputs: self.run_method(method, *inputs))
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         """Run `forward`; returns an array, or the tuple/list/dict structure the model returns."""

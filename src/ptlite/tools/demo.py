@@ -165,18 +165,21 @@ def accuracy(logits: np.ndarray, labels: np.ndarray) -> float:
     return float(np.mean(np.argmax(logits, axis=1) == labels))
 
 
-def capture_and_save(model: Any, example: Any, method: str, path: str) -> float:
-    """Capture with `method`, optimize for mobile (what `ptlite convert` does by default), save to `path`; returns
-    the seconds taken."""
+def capture_and_save(model: Any, example: Any, method: str, path: str) -> tuple[float, str]:
+    """Capture with `method`, optimize for mobile (what `ptlite convert` does by default), save to `path` with the
+    preprocessing (pixels already in [0, 1]) and labels; returns the seconds taken and what optimizing did."""
     import ptlite
 
     start = time.perf_counter()
     options = {}
     if method == "export":  # let the batch size vary, so the whole test set runs in one call
         options["dynamic_shapes"] = ({0: torch.export.Dim("batch", min=1, max=4096)},)
-    program = ptlite.optimize_for_mobile(ptlite.capture(model, (example,), method=method, **options))
-    ptlite.save(program, path)
-    return time.perf_counter() - start
+    captured = ptlite.capture(model, (example,), method=method, **options)
+    program = ptlite.optimize_for_mobile(captured)
+    ptlite.save(program, path, preprocessing="size=8 crop=no channels=L mean=0 std=1", labels=list(LABELS))
+    nodes = [sum(1 for node in p.forward.walk() if node.op != "prim::Constant") for p in (captured, program)]
+    did = f"{nodes[0]} -> {nodes[1]} operator nodes: {', '.join(program.metadata.get('passes', []))}"
+    return time.perf_counter() - start, did
 
 
 def run_ptlite(path: str, data: Digits, torch_logits: np.ndarray, runs: int) -> tuple[Row, np.ndarray]:
@@ -275,13 +278,11 @@ def agreement(rows: list[Row], predictions: dict[str, np.ndarray]) -> bool:
     return same_predictions and len({r.accuracy for r in rows}) == 1
 
 
-def _write_extras(data: Digits, out_dir: str) -> tuple[str, str]:
-    labels_path = os.path.join(out_dir, "digits_labels.txt")
-    with open(labels_path, "w", encoding="utf-8") as f:
-        f.write("\n".join(LABELS) + "\n")
+def _write_sample(data: Digits, out_dir: str) -> str:
+    """The first test image as an .npy file, to try `ptlite run` on."""
     sample_path = os.path.join(out_dir, f"test_digit_{int(data.y_test[0])}.npy")
     np.save(sample_path, np.ascontiguousarray(data.x_test[:1]))
-    return labels_path, sample_path
+    return sample_path
 
 
 def run(quick: bool = False, out_dir: str | None = None) -> int:
@@ -306,9 +307,10 @@ def run(quick: bool = False, out_dir: str | None = None) -> int:
     paths = {}
     for method in METHODS:
         paths[method] = os.path.join(out_dir, f"digits_{method}.ptlite")
-        seconds = capture_and_save(model, example, method, paths[method])
+        seconds, did = capture_and_save(model, example, method, paths[method])
         how = "torch.jit.script" if method == "script" else "torch.export"
-        print(f"  captured with {how} and optimized in {seconds:.1f} s -> {paths[method]}")
+        print(f"  captured with {how}, optimized for mobile and saved in {seconds:.1f} s -> {paths[method]}")
+        print(f"    optimized: {did}")
 
     torch_row, torch_logits = run_pytorch(model, data, out_dir, runs)
     rows, predictions = [torch_row], {"PyTorch": np.argmax(torch_logits, axis=1)}
@@ -335,12 +337,12 @@ def run(quick: bool = False, out_dir: str | None = None) -> int:
     else:
         print("result: MISMATCH: ptlite's predictions differ from PyTorch's; this is a bug, please report it")
 
-    labels_path, sample_path = _write_extras(data, out_dir)
+    sample_path = _write_sample(data, out_dir)
     print()
-    print(f"The files are in {out_dir}. Try next:")
+    print(f"The files are in {out_dir}, with their labels and preprocessing. Try next:")
     print(f"  ptlite inspect {paths['export']}")
     print(f"  ptlite ops {paths['script']} --yaml")
-    print(f"  ptlite run {paths['script']} {sample_path} --labels {labels_path} --top-k 3")
+    print(f"  ptlite run {paths['script']} {sample_path} --top-k 3")
     return 0 if agree else 1
 
 

@@ -3,16 +3,19 @@ as `ptlite run`, `bench --inputs` and `compare --inputs` take them."""
 
 from __future__ import annotations
 
+import logging
 import os
-import sys
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 import ptlite
+from ptlite.preprocess.spec import Preprocessing
 
 from .errors import ToolError, require_file
+
+log = logging.getLogger(__name__)
 
 _SCALAR_INPUTS = ("int", "float", "bool", "str")
 
@@ -63,16 +66,30 @@ def _read_npy(path: str) -> np.ndarray:
 
 
 def _read_images(paths: list[str], spec: ptlite.ValueSpec | None, size: tuple[int, int] | None,
-                 normalize: bool) -> np.ndarray:
-    from .preprocess import load_image
+                 normalize: bool, preprocessing: Preprocessing | None = None) -> np.ndarray:
+    """Images as one input: preprocessed as the file says (`preprocessing`), else ImageNet's evaluation transform to
+    the input's shape; stacked into a batch for a 4-D input."""
+    from dataclasses import replace
+
+    from ptlite.preprocess.image import load_image
 
     height, width, channels, batched = _image_layout(spec, size)
+    if preprocessing is not None:
+        try:
+            preprocessing = preprocessing.with_input_shape(spec.shape if spec is not None else None)
+        except ValueError as exc:
+            raise ToolError(f"the file's preprocessing does not fit input '{spec.name if spec else '?'}': {exc}") \
+                from None
+        if size is not None:
+            preprocessing = replace(preprocessing, size=size, resize=None)
+        if not normalize:
+            preprocessing = replace(preprocessing, mean=(0.0,), std=(1.0,))
     images = []
     for path in paths:
         try:
-            images.append(load_image(path, (height, width), channels=channels,
-                                     normalized=normalize))
-        except ValueError as exc:  # load_image's errors name the file
+            images.append(preprocessing.load(path)[0] if preprocessing is not None else
+                          load_image(path, (height, width), channels=channels, normalized=normalize))
+        except ValueError as exc:  # the errors name the file
             raise ToolError(str(exc)) from None
     if batched:
         return np.stack(images)
@@ -92,27 +109,29 @@ def _convert_dtype(value: np.ndarray, spec: ptlite.ValueSpec, path: str) -> np.n
     When the program does not record the input's dtype, float64 becomes float32, PyTorch's default.
     """
     if spec.dtype is None and value.dtype == np.float64:
-        print(f"note: {path}: converted float64 to float32 for input '{spec.name}' (the program does not say "
-              "which dtype it takes; PyTorch models usually take float32)", file=sys.stderr)
+        log.info(f"{path}: converted float64 to float32 for input '{spec.name}' (the program does not say "
+                 "which dtype it takes; PyTorch models usually take float32)")
         return value.astype(np.float32)
     if spec.dtype is None or value.dtype == np.dtype(spec.dtype):
         return value
     want = np.dtype(spec.dtype)
     if value.dtype.kind == want.kind or (value.dtype.kind in "iu" and want.kind in "iu"):
-        print(f"note: {path}: converted {value.dtype} to {want} for input '{spec.name}'", file=sys.stderr)
+        log.info(f"{path}: converted {value.dtype} to {want} for input '{spec.name}'")
         return value.astype(want)
     return value  # the module reports the mismatch with the expected dtype
 
 
 def read_inputs(items: Sequence[str], specs: list[ptlite.ValueSpec], method: str = "forward",
-                image_size: tuple[int, int] | None = None, normalize: bool = True) -> list[Any]:
-    """One value per item for a method with these input specs: an .npy file, an image (resized and cropped to the
-    input's shape or `image_size`, ImageNet-normalized unless `normalize` is False) or a number; several images
-    for a one-input method are stacked into a batch."""
+                image_size: tuple[int, int] | None = None, normalize: bool = True,
+                preprocessing: Preprocessing | None = None) -> list[Any]:
+    """One value per item for a method with these input specs: an .npy file, an image or a number; several images
+    for a one-input method are stacked into a batch. Images are preprocessed as `preprocessing` (the file's own)
+    says, else resized and cropped to the input's shape and ImageNet-normalized; `image_size` overrides the size,
+    `normalize=False` stops after scaling the pixels."""
     items = list(items)
     stack = len(specs) == 1 and len(items) > 1 and all(_looks_like_image(p) for p in items)
     if stack:
-        return [_read_images(items, specs[0], image_size, normalize)]
+        return [_read_images(items, specs[0], image_size, normalize, preprocessing)]
     if specs and len(items) > len(specs):
         names = ", ".join(s.name for s in specs)
         raise ToolError(f"method '{method}' takes {len(specs)} input(s) ({names}), got {len(items)}")
@@ -126,13 +145,22 @@ def read_inputs(items: Sequence[str], specs: list[ptlite.ValueSpec], method: str
             raise ToolError(f"input {spec.describe()} takes an .npy file or an image, not the number {item}")
         require_file(item)
         if _looks_like_image(item) and not _is_npy(item):
-            values.append(_read_images([item], spec, image_size, normalize))
+            values.append(_read_images([item], spec, image_size, normalize,
+                                       preprocessing if spec is None or spec.name == _target(preprocessing, specs)
+                                       else None))
             continue
         if not _is_npy(item):
             raise ToolError(f"{item}: not an .npy file or an image (png, jpg, ...)")
         value = _read_npy(item)
         values.append(_convert_dtype(value, spec, item) if spec is not None else value)
     return values
+
+
+def _target(preprocessing: Preprocessing | None, specs: list[ptlite.ValueSpec]) -> str | None:
+    """The name of the input a file's preprocessing applies to (its `input`, else the first)."""
+    if preprocessing is None or not specs:
+        return None
+    return preprocessing.input or specs[0].name
 
 
 def _is_number(text: str) -> bool:
@@ -144,7 +172,7 @@ def _is_number(text: str) -> bool:
 
 
 def _looks_like_image(path: str) -> bool:
-    from .preprocess import is_image_path
+    from ptlite.preprocess.image import is_image_path
 
     return is_image_path(path)
 
@@ -200,11 +228,13 @@ def inputs_from(files: Sequence[str], shapes: Sequence[tuple[int, ...]], specs: 
     return read_inputs(files, specs, method)
 
 
-def calibration_samples(folder: str, specs: list[ptlite.ValueSpec], method: str = "forward") -> list[tuple]:
+def calibration_samples(folder: str, specs: list[ptlite.ValueSpec], method: str = "forward",
+                        preprocessing: Preprocessing | None = None) -> list[tuple]:
     """`convert --calibrate DIR`: the method's inputs from every file of a folder, in name order: an .npz file is
     one call's inputs (as read_npz takes them), an .npy file one input's value (for a one-input method); images
-    (png, jpg, ...) are preprocessed as `run` does them and batched to the input's static batch size (one image a
-    call where the batch may vary; images that do not fill a last batch are left out, with a note)."""
+    (png, jpg, ...) are preprocessed as `run` does them (as `preprocessing`, the file's, says) and batched to the
+    input's static batch size (one image a call where the batch may vary; images that do not fill a last batch are
+    left out, with a note)."""
     if not os.path.isdir(folder):
         raise ToolError(f"--calibrate {folder}: not a folder (give a folder of images or .npy/.npz inputs)")
     names = sorted(n for n in os.listdir(folder) if not n.startswith(".")
@@ -233,11 +263,11 @@ def calibration_samples(folder: str, specs: list[ptlite.ValueSpec], method: str 
         batch = spec.shape[0] if batched and spec.shape[0] is not None else 1
         usable = len(images) - len(images) % batch
         if usable < len(images):
-            print(f"note: {len(images) - usable} image(s) of {folder} left out: '{spec.name}' takes batches of "
-                  f"{batch}", file=sys.stderr)
+            log.info(f"{len(images) - usable} image(s) of {folder} left out: '{spec.name}' takes batches of "
+                     f"{batch}")
         for i in range(0, usable, batch):
             group = images[i:i + batch]
-            samples.append((_read_images(group, spec, None, True),))
+            samples.append((_read_images(group, spec, None, True, preprocessing),))
     if not samples:
         raise ToolError(f"--calibrate {folder}: no images, .npy or .npz files there")
     return samples

@@ -3,6 +3,7 @@ the end otherwise (logs stay readable)."""
 
 from __future__ import annotations
 
+import logging
 import sys
 import time
 from typing import TextIO
@@ -11,7 +12,8 @@ WIDTH = 30
 
 
 class ProgressBar:
-    """Call with (done, total) as work advances; `label` names the work."""
+    """Call with (done, total) as work advances; `label` names the work. Silent where ptlite's log does not show
+    progress (`ptlite -q`)."""
 
     def __init__(self, label: str, stream: TextIO | None = None) -> None:
         self.label = label
@@ -19,8 +21,11 @@ class ProgressBar:
         self.start = time.perf_counter()
         self.live = bool(getattr(self.stream, "isatty", lambda: False)())
         self.shown = -1
+        self.quiet = not logging.getLogger("ptlite").isEnabledFor(logging.INFO)  # the command line's -q
 
     def __call__(self, done: int, total: int) -> None:
+        if self.quiet:
+            return
         total = max(total, 1)
         filled = WIDTH * done // total
         if self.live and (filled != self.shown or done == total):

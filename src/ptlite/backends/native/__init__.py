@@ -54,17 +54,29 @@ OPERATORS: dict[str, str] = {
 }
 
 
+_threads_given = False  # the library has been given its thread count (the default, or set_num_threads's)
+
+
 def library() -> Any:
-    """The compiled library (ptlite.backends.native._native); BackendUnavailable saying why it is missing."""
+    """The compiled library (ptlite.backends.native._native); BackendUnavailable saying why it is missing. The first
+    time, its pool is given ptlite's default thread count (the CPUs this process may use: ptlite.backends.cpus), for
+    the C side's own default, `sysconf(_SC_NPROCESSORS_ONLN)` in csrc/threads.c, counts the host's CPUs."""
+    global _threads_given
     try:
         from . import _native
     except ImportError as exc:
         raise BackendUnavailable(_why_missing(exc)) from None
+    if not _threads_given:
+        from ptlite.backends.cpus import default_num_threads
+
+        _native.set_num_threads(default_num_threads())
+        _threads_given = True
     return _native
 
 
 def set_num_threads(n: int) -> None:
-    """Threads the native kernels use (the calling thread included); nothing where the library is missing."""
+    """Threads the native kernels use (the calling thread included); nothing where the library is missing. The
+    default is ptlite.backends.cpus.default_num_threads() (see library)."""
     try:
         lib = library()
     except BackendUnavailable:

@@ -7,14 +7,15 @@ records are read (and CRC-checked) by `zipfile`. Every size and offset is checke
 
 from __future__ import annotations
 
-import os
+import io
 import struct
 import zipfile
+from typing import Any
 
 import numpy as np
 
 from ptlite.errors import FormatError
-from ptlite.format.source import open_source
+from ptlite.format.source import Source, open_source
 
 ZIP_MAGIC = b"PK\x03\x04"
 FLATBUFFER_MAGIC = b"PTMF"  # the flatbuffers file identifier, at bytes 4-7
@@ -31,16 +32,16 @@ _LOCAL_HEADER = struct.Struct("<4sHHHHHIIIHH")  # signature ... name length, ext
 class Archive:
     """An open .ptl zip: `read(name)` for small records, `array(name, dtype, count)` for storages."""
 
-    def __init__(self, path: str | os.PathLike, in_memory: bool = False) -> None:
-        self.path = os.fspath(path)
-        if os.path.getsize(self.path) < len(ZIP_MAGIC):
-            raise FormatError(f"{self.path}: file is {os.path.getsize(self.path)} bytes, too short for a PyTorch "
-                              "Mobile file")
-        self._map = open_source(self.path, in_memory)  # mapped and guarded, or read (ptlite.format.source)
+    def __init__(self, source: Source, in_memory: bool = False) -> None:
+        opened = open_source(source, in_memory)  # mapped and guarded, or in memory (ptlite.format.source)
+        self.path = opened.name  # what messages call the file: its path, or "<bytes>", or a file object's name
+        self._map = opened.data
         self.size = len(self._map)
+        if self.size < len(ZIP_MAGIC):
+            raise FormatError(f"{self.path}: file is {self.size} bytes, too short for a PyTorch Mobile file")
         self._inflated = 0  # bytes the deflated records read so far inflated to
-        try:
-            self._zip = zipfile.ZipFile(self.path)
+        try:  # zipfile reads the same bytes the storages are views of, not the file again
+            self._zip = zipfile.ZipFile(ViewFile(self._map))
         except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, ValueError, EOFError, struct.error,
                 NotImplementedError, RuntimeError) as exc:  # anything zipfile says about a damaged directory
             raise FormatError(f"{self.path}: not a readable zip archive ({exc}); the file is truncated or "
@@ -157,6 +158,45 @@ class Archive:
             raise FormatError(f"{self.path}: record {info.filename!r} ({info.file_size} bytes at offset {offset}) "
                               f"lies outside the {self.size}-byte file; the file is truncated")
         return offset
+
+
+class ViewFile(io.RawIOBase):
+    """A read-only, seekable file over bytes in memory or mapped (an archive's), which zipfile reads records from
+    without copying the whole."""
+
+    def __init__(self, data: memoryview) -> None:
+        super().__init__()
+        self._data = data
+        self._pos = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._pos
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._pos, io.SEEK_END: len(self._data)}.get(whence)
+        if base is None:
+            raise ValueError(f"invalid whence {whence}")
+        if base + offset < 0:
+            raise OSError(f"negative seek position {base + offset}")
+        self._pos = base + offset
+        return self._pos
+
+    def read(self, size: int | None = -1) -> bytes:
+        end = len(self._data) if size is None or size < 0 else min(self._pos + size, len(self._data))
+        data = bytes(self._data[self._pos:end]) if end > self._pos else b""
+        self._pos += len(data)
+        return data
+
+    def readinto(self, buffer: Any) -> int:
+        data = self.read(memoryview(buffer).nbytes)
+        memoryview(buffer).cast("B")[:len(data)] = data
+        return len(data)
 
 
 def sniff(head: bytes) -> str | None:

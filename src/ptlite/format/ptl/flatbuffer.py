@@ -8,14 +8,13 @@ before it is read; values reference each other by index, resolved once each, wit
 
 from __future__ import annotations
 
-import os
 import struct
 from typing import Any
 
 import numpy as np
 
 from ptlite.errors import FormatError, UnsupportedOperatorError
-from ptlite.format.source import open_source
+from ptlite.format.source import Source, open_source
 
 from .bytecode import OPCODE_ORDER, Argument, Function, Operator, check_instructions
 from .quantized import refuse_quantized
@@ -287,13 +286,13 @@ class _Values:
         return Argument(table.string(0), table.string(1), self.get(table.scalar(2, "<I")))
 
 
-def read_flatbuffer(path: str | os.PathLike, in_memory: bool = False) -> tuple[int, int, dict[str, Function], Any]:
-    """(bytecode version, operator version, functions by qualified name, root object) of a flatbuffer file."""
-    name = os.fspath(path)
-    size = os.path.getsize(name)
-    if size < 8:
-        raise FormatError(f"{name}: file is {size} bytes, too short for a PyTorch Mobile file")
-    data = open_source(name, in_memory)  # mapped and guarded, or read (ptlite.format.source)
+def read_flatbuffer(source: Source, in_memory: bool = False) -> tuple[int, int, dict[str, Function], Any]:
+    """(bytecode version, operator version, functions by qualified name, root object) of a flatbuffer file (a path,
+    its content, a binary file object, or a source already opened: ptlite.format.source)."""
+    opened = open_source(source, in_memory)  # mapped and guarded, or in memory (ptlite.format.source)
+    data, name = opened.data, opened.name
+    if len(data) < 8:
+        raise FormatError(f"{name}: file is {len(data)} bytes, too short for a PyTorch Mobile file")
     buf = _Buffer(data, name)
     module = _Table(buf, buf.target(0))
     version = module.scalar(0, "<I")

@@ -12,11 +12,12 @@ from ptlite import ops
 from ptlite.errors import FormatError, UnsupportedOperatorError
 from ptlite.format.pytorch_quantized import summary
 from ptlite.format.reader import gc_paused
+from ptlite.format.source import Opened, Source, open_source, source_name
 from ptlite.ir.graph import Program
 from ptlite.ir.verifier import verify_graph
 
 from .bytecode import Function, parse_bytecode
-from .container import Archive, sniff
+from .container import Archive, ViewFile, sniff
 from .flatbuffer import read_flatbuffer
 from .quantized import is_translated
 from .restore import is_packed, restore_objects
@@ -27,26 +28,63 @@ from .unpickler import ClassTable, ScriptObject, StorageSource, unpickle
 _HIDDEN_METHODS = ("__setstate__", "__getstate__")
 
 
-def sniff_file(path: str | os.PathLike) -> str | None:
-    """'zip' or 'flatbuffer' when the file's content looks like a PyTorch Mobile file, else None."""
-    with open(path, "rb") as f:
-        return sniff(f.read(8))
+def sniff_file(source: Source) -> str | None:
+    """'zip' or 'flatbuffer' when a file's content looks like a PyTorch Mobile file, else None. source: a path, the
+    content (bytes, bytearray, memoryview), a source already opened (ptlite.format.source), or a seekable binary file
+    object (its first bytes are read, and its position put back)."""
+    return sniff(_head(source))
 
 
-def is_pytorch_mobile(path: str | os.PathLike) -> bool:
-    """Whether the file is a PyTorch Mobile file: a flatbuffer, or a zip archive holding bytecode.pkl (a file
-    saved with torch.jit.save is a zip archive too, without it)."""
-    kind = sniff_file(path)
+def _head(source: Source) -> bytes:
+    """The first 8 bytes of a source, without consuming a file object."""
+    if isinstance(source, (str, os.PathLike)):
+        with open(source, "rb") as f:
+            return f.read(8)
+    if isinstance(source, Opened):
+        return bytes(source.data[:8])
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        return bytes(memoryview(source).cast("B")[:8]) if memoryview(source).c_contiguous else b""
+    seekable = getattr(source, "seekable", None)
+    if not (callable(seekable) and seekable()):
+        raise TypeError(f"{source_name(source)}: a file object that cannot seek would be consumed by sniffing it; "
+                        "open it first (ptlite.format.source.open_source) and pass that")
+    position = source.tell()
+    head = source.read(8)
+    source.seek(position)
+    if not isinstance(head, bytes):
+        raise TypeError(f"{source_name(source)}: .read() returned {type(head).__name__}, not bytes: open the file in "
+                        "binary mode (open(path, 'rb'))")
+    return head
+
+
+def is_pytorch_mobile(source: Source) -> bool:
+    """Whether a file is a PyTorch Mobile file: a flatbuffer, or a zip archive holding bytecode.pkl (a file
+    saved with torch.jit.save is a zip archive too, without it). source: as for sniff_file."""
+    kind = sniff_file(source)
     if kind != "zip":
         return kind == "flatbuffer"
     try:
-        with zipfile.ZipFile(path) as archive:
-            return any(n.split("/", 1)[-1] == "bytecode.pkl" for n in archive.namelist())
+        with zipfile.ZipFile(source if isinstance(source, (str, os.PathLike)) else ViewFile(_bytes_of(source))) as zf:
+            return any(n.split("/", 1)[-1] == "bytecode.pkl" for n in zf.namelist())
     except (zipfile.BadZipFile, OSError, ValueError, EOFError, NotImplementedError, RuntimeError):
         return False
 
 
-def read_ptl(path: str | os.PathLike, methods: Sequence[str] | None = None, *, evaluate: ops.Evaluate,
+def _bytes_of(source: Source) -> memoryview:
+    """The bytes of a source that is not a path: an opened one's, content as it is, a seekable file object's from
+    its position (read, and its position put back)."""
+    if isinstance(source, Opened):
+        return source.data
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        return memoryview(source)
+    position = source.tell()
+    try:
+        return open_source(source).data
+    finally:
+        source.seek(position)
+
+
+def read_ptl(source: Source, methods: Sequence[str] | None = None, *, evaluate: ops.Evaluate,
              in_memory: bool = False) -> Program:
     """Translate a .ptl file into a Program whose methods are the root module's methods, forward first.
 
@@ -55,14 +93,18 @@ def read_ptl(path: str | os.PathLike, methods: Sequence[str] | None = None, *, e
     a method calls them (torchvision's `_forward_impl`, which forward already inlines); name them to get them.
     evaluate: computes a pure operator whose arguments the bytecode fixes, so that the translation keeps its result
     instead (the reference backend's `evaluate`: ptlite.load_program hands it in).
-    in_memory: copy the file into memory instead of mapping it (ptlite.format.source).
+    source: a path, the file's content (bytes, bytearray, memoryview), a binary file object, or a source already
+    opened (ptlite.format.source).
+    in_memory: copy the file into memory instead of mapping it (ptlite.format.source; content and file objects are
+    always copied into memory).
     """
-    name = os.fspath(path)
-    kind = sniff_file(name)
+    opened = open_source(source, in_memory)  # once: a file object is read here, and the readers take this
+    name = opened.name
+    kind = sniff_file(opened)
     if kind == "flatbuffer":
-        version, operator_version, functions, root = read_flatbuffer(name, in_memory)
+        version, operator_version, functions, root = read_flatbuffer(opened)
     elif kind == "zip":
-        version, operator_version, functions, root = _read_zip(name, in_memory)
+        version, operator_version, functions, root = _read_zip(opened)
     else:
         raise FormatError(f"{name}: not a PyTorch Mobile file (neither a zip archive nor a flatbuffer)")
     if not isinstance(root, ScriptObject):
@@ -78,9 +120,10 @@ def read_ptl(path: str | os.PathLike, methods: Sequence[str] | None = None, *, e
     return program
 
 
-def _read_zip(name: str, in_memory: bool) -> tuple[int, int, dict[str, Function], Any]:
+def _read_zip(opened: Opened) -> tuple[int, int, dict[str, Function], Any]:
     """(bytecode version, operator version, functions, root object) of the zip variant."""
-    with Archive(name, in_memory) as archive:
+    name = opened.name
+    with Archive(opened) as archive:
         if not archive.has("bytecode.pkl"):
             raise FormatError(f"{name}: a zip archive without bytecode.pkl, so not a PyTorch Mobile file (a file "
                               "saved with torch.jit.save needs torch: convert it with 'ptlite convert')")

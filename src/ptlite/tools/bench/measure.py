@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
@@ -30,7 +30,7 @@ class Settings:
 
     warmup: int = 5
     runs: int = 50
-    threads: int = max(1, os.cpu_count() or 1)
+    threads: int = field(default_factory=ptlite.get_num_threads)  # the CPUs this process may use
     profile: bool = False
     top: int = 10
     backends: list[str] | None = None  # the backends to load with (None: every one available)

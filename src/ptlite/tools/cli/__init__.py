@@ -2,7 +2,7 @@
 file, and compare its outputs with PyTorch's; one module per command.
 
 Only `convert` (except of a PyTorch Mobile .ptl file), `compare`, `demo` and `bench --compare` need torch; `run`,
-`bench`, `ops` and `inspect` work with NumPy alone.
+`check`, `bench`, `ops` and `inspect` work with NumPy alone.
 Every error is reported as `ptlite: error: ...` with exit status 2, never a traceback
 (set PTLITE_DEBUG=1 to see one)."""
 
@@ -17,11 +17,11 @@ import ptlite
 from ptlite.errors import PtliteError
 from ptlite.tools.errors import ToolError
 
-from . import bench, compare, convert, demo, inspect, run
-from .options import EXIT_ERROR
+from . import bench, check, compare, convert, demo, inspect, run
+from .options import EXIT_ERROR, add_verbosity, configure_logging
 
 # The commands in the order --help lists them: each module adds its parser (add_parser), whose handler runs it.
-COMMANDS = (convert, run, bench, compare, inspect, demo)
+COMMANDS = (convert, run, check, bench, compare, inspect, demo)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -38,9 +38,12 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Start with 'ptlite demo' to see the whole round trip on a small model. "
                "'ptlite COMMAND --help' describes each command.")
     parser.add_argument("--version", action="version", version=f"ptlite {ptlite.__version__}")
+    add_verbosity(parser, top=True)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for command in COMMANDS:
         command.add_parser(commands)
+    for sub in set(commands.choices.values()):
+        add_verbosity(sub)
     return parser
 
 
@@ -59,7 +62,8 @@ def _error_text(exc: BaseException) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the exit status (0 ok, 1 outputs differ (compare, bench --compare), 2 error)."""
+    """Run the command line; returns the exit status (0 ok, 1 outputs differ (check, compare, bench --compare),
+    2 error)."""
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
@@ -68,6 +72,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return EXIT_ERROR
+    configure_logging(args.quiet, args.verbose)
     try:
         return args.handler(args)
     except KeyboardInterrupt:

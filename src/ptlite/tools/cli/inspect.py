@@ -14,6 +14,7 @@ import ptlite
 from ptlite import ops
 from ptlite.ir.weights import FLOAT16_KEY
 from ptlite.quantization import describe
+from ptlite.tools.errors import ToolError
 from ptlite.tools.models import recorded_source
 
 from .options import add_backend_option, human_bytes, load_program
@@ -21,12 +22,18 @@ from .options import add_backend_option, human_bytes, load_program
 
 def add_parser(commands: Any) -> None:
     ops_parser = commands.add_parser(
-        "ops", help="list the operators a .ptlite file uses",
+        "ops", help="list the operators a .ptlite file uses, or those this ptlite runs (--supported)",
         description="Print the operators the program uses (ptlite.export_opnames), one a line; with "
                     "--yaml as the YAML list that PyTorch's selective build takes (like "
-                    "torch.jit.mobile._export_operator_list).")
-    ops_parser.add_argument("model", metavar="MODEL", help="a .ptlite file")
-    ops_parser.add_argument("--yaml", action="store_true", help="print a YAML list")
+                    "torch.jit.mobile._export_operator_list). With --supported, the operators each backend "
+                    "here has kernels for (ptlite.backends.supported_operators), sorted, with counts; with a MODEL "
+                    "too, a table of which backend runs each of its operators.")
+    ops_parser.add_argument("model", metavar="MODEL", nargs="?", help="a .ptlite or .ptl file")
+    ops_parser.add_argument("--yaml", action="store_true",
+                            help="print a YAML list (with --supported: a YAML mapping of backend to operators)")
+    ops_parser.add_argument("--supported", action="store_true",
+                            help="the operators each backend runs (the native backend a subset, the NumPy "
+                                 "reference all of them); with MODEL, only the model's")
     ops_parser.set_defaults(handler=list_operators)
 
     parser = commands.add_parser(
@@ -40,12 +47,72 @@ def add_parser(commands: Any) -> None:
 
 
 def list_operators(args: argparse.Namespace) -> int:
+    if args.supported:
+        return _list_supported(args)
+    if args.model is None:
+        raise ToolError("give a MODEL whose operators to list, or --supported for the operators this ptlite runs")
     names = ptlite.export_opnames(load_program(args.model))
     if args.yaml:
         print("\n".join(f"- {name}" for name in names) if names else "[]")
     else:
         print("\n".join(names))
     return 0
+
+
+def _list_supported(args: argparse.Namespace) -> int:
+    """`ptlite ops --supported [MODEL]`: per backend, the operators it has kernels for (only the model's, as a table,
+    where one is given)."""
+    program = None if args.model is None else load_program(args.model)
+    wanted = None if program is None else ptlite.export_opnames(program)
+    lists: dict[str, list[str]] = {}
+    notes: dict[str, str] = {}
+    for info in ptlite.backends():
+        if info.available:
+            names = ptlite.backends.supported_operators(info.name)
+            lists[info.name] = names if wanted is None else sorted(set(names) & set(wanted))
+            notes[info.name] = info.detail
+        else:
+            notes[info.name] = f"not available here: {info.detail}"
+    if args.yaml:
+        for name in lists:
+            print(f"{name}:" + ("".join(f"\n- {op}" for op in lists[name]) if lists[name] else " []"))
+        return 0
+    if program is not None:
+        _print_support_table(args.model, wanted, lists, notes)
+        if not program.lowered_for:
+            print("note: the program is not optimized; ptlite.load optimizes a .ptl file for the first backend, and "
+                  "its operators then differ (prepacked convolutions and linear layers): 'ptlite convert' makes "
+                  "the optimized .ptlite file to list")
+        return 0
+    for info in ptlite.backends():
+        if info.name not in lists:
+            print(f"{info.name}: {notes[info.name]}")
+            continue
+        print(f"{info.name}: {len(lists[info.name])} operators ({notes[info.name]})")
+        for op in lists[info.name]:
+            print(f"  {op}")
+    print("A backend may still decline a node of an operator it lists (another dtype or layout than its kernel's): "
+          "the next backend runs it, the NumPy reference last. The interpreter itself runs prim::Constant, "
+          "prim::If, prim::Loop and ptlite::module_state.")
+    return 0
+
+
+def _print_support_table(model: str, wanted: list[str], lists: dict[str, list[str]], notes: dict[str, str]) -> None:
+    """Which backend has a kernel for each of a model's operators: one row an operator, one column a backend."""
+    print(f"{model}: {len(wanted)} operators")
+    for name, names in lists.items():
+        print(f"  {name}: {len(names)} of {len(wanted)} ({notes[name]})")
+    for name, note in notes.items():
+        if name not in lists:
+            print(f"  {name}: {note}")
+    if not wanted:
+        return
+    width = max(len(op) for op in wanted)
+    columns = list(lists)
+    print(f"{'operator':<{width}}  " + "  ".join(columns))
+    have = {name: set(names) for name, names in lists.items()}
+    for op in wanted:
+        print(f"{op:<{width}}  " + "  ".join(f"{'yes' if op in have[c] else '-':<{len(c)}}" for c in columns).rstrip())
 
 
 _NO_PLAN = "no memory plan in the file (if every input is a tensor, the first call makes one for its shapes)"
@@ -82,6 +149,7 @@ def run(args: argparse.Namespace) -> int:
     for op, n in sorted(counts.items(), key=lambda item: (-item[1], item[0])):
         print(f"  {op:<{width}}  {n}")
     _print_weights(program)
+    _print_described(program)
     from ptlite.ir.memory_plan import summary
 
     for graph in program.methods.values():
@@ -100,6 +168,32 @@ def run(args: argparse.Namespace) -> int:
         print()
         print(program)
     return 0
+
+
+def _print_described(program: ptlite.Program) -> None:
+    """What the file carries for the app: the ptlite it needs, preprocessing, labels, user keys, bundled inputs."""
+    from ptlite.preprocess.spec import LABELS_KEY, PREPROCESSING_KEY
+
+    meta = program.metadata
+    if meta.get("min_ptlite_version"):
+        print(f"needs:      ptlite >= {meta['min_ptlite_version']}")
+    if meta.get(PREPROCESSING_KEY) is not None:
+        try:
+            text = ptlite.Preprocessing.from_metadata(meta[PREPROCESSING_KEY]).describe()
+        except ValueError as exc:
+            text = f"invalid ({exc})"
+        print(f"preprocess: {text}")
+    labels = meta.get(LABELS_KEY)
+    if isinstance(labels, list):
+        shown = ", ".join(map(str, labels[:5])) + (", ..." if len(labels) > 5 else "")
+        print(f"labels:     {len(labels)}: {shown}")
+    if isinstance(meta.get("user"), dict):
+        for key, value in meta["user"].items():
+            print(f"user:       {key} = {str(value)[:80]}")
+    if program.bundled_inputs:
+        outputs = sum(len(b.outputs) for b in program.bundled_inputs)
+        print(f"bundled:    {len(program.bundled_inputs)} call(s), {outputs} output(s) with PyTorch's answers "
+              "('ptlite check' replays them)")
 
 
 def _print_limits(program: ptlite.Program) -> None:

@@ -3,12 +3,57 @@
 from __future__ import annotations
 
 import argparse
+import logging
+import sys
 
 import ptlite
 from ptlite.tools.errors import ToolError, require_file
 
 EXIT_ERROR = 2
-EXIT_DIFFERENT = 1  # compare, bench --compare: the outputs differ
+EXIT_DIFFERENT = 1  # check, compare, bench --compare: the outputs differ
+
+log = logging.getLogger("ptlite")  # what ptlite says besides a command's results: progress, notes, warnings
+
+
+class _Lines(logging.Formatter):
+    """'ptlite: message' for progress and notes, 'ptlite: warning: message' for warnings."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        kind = {logging.WARNING: "warning: ", logging.DEBUG: "debug: "}.get(record.levelno, "")
+        return f"ptlite: {kind}{record.getMessage()}"
+
+
+class _Stderr(logging.StreamHandler):
+    """A handler writing to whatever sys.stderr is when a record comes (it may be replaced after setup)."""
+
+    @property  # type: ignore[override]
+    def stream(self) -> object:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value: object) -> None:
+        pass
+
+
+def configure_logging(quiet: bool, verbose: int) -> None:
+    """Show ptlite's log on standard error: progress and notes (INFO) by default, only warnings and errors with
+    -q, debugging detail too with -v."""
+    level = logging.WARNING if quiet else logging.DEBUG if verbose else logging.INFO
+    if not any(isinstance(h, _Stderr) for h in log.handlers):
+        handler = _Stderr()
+        handler.setFormatter(_Lines())
+        log.addHandler(handler)
+    log.setLevel(level)
+    log.propagate = False
+
+
+def add_verbosity(parser: argparse.ArgumentParser, top: bool = False) -> None:
+    """-q and -v, on the main parser and on each command's (before or after the command name)."""
+    default = {} if top else {"default": argparse.SUPPRESS}
+    parser.add_argument("-q", "--quiet", action="store_true", help="print only results, warnings and errors "
+                        "(no progress lines or notes)", **({"default": False} if top else default))
+    parser.add_argument("-v", "--verbose", action="count", help="print more detail (what each step does)",
+                        **({"default": 0} if top else default))
 
 
 def load_program(path: str) -> ptlite.Program:

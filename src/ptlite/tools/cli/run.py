@@ -16,11 +16,13 @@ from ptlite.tools.errors import ToolError, require_file
 from .options import add_backend_option, image_size, load_program, non_negative_int
 
 RUN_EPILOG = """\
-Images are resized (shorter side) and center-cropped to the input shape the model was captured with
-(224 when unknown), scaled to [0, 1] and normalized with ImageNet's mean and std. Several images for a
-one-input model are stacked into a batch.
+Images are preprocessed as the file says (ptlite convert --preprocess; 'ptlite inspect' shows it). A file that
+does not say is given ImageNet's evaluation transform: resized (shorter side) and center-cropped to the input
+shape the model was captured with (224 when unknown), scaled to [0, 1] and normalized with ImageNet's mean and
+std. Several images for a one-input model are stacked into a batch. Classes are named by the file's labels
+(ptlite convert --labels) unless --labels gives others.
 
-example: ptlite run resnet18.ptlite cat.jpg --labels imagenet_classes.txt"""
+example: ptlite run resnet18.ptlite cat.jpg"""
 
 
 def add_parser(commands: Any) -> None:
@@ -29,7 +31,7 @@ def add_parser(commands: Any) -> None:
         description="Run a method of a .ptlite file and print its outputs; for a classifier (an output "
                     "of shape [batch, classes]) print the top classes with softmax probabilities.",
         epilog=RUN_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("model", metavar="MODEL", help="a .ptlite file")
+    parser.add_argument("model", metavar="MODEL", help="a .ptlite file, or a PyTorch Mobile .ptl file")
     parser.add_argument("inputs", metavar="INPUT", nargs="+",
                         help="one per model input: an .npy file, an image file (png, jpg, ...), or a number "
                              "for an int/float/bool input")
@@ -37,11 +39,13 @@ def add_parser(commands: Any) -> None:
                         help="the method to run (default forward)")
     parser.add_argument("--top-k", metavar="K", type=non_negative_int, default=5,
                         help="classes to show for classifier outputs (default 5; 0 turns this off)")
-    parser.add_argument("--labels", metavar="FILE", help="a text file with one class name a line")
+    parser.add_argument("--labels", metavar="FILE",
+                        help="a text file with one class name a line (default: the labels the file records)")
     parser.add_argument("--image-size", metavar="SIZE", type=image_size,
                         help="crop images to SIZE or HEIGHT,WIDTH instead of the model's input shape")
     parser.add_argument("--no-normalize", action="store_true",
-                        help="feed images scaled to [0, 1], without ImageNet mean/std normalization")
+                        help="feed images scaled to their value range ([0, 1] unless the file says otherwise), "
+                             "without mean/std normalization")
     parser.add_argument("--save-outputs", metavar="OUT.npz", help="save every output array to an .npz file")
     parser.add_argument("--no-limits", action="store_true",
                         help="lift the run-time limits on memory, loop iterations and time (ptlite.Limits; for "
@@ -65,6 +69,20 @@ def _read_labels(path: str | None) -> list[str]:
     require_file(path)
     with open(path, encoding="utf-8", errors="replace") as f:
         return [line.strip() for line in f.read().splitlines()]
+
+
+def _described(program: ptlite.Program, path: str) -> tuple[ptlite.Preprocessing | None, list[str]]:
+    """The preprocessing and labels a file records (None and [] where it records none)."""
+    from ptlite.preprocess.spec import LABELS_KEY, PREPROCESSING_KEY, labels_from_metadata
+
+    meta = program.metadata
+    try:
+        preprocessing = (ptlite.Preprocessing.from_metadata(meta[PREPROCESSING_KEY])
+                         if meta.get(PREPROCESSING_KEY) is not None else None)
+        labels = labels_from_metadata(meta[LABELS_KEY]) if meta.get(LABELS_KEY) is not None else []
+    except ValueError as exc:
+        raise ToolError(f"{path}: the file's metadata is invalid: {exc}") from None
+    return preprocessing, labels
 
 
 def _softmax(logits: np.ndarray) -> np.ndarray:
@@ -124,8 +142,10 @@ def run(args: argparse.Namespace) -> int:
     if args.method not in program.methods:
         raise ToolError(f"{args.model} has no method '{args.method}'; it has {', '.join(program.methods)}")
     specs = program.methods[args.method].input_specs
-    labels = _read_labels(args.labels)
-    inputs = model_inputs.read_inputs(args.inputs, specs, args.method, args.image_size, not args.no_normalize)
+    preprocessing, file_labels = _described(program, args.model)
+    labels = _read_labels(args.labels) if args.labels else file_labels
+    inputs = model_inputs.read_inputs(args.inputs, specs, args.method, args.image_size, not args.no_normalize,
+                                      preprocessing if args.method == "forward" else None)
     start = time.perf_counter()
     module = ptlite.Module(program, args.backends, limits=ptlite.Limits.none() if args.no_limits else None)
     loaded_s = time.perf_counter() - start
