@@ -38,6 +38,8 @@ def test_auto_falls_back_to_script_for_data_dependent_branch():
 
     program = ptlite.capture(MyDecisionGate(), (torch.ones(1, 4),))
     assert program.metadata["capture"] == "script"
+    (export,) = program.metadata["capture_attempts"]  # why export, tried first, failed: the branch, at its line
+    assert export.startswith("export: the model branches on") and "`if x.sum() > 0:`" in export, export
     m = ptlite.Module(program)
     x = np.ones((1, 4), np.float32)
     np.testing.assert_array_equal(m(-x), x)

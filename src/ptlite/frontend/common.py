@@ -1,7 +1,11 @@
-"""Pieces shared by the capture front ends: weights, constants, operator checks, input/output specs."""
+"""Pieces shared by the capture front ends: weights, constants, operator checks, input/output specs, failures."""
 
 from __future__ import annotations
 
+import os
+import re
+import traceback
+from enum import IntEnum
 from typing import Any
 
 import numpy as np
@@ -15,6 +19,61 @@ from ptlite.ir.graph import Program, ValueSpec
 _MEMORY_FORMATS = {torch.contiguous_format: 0, torch.preserve_format: 1, torch.channels_last: 2,
                    torch.channels_last_3d: 3}
 _LAYOUTS = {torch.strided: 0}
+
+
+class Relevance(IntEnum):
+    """How much a capture method's failure tells the user, most first: auto lists the failures in this order."""
+
+    OPERATORS = 0  # the model was captured, but uses operators ptlite cannot run
+    EXPLAINED = 1  # a known cause in the user's code, with its fix
+    FROZEN = 2  # a trace refused: it would freeze control flow or values
+    OTHER = 3
+
+
+class MethodFailure(CaptureError):
+    """Why one capture method failed: `reason` in one line (auto lists one per method), str() the whole story."""
+
+    def __init__(self, message: str, reason: str | None = None, relevance: Relevance = Relevance.OTHER) -> None:
+        super().__init__(message)
+        self.reason = reason or one_line(message)
+        self.relevance = relevance
+
+
+def one_line(message: str) -> str:
+    """The first line of a message; when it ends with a colon, the line it introduces too."""
+    lines = [ln.strip() for ln in str(message).strip().splitlines() if ln.strip()]
+    if not lines:
+        return ""
+    if lines[0].endswith(":") and len(lines) > 1:
+        return f"{lines[0]} {lines[1]}"
+    return lines[0]
+
+
+_TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
+_FRONTEND_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+_STDLIB_DIR = os.path.dirname(os.path.abspath(os.__file__)) + os.sep
+_MESSAGE_FRAME = re.compile(r'File "(?P<path>[^"]+)", line (?P<line>\d+)[^\n]*\n[ \t]*(?P<code>[^\n]*)')
+
+
+def _users(path: str) -> bool:
+    full = os.path.abspath(path)
+    installed = f"{os.sep}site-packages{os.sep}" in full or f"{os.sep}dist-packages{os.sep}" in full
+    stdlib = full.startswith(_STDLIB_DIR) and not installed
+    return not (path.startswith("<") or stdlib or full.startswith((_TORCH_DIR, _FRONTEND_DIR)))
+
+
+def user_line(exc: BaseException) -> str:
+    """'path:line `code`' of the innermost place in the user's code (not torch's, nor ptlite's capture code) that
+    an exception names in its message (as torch.export's do) or passed through; '' when none."""
+    found = [(m["path"], int(m["line"]), m["code"].strip()) for m in _MESSAGE_FRAME.finditer(str(exc))
+             if _users(m["path"])]
+    if not found:
+        found = [(f.filename, f.lineno or 0, (f.line or "").strip()) for f in traceback.extract_tb(exc.__traceback__)
+                 if _users(f.filename)]
+    if not found:
+        return ""
+    path, line, code = found[-1]
+    return f"{path}:{line}" + (f" `{code}`" if code else "")
 
 
 def dtype_name(dtype: torch.dtype) -> str:
@@ -101,10 +160,12 @@ def check_operators(program: Program, how: str) -> None:
             uniq = list(dict.fromkeys(places))
             more = f" and {len(uniq) - 4} more" if len(uniq) > 4 else ""
             lines.append(f"  {op}: used at {'; '.join(uniq[:4])}{more}")
-        raise CaptureError(
+        raise MethodFailure(
             f"cannot capture the model ({how}): it uses {len(missing)} operator(s) that ptlite cannot run:\n"
             + "\n".join(lines)
-            + "\nReplace these operations in the model, or open an issue asking for the operators.")
+            + "\nReplace these operations in the model, or open an issue asking for the operators.",
+            reason=f"uses {len(missing)} operator(s) that ptlite cannot run: {', '.join(sorted(missing))}",
+            relevance=Relevance.OPERATORS)
 
 
 def tensor_spec(name: str, example: Any, static_shape: bool) -> ValueSpec:

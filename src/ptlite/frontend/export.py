@@ -17,7 +17,7 @@ from torch.utils import _pytree as pytree
 from ptlite.errors import CaptureError
 from ptlite.ir.graph import Graph, Node, Program, Value, ValueSpec
 
-from .common import WeightStore, dtype_name, python_constant
+from .common import MethodFailure, WeightStore, dtype_name, python_constant, user_line
 
 # Python-level callables that appear in exported graphs with dynamic shapes, as IR operators.
 _PYTHON_OPS = {
@@ -32,6 +32,26 @@ _PYTHON_OPS = {
 _TRACING_ASSERTIONS = {"aten::_assert_tensor_metadata", "aten::_assert_async", "aten::_assert_async.msg",
                        "aten::_assert_scalar", "aten::sym_constrain_range", "aten::sym_constrain_range_for_size",
                        "aten::_functional_assert_async.msg"}
+
+
+def _children(spec: pytree.TreeSpec) -> list[pytree.TreeSpec]:
+    """A tree spec's children: `children()` where torch has it (`children_specs` is deprecated there)."""
+    children = getattr(type(spec), "children", None)
+    return list(spec.children()) if callable(children) else list(spec.children_specs)
+
+
+def export_failure(exc: BaseException) -> MethodFailure:
+    """torch.export's exception as one line: what went wrong, at which line of the user's model."""
+    text = str(exc).strip()
+    first = text.splitlines()[0].strip() if text else ""
+    where = user_line(exc)
+    at = f" at {where}" if where else ""
+    if type(exc).__name__ == "GuardOnDataDependentSymNode" or "data-dependent" in first:
+        reason = (f"the model branches on, or sizes a tensor by, a tensor's value{at} ({type(exc).__name__}); "
+                  f"torch.export needs torch.cond for a branch")
+    else:
+        reason = f"{type(exc).__name__}: {first}{at}"
+    return MethodFailure(f"torch.export could not capture the model: {reason}", reason=reason)
 
 
 def op_key(target: Any) -> str:
@@ -168,7 +188,7 @@ class _Translator:
         """The output structure as construct nodes over the flat output values."""
         if spec.is_leaf():
             return leaves.pop(0)
-        children = [self.rebuild(c, leaves) for c in spec.children_specs]
+        children = [self.rebuild(c, leaves) for c in _children(spec)]
         if spec.type is dict or spec.type.__name__ == "OrderedDict":
             keys = [self.constant(k, "str") for k in spec.context]
             pairs = [x for kv in zip(keys, children) for x in kv]

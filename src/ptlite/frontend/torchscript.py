@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import warnings
+from collections.abc import Iterator
 from typing import Any
 
 import torch
@@ -26,6 +29,32 @@ _EXPLAIN = {
     "prim::CallMethod": "calls a method that could not be inlined",
     "prim::CallFunction": "calls a function that could not be inlined",
 }
+
+
+@contextlib.contextmanager
+def _forget_failed_types() -> Iterator[None]:
+    """After a failed torch.jit.script, drop the module types it half built: scripting the same class again would
+    otherwise fail with "Can't redefine method: forward on class ...", hiding the real error."""
+    store = getattr(getattr(torch.jit, "_recursive", None), "concrete_type_store", None)
+    known = getattr(store, "type_store", None)
+    before = {cls: list(types) for cls, types in known.items()} if isinstance(known, dict) else None
+    try:
+        yield
+    except Exception:
+        if before is not None:
+            for cls in list(known):
+                if cls in before:
+                    known[cls][:] = before[cls]
+                else:
+                    del known[cls]
+        raise
+
+
+def script(model: torch.nn.Module) -> torch.jit.ScriptModule:
+    """torch.jit.script without its deprecation notice; a failure leaves no half-compiled types behind."""
+    with warnings.catch_warnings(), _forget_failed_types():
+        warnings.filterwarnings("ignore", message=".*torch.jit.script.*deprecated", category=FutureWarning)
+        return torch.jit.script(model)
 
 
 def _type_of(tv: torch._C.Value) -> tuple[str, str | None, tuple | None]:
