@@ -34,7 +34,8 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="ptlite",
-        description="Capture PyTorch models into .ptlite files and run them with NumPy alone.",
+        description="Capture PyTorch models into .ptlite files and run them (and PyTorch Mobile .ptl files) "
+                    "without torch.",
         epilog="Start with 'ptlite demo' to see the whole round trip on a small model. "
                "'ptlite COMMAND --help' describes each command.")
     parser.add_argument("--version", action="version", version=f"ptlite {ptlite.__version__}")

@@ -30,12 +30,12 @@ example: ptlite bench mobilenet_v2.ptlite --profile --compare ptlite.tools.zoo:m
 
 def add_parser(commands: Any) -> None:
     parser = commands.add_parser(
-        "bench", help="measure latency, load time and memory of a .ptlite file (no torch needed)",
-        description="Benchmark forward of a .ptlite file like TFLite's benchmark_model: load time, latency "
-                    "(min, median, p90, mean), peak memory, optionally a per-operator profile and a comparison "
-                    "with eager PyTorch and ONNX Runtime.",
+        "bench", help="measure latency, load time and memory of a .ptlite or .ptl file (no torch needed)",
+        description="Benchmark forward of a .ptlite (or PyTorch Mobile .ptl) file like TFLite's benchmark_model: "
+                    "load time, latency (min, median, p90, mean), peak memory, optionally a per-operator profile and "
+                    "a comparison with eager PyTorch and ONNX Runtime.",
         epilog=BENCH_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("model", metavar="MODEL", help="a .ptlite file")
+    parser.add_argument("model", metavar="MODEL", help="a .ptlite file, or a PyTorch Mobile .ptl file")
     add_input_options(parser)
     parser.add_argument("--warmup", metavar="N", type=non_negative_int, default=5,
                         help="untimed runs first (default 5)")

@@ -162,9 +162,10 @@ def run(args: argparse.Namespace) -> int:
     captured_s = time.perf_counter() - start
     if not os.path.isfile(args.model) and models.SOURCE_PATTERN.fullmatch(args.model):  # shown by inspect and compare
         program.metadata[models.SOURCE_KEY] = args.model
-    return _optimize_and_save(program, args, f"captured {args.model} with "
-                              f"{program.metadata.get('capture', args.method)} in {captured_s:.1f} s",
-                              Reference(model, example))
+    # (a frozen trace's warning is torch's and ptlite's UserWarning, shown as it happens;
+    # why the methods auto tried first failed: the ptlite.frontend logger's line on stderr)
+    headline = f"captured {args.model} with {program.metadata.get('capture', args.method)} in {captured_s:.1f} s"
+    return _optimize_and_save(program, args, headline, Reference(model, example))
 
 
 def _convert_pytorch_mobile(args: argparse.Namespace) -> int:

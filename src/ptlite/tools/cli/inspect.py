@@ -22,7 +22,7 @@ from .options import add_backend_option, human_bytes, load_program
 
 def add_parser(commands: Any) -> None:
     ops_parser = commands.add_parser(
-        "ops", help="list the operators a .ptlite file uses, or those this ptlite runs (--supported)",
+        "ops", help="list the operators a .ptlite or .ptl file uses, or those this ptlite runs (--supported)",
         description="Print the operators the program uses (ptlite.export_opnames), one a line; with "
                     "--yaml as the YAML list that PyTorch's selective build takes (like "
                     "torch.jit.mobile._export_operator_list). With --supported, the operators each backend "
@@ -37,10 +37,11 @@ def add_parser(commands: Any) -> None:
     ops_parser.set_defaults(handler=list_operators)
 
     parser = commands.add_parser(
-        "inspect", help="describe a .ptlite file: methods, operators, weights",
-        description="Describe a .ptlite file: its methods with their inputs and outputs, how many times "
-                    "each operator is used, its weights, and how it was made.")
-    parser.add_argument("model", metavar="MODEL", help="a .ptlite file")
+        "inspect", help="describe a .ptlite or .ptl file: methods, operators, weights, what it carries",
+        description="Describe a .ptlite file (or a PyTorch Mobile .ptl file, as translated): its methods with their "
+                    "inputs and outputs, how many times each operator is used, its weights, how it was made, and "
+                    "what it carries for the app (preprocessing, labels, bundled inputs).")
+    parser.add_argument("model", metavar="MODEL", help="a .ptlite file, or a PyTorch Mobile .ptl file")
     parser.add_argument("--graph", action="store_true", help="also print the program's IR")
     add_backend_option(parser)
     parser.set_defaults(handler=run)

@@ -27,9 +27,10 @@ example: ptlite run resnet18.ptlite cat.jpg"""
 
 def add_parser(commands: Any) -> None:
     parser = commands.add_parser(
-        "run", help="run a .ptlite file on .npy or image inputs (no torch needed)",
-        description="Run a method of a .ptlite file and print its outputs; for a classifier (an output "
-                    "of shape [batch, classes]) print the top classes with softmax probabilities.",
+        "run", help="run a .ptlite or .ptl file on .npy or image inputs (no torch needed)",
+        description="Run a method of a .ptlite (or PyTorch Mobile .ptl) file and print its outputs; for a "
+                    "classifier (an output of shape [batch, classes]) print the top classes with softmax "
+                    "probabilities.",
         epilog=RUN_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("model", metavar="MODEL", help="a .ptlite file, or a PyTorch Mobile .ptl file")
     parser.add_argument("inputs", metavar="INPUT", nargs="+",
