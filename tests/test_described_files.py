@@ -361,3 +361,27 @@ def test_a_camera_frame_is_preprocessed_as_the_file_says(tmp_path):
     assert diff < 0.05, f"nearest and bilinear sampling of the same crop differ by {diff:.3f} on average"
     with pytest.raises(ValueError, match="camera helpers make RGB tensors; this model takes L"):
         Preprocessing.parse("channels=L").frame_options(640, 480)
+
+
+def test_run_reads_raw_camera_frames_as_the_file_says(folder, capsys):
+    """`ptlite run --frame`: a raw frame dumped from an app, rotated and preprocessed as the file says."""
+    from ptlite.preprocess import rgba_to_tensor
+
+    code, _, err = cli(capsys, "convert", f"{MODULE}:small", "--input-shape", "1,3,48,48", "--preprocess",
+                       "resize=56", "-o", "frames.ptlite")
+    assert code == 0, err
+    photo = sklearn_datasets.load_sample_image("flower.jpg")
+    sideways = np.ascontiguousarray(np.rot90(photo, 1))  # 640 x 427 as stored; 90 degrees clockwise is upright
+    (folder / "frame.rgb").write_bytes(sideways.tobytes())
+    code, _, err = cli(capsys, "run", "frames.ptlite", "frame.rgb", "--frame", "RGB,427x640,rotate=90",
+                       "--save-outputs", "frame_out.npz")
+    assert code == 0, err
+    module = ptlite.load("frames.ptlite")
+    x = rgba_to_tensor(sideways, 427, 640, order="RGB", rotate=90, **module.preprocessing.frame_options(427, 640, 90))
+    np.testing.assert_allclose(np.load("frame_out.npz")["output"], module(x), rtol=1e-6, atol=1e-6,
+                               err_msg="run --frame must crop and normalize as the file's preprocessing says")
+    (folder / "short.rgb").write_bytes(sideways.tobytes()[:1000])
+    code, _, err = cli(capsys, "run", "frames.ptlite", "short.rgb", "--frame", "RGB,427x640")
+    assert code == 2 and "short.rgb:" in err and "bytes" in err, err
+    code, _, err = cli(capsys, "run", "frames.ptlite", "frame.rgb", "--frame", "YUYV,427x640")
+    assert code == 2 and "unknown format 'YUYV'" in err, err

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -24,6 +25,8 @@ from .measure import Settings, _one_line, _save_or_note, measure
 from .memory import peak_rss_bytes
 from .report import RUNTIME_TITLES
 from .timing import latency_stats, time_calls
+
+log = logging.getLogger(__name__)
 
 
 def installed(package: str) -> bool:
@@ -123,6 +126,17 @@ _CHILD = "import sys; from ptlite.tools.bench import child_main; sys.exit(child_
 
 
 def _run_child(kind: str, config: dict[str, Any], folder: str) -> dict[str, Any]:
+    step = list(RUNTIME_TITLES).index(kind) + 1 if kind in RUNTIME_TITLES else 0
+    log.info(f"measuring {RUNTIME_TITLES.get(kind, kind)} in a process of its own"
+             + (f" ({step}/{len(RUNTIME_TITLES)})" if step else ""))
+    start = time.perf_counter()
+    try:
+        return _child_result(kind, config, folder)
+    finally:
+        log.debug(f"{kind}: {time.perf_counter() - start:.1f} s")
+
+
+def _child_result(kind: str, config: dict[str, Any], folder: str) -> dict[str, Any]:
     config_path = os.path.join(folder, f"{kind}.json")
     config = {**config, "result": os.path.join(folder, f"{kind}.result.json")}
     with open(config_path, "w") as f:

@@ -12,8 +12,17 @@ import numpy as np
 import ptlite
 from ptlite.tools import inputs as model_inputs
 from ptlite.tools.errors import ToolError, require_file
+from ptlite.tools.frames import FRAME_FORMATS, FrameSpec, read_frames
 
 from .options import add_backend_option, image_size, load_program, non_negative_int
+
+
+def frame_spec(text: str) -> FrameSpec:
+    """--frame: argparse's type."""
+    try:
+        return FrameSpec.parse(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 RUN_EPILOG = """\
 Images are preprocessed as the file says (ptlite convert --preprocess; 'ptlite inspect' shows it). A file that
@@ -44,6 +53,11 @@ def add_parser(commands: Any) -> None:
                         help="a text file with one class name a line (default: the labels the file records)")
     parser.add_argument("--image-size", metavar="SIZE", type=image_size,
                         help="crop images to SIZE or HEIGHT,WIDTH instead of the model's input shape")
+    parser.add_argument("--frame", metavar="SPEC", type=frame_spec,
+                        help="the INPUTs are raw camera frames (dumped from an app): FORMAT,WIDTHxHEIGHT"
+                             "[,rotate=DEG][,range=full|video][,stride=BYTES], FORMAT one of "
+                             f"{', '.join(FRAME_FORMATS)}; rotated upright, cropped and normalized as the file's "
+                             "preprocessing says (ImageNet's where it says nothing)")
     parser.add_argument("--no-normalize", action="store_true",
                         help="feed images scaled to their value range ([0, 1] unless the file says otherwise), "
                              "without mean/std normalization")
@@ -145,8 +159,13 @@ def run(args: argparse.Namespace) -> int:
     specs = program.methods[args.method].input_specs
     preprocessing, file_labels = _described(program, args.model)
     labels = _read_labels(args.labels) if args.labels else file_labels
-    inputs = model_inputs.read_inputs(args.inputs, specs, args.method, args.image_size, not args.no_normalize,
-                                      preprocessing if args.method == "forward" else None)
+    if args.frame is not None:
+        if len(specs) != 1:
+            raise ToolError(f"--frame feeds a method of one image input; '{args.method}' takes {len(specs)}")
+        inputs = [read_frames(args.inputs, args.frame, preprocessing or ptlite.Preprocessing(), specs[0].shape)]
+    else:
+        inputs = model_inputs.read_inputs(args.inputs, specs, args.method, args.image_size, not args.no_normalize,
+                                          preprocessing if args.method == "forward" else None)
     start = time.perf_counter()
     module = ptlite.Module(program, args.backends, limits=ptlite.Limits.none() if args.no_limits else None)
     loaded_s = time.perf_counter() - start
