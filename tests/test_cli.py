@@ -680,5 +680,7 @@ def test_progress_lines_go_to_stderr_and_quiet_silences_them(work, capsys):
         code, out, err = cli(capsys, *quiet)
         assert code == 0 and err == "", f"-q printed: {err}"
         assert "wrote progress.ptlite" in out
-    code, out, err = cli(capsys, "run", "progress.ptlite", work["folder"] / "x.npy", "-v")
-    assert code == 0, err
+    code, out, err = cli(capsys, *argv, "-v")
+    assert code == 0 and "ptlite: debug: optimized in" in err, err  # -v: more detail
+    code, out, err = cli(capsys, *argv)
+    assert "debug:" not in err, err

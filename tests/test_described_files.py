@@ -164,13 +164,13 @@ def test_save_records_preprocessing_labels_user_keys_and_the_version_needed(tmp_
 def test_describe_refuses_what_the_model_cannot_take():
     program = ptlite.capture(small_model(), (torch.randn(1, 3, 32, 32),), method="export")  # records the shape
     with pytest.raises(ValueError, match=r"the input takes 3 channel\(s\), the preprocessing makes 1"):
-        ptlite.describe(program, preprocessing="channels=L")
+        ptlite.attach(program, preprocessing="channels=L")
     with pytest.raises(ValueError, match="names input 'image', which forward does not take"):
-        ptlite.describe(program, preprocessing="input=image")
+        ptlite.attach(program, preprocessing="input=image")
     with pytest.raises(ValueError, match="labels must be strings"):
-        ptlite.describe(program, labels=[1, 2])
+        ptlite.attach(program, labels=[1, 2])
     with pytest.raises(ValueError, match="metadata must be JSON"):
-        ptlite.describe(program, metadata={"when": object()})
+        ptlite.attach(program, metadata={"when": object()})
 
 
 def test_the_version_a_file_needs_follows_its_newest_operator(monkeypatch):
@@ -271,7 +271,9 @@ def test_convert_bundles_an_image_and_check_fails_on_a_tampered_file(folder, cap
                          "imagenet resize=72", "--labels", "imagenet", "--meta", "build=42", "--bundle-inputs", path,
                          "-o", "small.ptlite")
     assert code == 0, err
-    assert "bundled: 1 call(s), 1 output(s)" in out and "ok" in out, out
+    line = next(line for line in out.splitlines() if line.startswith("bundled: "))
+    assert line.startswith("bundled: 1 call(s), 1 output(s); here: call 0 (forward) output: max |diff|"), out
+    assert line.endswith(": ok"), out
     code, out, err = cli(capsys, "check", "small.ptlite", "-v")
     assert code == 0, err
     assert "small.ptlite: ok: 1 bundled call(s), 1 output(s)" in out, out
@@ -385,3 +387,60 @@ def test_run_reads_raw_camera_frames_as_the_file_says(folder, capsys):
     assert code == 2 and "short.rgb:" in err and "bytes" in err, err
     code, _, err = cli(capsys, "run", "frames.ptlite", "frame.rgb", "--frame", "YUYV,427x640")
     assert code == 2 and "unknown format 'YUYV'" in err, err
+
+
+@pytest.mark.parametrize("stored, expected", [
+    ({"size": [1e400, 4]}, "size must be a list of at most 4 finite numbers"),
+    ({"size": [224.5, 224]}, "size must be whole numbers"),
+    ({"value_range": [float("-inf"), 0]}, "value_range must be a list of at most 4 finite numbers"),
+    ({"mean": [float("nan")]}, "mean must be a list of at most 4 finite numbers")])
+def test_non_finite_or_fractional_numbers_in_a_files_preprocessing_are_named(stored, expected):
+    with pytest.raises(ValueError, match=expected):
+        Preprocessing.from_metadata(stored)
+    with pytest.raises(ValueError, match="value_range must be two increasing"):
+        Preprocessing.parse("range=-inf,0")
+
+
+def test_attach_refuses_bundled_inputs_the_reader_would_refuse():
+    from ptlite.ir.graph import BundledInput
+
+    program = ptlite.capture(small_model(), (torch.randn(1, 3, 32, 32),), method="export")
+    out = np.zeros((1, 5), np.float32)
+    for call, expected in ((BundledInput("forward", [], [out], [0.1, 0.2], [0.0]), "atol has 2 value"),
+                           (BundledInput("forward", [], [out], [-1.0], [0.0]), "finite and non-negative"),
+                           (BundledInput("embed", [], [out], [0.1], [0.0]), "method 'embed' is not in the program")):
+        with pytest.raises(ValueError, match=expected):
+            ptlite.attach(program, bundled_inputs=[call])
+    with pytest.raises(ValueError, match=r"size 320x320 does not fit the input, which takes 32x32"):
+        ptlite.attach(program, preprocessing="size=320")
+    with pytest.raises(ValueError, match="looks NCHW: give layout=NCHW"):
+        ptlite.attach(program, preprocessing="layout=NHWC")
+    with pytest.raises(TypeError, match="not one string"):
+        ptlite.attach(program, labels="imagenet")
+
+
+def test_check_compares_numbers_within_tolerance_and_names_a_call_that_raises():
+    from ptlite.errors import InputError
+    from ptlite.ir.graph import BundledInput
+    from ptlite.runtime.bundled import check
+
+    call = BundledInput("forward", [], [1.0, float("nan"), True], [0.1] * 3, [0.0] * 3)
+    results = check([call], lambda method, inputs: (1.05, float("nan"), True))
+    assert [r.passed for r in results] == [True, True, True], [r.describe() for r in results]
+    results = check([call], lambda method, inputs: (1.2, 0.0, False))
+    assert [r.passed for r in results] == [False, False, False], [r.describe() for r in results]
+
+    def fails(method, inputs):
+        raise InputError("forward: input 'x' must have shape [1, 3]")
+    results = check([call, call], fails)
+    assert len(results) == 2 and not any(r.passed for r in results)
+    assert results[1].describe() == "call 1 (forward) outputs: raises InputError: forward: input 'x' must have " \
+                                    "shape [1, 3]"
+
+
+def test_every_operator_runs_since_a_version_no_newer_than_this_one():
+    from ptlite import ops
+    from ptlite.version import version_key
+
+    newer = [op.key for op in ops.all_ops().values() if version_key(op.since) > version_key(ptlite.__version__)]
+    assert not newer, f"declared @since a version newer than {ptlite.__version__}: files using them would be refused"

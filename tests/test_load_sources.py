@@ -172,9 +172,12 @@ def test_only_a_path_is_mapped_and_guarded(files):
 
 
 def test_bytes_are_content_never_a_path(files):
-    path = files["ptlite"]
+    """The bytes of a file's name are not a model: the error says to pass a str (bytes naming no file are read as
+    content, and refused as such)."""
+    with pytest.raises(TypeError, match="bytes are a file's content, and these name a file: pass the path as a str"):
+        ptlite.load(os.fsencode(files["ptlite"]))
     with pytest.raises(ptlite.FormatError, match="^<bytes>: "):
-        ptlite.load(os.fsencode(path))  # the bytes of its name are not a model
+        ptlite.load(b"/no/such/file.ptlite")
 
 
 @pytest.mark.parametrize("source, name", [
@@ -261,3 +264,4 @@ def test_a_missing_path_and_a_folder_say_so(tmp_path):
     for in_memory in (False, True):
         with pytest.raises(IsADirectoryError):
             ptlite.load(tmp_path, in_memory=in_memory)
+

@@ -36,15 +36,16 @@ from .errors import (
 )
 from .ir.graph import BundledInput, Program, ValueSpec
 from .preprocess.spec import Preprocessing
+from .runtime.bundled import OutputCheck
 from .runtime.limits import Limits
 from .runtime.module import Module
 from .version import __version__
 
-__all__ = ["capture", "optimize_for_mobile", "quantize", "save", "describe", "bundle_inputs", "load", "load_program",
+__all__ = ["capture", "optimize_for_mobile", "quantize", "save", "attach", "bundle_inputs", "load", "load_program",
            "export_opnames", "backends", "set_num_threads", "get_num_threads", "Program", "Module", "ValueSpec",
-           "BundledInput", "Preprocessing", "Backend", "BackendInfo", "Limits", "PtliteError", "FormatError",
-           "CaptureError", "InputError", "UnsupportedOperatorError", "ExecutionError", "FileChangedError", "LimitError",
-           "ScriptError", "__version__"]
+           "BundledInput", "OutputCheck", "Preprocessing", "Backend", "BackendInfo", "Limits", "PtliteError",
+           "FormatError", "CaptureError", "InputError", "UnsupportedOperatorError", "ExecutionError",
+           "FileChangedError", "LimitError", "ScriptError", "__version__"]
 
 
 def capture(model: Any, example_inputs: tuple | None = None, method: str = "auto", **options: Any) -> Program:
@@ -138,11 +139,11 @@ def save(program: Program, path: str | os.PathLike, *, preprocessing: Preprocess
     """
     from .format.writer import save as _save
 
-    _save(describe(program, preprocessing=preprocessing, labels=labels, metadata=metadata,
+    _save(attach(program, preprocessing=preprocessing, labels=labels, metadata=metadata,
                    bundled_inputs=bundled_inputs), path)
 
 
-def describe(program: Program, *, preprocessing: Preprocessing | str | None = None,
+def attach(program: Program, *, preprocessing: Preprocessing | str | None = None,
              labels: Iterable[str] | None = None, metadata: dict[str, Any] | None = None,
              bundled_inputs: list[BundledInput] | None = None) -> Program:
     """The program with preprocessing, labels, your metadata keys and bundled inputs recorded (see `save`): a new
@@ -166,7 +167,10 @@ def describe(program: Program, *, preprocessing: Preprocessing | str | None = No
             spec.with_input_shape(targets[0].shape)  # raises if the channels disagree
         new[PREPROCESSING_KEY] = spec.to_metadata()
     if labels is not None:
-        names = [labels] if isinstance(labels, str) else list(labels)
+        if isinstance(labels, str):
+            raise TypeError("labels must be a list of class names, not one string (the command line's 'imagenet' "
+                            "is torchvision's list: torchvision.models._meta._IMAGENET_CATEGORIES)")
+        names = list(labels)
         if not all(isinstance(n, str) for n in names):
             raise ValueError("labels must be strings (one class name per index)")
         new[LABELS_KEY] = names
@@ -174,12 +178,20 @@ def describe(program: Program, *, preprocessing: Preprocessing | str | None = No
         import json
 
         try:
+            if not all(isinstance(key, str) for key in metadata):
+                raise TypeError("keys must be strings")
             json.dumps(metadata, allow_nan=False)
         except (TypeError, ValueError) as exc:
             raise ValueError(f"metadata must be JSON (str keys; lists, numbers, strings, ...): {exc}") from None
         new["user"] = {**new.get("user", {}), **metadata}
-    return replace(program, metadata=new,
-                   bundled_inputs=list(bundled_inputs) if bundled_inputs is not None else program.bundled_inputs)
+    bundled = list(bundled_inputs) if bundled_inputs is not None else program.bundled_inputs
+    for i, call in enumerate(bundled):
+        if not isinstance(call, BundledInput):
+            raise TypeError(f"bundled input {i} is a {type(call).__name__}, not a BundledInput (make them with "
+                            "ptlite.bundle_inputs)")
+        if problem := call.problem(program):
+            raise ValueError(f"bundled input {i}: {problem}")
+    return replace(program, metadata=new, bundled_inputs=bundled)
 
 
 def bundle_inputs(model: Any, calls: Any, method: str = "forward", **tolerances: Any) -> list[BundledInput]:
@@ -210,6 +222,9 @@ def _read(path: Any, methods: Iterable[str] | None = None, in_memory: bool = Fal
     from .format.reader import is_ptlite_file, read_program
     from .format.source import open_source
 
+    if isinstance(path, bytes) and len(path) < 4096 and b"\0" not in path and os.path.isfile(os.fsdecode(path)):
+        raise TypeError(f"bytes are a file's content, and these name a file: pass the path as a str "
+                        f"(os.fsdecode({path[:60]!r})), or the file's content")
     opened = open_source(path, in_memory)  # TypeError for anything else (an int is not taken as a descriptor)
     if not is_ptlite_file(bytes(opened.data[:8])):  # the legacy reader is imported only for files that may need it
         from .format.ptl import read_ptl, sniff_file

@@ -170,13 +170,17 @@ def _bundled_inputs(table: Any, buf: Any, data_off: int, data_size: int, name: s
             arrays = [dict(item["array"], name=f"bundled input {i} {part[:-1]} {j}")
                       for j, item in enumerate(items) if "array" in item]
             found = iter(_weights(arrays, buf, data_off, data_size, name).values())
-            parts[part] = [next(found) if "array" in item else decode_constant(item["value"]) for item in items]
+            try:
+                parts[part] = [next(found) if "array" in item else decode_constant(item["value"]) for item in items]
+            except FormatError as exc:
+                raise FormatError(f"{name}: bundled input {i} {part}: {exc}") from None
         tolerances = {}
         for key in ("atol", "rtol"):
             value = entry.get(key)
-            if (type(value) is not list or len(value) != len(parts["outputs"])
-                    or not all(type(t) in (int, float) and 0 <= t < float("inf") for t in value)):
+            if type(value) is not list or len(value) != len(parts["outputs"]):
                 raise FormatError(f"{name}: bundled input {i}: {key} must list a tolerance per output")
+            if not all(type(t) in (int, float) and 0 <= t < float("inf") for t in value):
+                raise FormatError(f"{name}: bundled input {i}: {key} values must be finite and non-negative")
             tolerances[key] = [float(t) for t in value]
         bundled.append(BundledInput(entry["method"], parts["inputs"], parts["outputs"], **tolerances))
     return bundled

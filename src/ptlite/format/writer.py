@@ -54,6 +54,9 @@ def _data_tables(program: Program) -> tuple[list[dict[str, Any]], list[dict[str,
             return {"array": place(value, what)}
         return {"value": encode_constant(value)}
 
+    for i, call in enumerate(program.bundled_inputs):  # what the reader would refuse is refused here
+        if problem := call.problem(program):
+            raise ValueError(f"bundled input {i}: {problem}")
     bundled = [{"method": b.method, "atol": [float(t) for t in b.atol], "rtol": [float(t) for t in b.rtol],
                 "inputs": [item(v, f"bundled input {i} argument {j}") for j, v in enumerate(b.inputs)],
                 "outputs": [item(v, f"bundled input {i} output {j}") for j, v in enumerate(b.outputs)]}

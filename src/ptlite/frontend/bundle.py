@@ -28,8 +28,8 @@ def bundle_inputs(model: Any, calls: Any, method: str = "forward", tolerance: fl
     """
     import torch
 
-    if not tolerance >= 0 or (atol is not None and not atol >= 0) or (rtol is not None and not rtol >= 0):
-        raise ValueError("tolerances must be non-negative numbers")
+    if not all(t is None or 0 <= t < float("inf") for t in (tolerance, atol, rtol)):
+        raise ValueError(f"tolerances must be finite non-negative numbers, not {tolerance}, {atol}, {rtol}")
     run = getattr(model, method, None) if method != "forward" else model
     if run is None:
         raise CaptureError(f"the model has no method {method!r} to bundle inputs for")
@@ -43,13 +43,22 @@ def bundle_inputs(model: Any, calls: Any, method: str = "forward", tolerance: fl
             raise CaptureError(f"bundled input {i}: the PyTorch model fails on it ({type(exc).__name__}: "
                                f"{str(exc)[:300]})") from None
         outputs = [_to_numpy(value, f"bundled input {i} {name}") for name, value in leaves(_plain(result))]
-        scale = [float(np.max(np.abs(o))) if isinstance(o, np.ndarray) and o.size and o.dtype.kind == "f" else 1.0
-                 for o in outputs]
+        scale = [_magnitude(o) for o in outputs]
         bundled.append(BundledInput(
             method, [_to_numpy(a, f"bundled input {i} argument {j}") for j, a in enumerate(call)], outputs,
             atol=[atol if atol is not None else tolerance * (s if s > 0 else 1.0) for s in scale],
             rtol=[rtol if rtol is not None else tolerance] * len(outputs)))
     return bundled
+
+
+def _magnitude(output: Any) -> float:
+    """The largest finite magnitude of a float output (what its default atol scales with); 1.0 for the rest."""
+    if isinstance(output, np.ndarray) and output.dtype.kind == "f":
+        finite = np.abs(output[np.isfinite(output)])
+        return float(finite.max()) if finite.size else 1.0
+    if isinstance(output, float) and np.isfinite(output):
+        return abs(output)
+    return 1.0
 
 
 def _calls(calls: Any, torch: Any) -> list[tuple[Any, ...]]:

@@ -144,6 +144,18 @@ class BundledInput:
     atol: list[float]
     rtol: list[float]
 
+    def problem(self, program: Program) -> str | None:
+        """What makes this call unfit to store with `program` (a method it lacks, tolerances that are not one
+        finite non-negative number per output), or None."""
+        if self.method not in program.methods:
+            return f"method {self.method!r} is not in the program, which has {', '.join(program.methods)}"
+        for name, values in (("atol", self.atol), ("rtol", self.rtol)):
+            if len(values) != len(self.outputs):
+                return f"{name} has {len(values)} value(s) for {len(self.outputs)} output(s)"
+            if not all(isinstance(t, (int, float)) and 0 <= t < float("inf") for t in values):
+                return f"{name} values must be finite and non-negative, not {str(values)[:60]}"
+        return None
+
 
 @dataclass
 class Program:

@@ -104,8 +104,8 @@ class Preprocessing:
             value = getattr(self, key)
             if value == default:
                 continue
-            if isinstance(value, tuple):
-                text = ",".join(f"{v:g}" if isinstance(v, float) else str(v) for v in value)
+            if isinstance(value, tuple):  # repr: the shortest text that reads back as the same float
+                text = ",".join(repr(v) if isinstance(v, float) else str(v) for v in value)
             elif isinstance(value, bool):
                 text = "yes" if value else "no"
             else:
@@ -122,10 +122,17 @@ class Preprocessing:
             return self if self.size else replace(self, size=(224, 224))
         dims = list(shape[-3:])
         c, h, w = (dims[2], dims[0], dims[1]) if self.layout == "NHWC" else dims
-        if c is not None and c != (1 if self.channels == "L" else 3):
-            raise ValueError(f"the input takes {c} channel(s), the preprocessing makes "
-                             f"{1 if self.channels == 'L' else 3} ({self.channels}, {self.layout})")
+        made = 1 if self.channels == "L" else 3
+        if c is not None and c != made:
+            other = dims[0] if self.layout == "NHWC" else dims[2]
+            hint = (f"; the input's shape {list(shape)} looks {'NCHW' if self.layout == 'NHWC' else 'NHWC'}: give "
+                    f"layout={'NCHW' if self.layout == 'NHWC' else 'NHWC'}" if other == made else "")
+            raise ValueError(f"the input takes {c} channel(s), the preprocessing makes {made} ({self.channels}, "
+                             f"{self.layout}){hint}")
         if self.size:
+            if (h is not None and h != self.size[0]) or (w is not None and w != self.size[1]):
+                raise ValueError(f"size {self.size[0]}x{self.size[1]} does not fit the input, which takes "
+                                 f"{h or '?'}x{w or '?'} images (leave size out to take the input's)")
             return self
         return replace(self, size=(h or 224, w or h or 224))
 
@@ -135,7 +142,8 @@ class Preprocessing:
         return self.resize if self.resize is not None else round(max(height, width) / CROP_FRACTION)
 
     def apply(self, image: Any) -> np.ndarray:
-        """A PIL image as the model's input: float32, [1, C, H, W] or [1, H, W, C]."""
+        """A PIL image as the model's input: float32, [1, C, H, W] or [1, H, W, C] (a batch of one: take [0] for an
+        input without a batch dimension)."""
         from .image import center_crop, resize_shorter_side
 
         height, width = self.size or (224, 224)
@@ -202,9 +210,14 @@ def _field_value(key: str, value: Any) -> Any:
     if key in ("size", "value_range", "mean", "std"):
         if value is None and key == "size":
             return None
-        if type(value) is not list or not all(type(v) in (int, float) for v in value) or len(value) > 4:
-            raise ValueError(f"{key} must be a list of at most 4 numbers, not {str(value)[:60]}")
-        return tuple(int(v) for v in value) if key == "size" else tuple(float(v) for v in value)
+        if (type(value) is not list or len(value) > 4
+                or not all(type(v) in (int, float) and math.isfinite(v) for v in value)):
+            raise ValueError(f"{key} must be a list of at most 4 finite numbers, not {str(value)[:60]}")
+        if key == "size":
+            if not all(v == int(v) for v in value):
+                raise ValueError(f"size must be whole numbers, not {str(value)[:60]}")
+            return tuple(int(v) for v in value)
+        return tuple(float(v) for v in value)
     if key == "resize":
         if value is not None and type(value) is not int:
             raise ValueError(f"resize must be an integer or null, not {str(value)[:60]}")
@@ -241,16 +254,17 @@ def _parse_value(key: str, text: str) -> Any:
 def _problem(p: Preprocessing) -> str | None:
     """What is wrong with a preprocessing's values, or None."""
     if p.size is not None and (len(p.size) != 2 or not all(0 < s <= MAX_SIZE for s in p.size)):
-        return f"size must be one or two positive integers (height, width) up to {MAX_SIZE}, not {p.size}"
+        return f"size must be one or two positive integers (height, width) up to {MAX_SIZE}, not {str(p.size)[:60]}"
     if p.resize is not None and not 0 < p.resize <= MAX_SIZE:
-        return f"resize must be a positive integer up to {MAX_SIZE}, not {p.resize}"
+        return f"resize must be a positive integer up to {MAX_SIZE}, not {str(p.resize)[:60]}"
     if p.crop and p.resize is not None and p.size is not None and p.resize < min(p.size):
         return f"resize ({p.resize}) must be at least the crop's shorter side ({min(p.size)})"
     if p.channels not in CHANNEL_ORDERS:
         return f"channels must be one of {', '.join(CHANNEL_ORDERS)}, not {p.channels!r}"
     if p.layout not in LAYOUTS:
         return f"layout must be NCHW or NHWC, not {p.layout!r}"
-    if len(p.value_range) != 2 or not p.value_range[0] < p.value_range[1]:
+    if (len(p.value_range) != 2 or not all(math.isfinite(v) for v in p.value_range)
+            or not p.value_range[0] < p.value_range[1]):
         return f"value_range must be two increasing numbers (low, high), not {p.value_range}"
     count = 1 if p.channels == "L" else 3
     for name, values in (("mean", p.mean), ("std", p.std)):
@@ -262,6 +276,18 @@ def _problem(p: Preprocessing) -> str | None:
     if p.input is not None and not p.input:
         return "input must name an input, or be left out"
     return None
+
+
+def stored_preprocessing(metadata: Mapping[str, Any]) -> Preprocessing | None:
+    """The preprocessing a program's metadata records, or None; ValueError naming the field when it is malformed."""
+    stored = metadata.get(PREPROCESSING_KEY)
+    return None if stored is None else Preprocessing.from_metadata(stored)
+
+
+def stored_labels(metadata: Mapping[str, Any]) -> list[str] | None:
+    """The class labels a program's metadata records, or None; ValueError when they are not a list of strings."""
+    stored = metadata.get(LABELS_KEY)
+    return None if stored is None else list(labels_from_metadata(stored))
 
 
 def labels_from_metadata(value: Any) -> list[str]:

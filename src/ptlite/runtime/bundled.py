@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from ptlite.errors import PtliteError
 from ptlite.ir.graph import BundledInput
 
 
@@ -53,7 +54,9 @@ def compare_output(call: int, bundle: BundledInput, index: int, name: str, got: 
     def failed(problem: str) -> OutputCheck:
         return OutputCheck(call, bundle.method, name, False, float("inf"), float("inf"), atol, rtol, problem)
 
-    if not isinstance(want, np.ndarray):
+    if _is_number(want) and (_is_number(got) or (isinstance(got, np.ndarray) and got.ndim == 0)):
+        want, got = np.asarray(want, np.float64), np.asarray(got, np.float64)  # numbers: within the tolerance
+    elif not isinstance(want, np.ndarray):
         if isinstance(got, np.ndarray) or got != want:
             return failed(f"is {str(got)[:60]}, torch gave {str(want)[:60]}")
         return OutputCheck(call, bundle.method, name, True, 0.0, 0.0, atol, rtol)
@@ -76,11 +79,21 @@ def compare_output(call: int, bundle: BundledInput, index: int, name: str, got: 
     return OutputCheck(call, bundle.method, name, excess <= 0, float(diff.max()), max(excess, 0.0), atol, rtol)
 
 
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
+
+
 def check(bundled: list[BundledInput], run: Callable[[str, list[Any]], Any]) -> list[OutputCheck]:
-    """Every output of every bundled call, compared; `run(method, inputs)` runs a method on ptlite."""
+    """Every output of every bundled call, compared; `run(method, inputs)` runs a method on ptlite. A call that
+    raises a ptlite error fails as a whole (its OutputCheck names the error) and the others are still checked."""
     results = []
     for call, bundle in enumerate(bundled):
-        got = leaves(run(bundle.method, list(bundle.inputs)))
+        try:
+            got = leaves(run(bundle.method, list(bundle.inputs)))
+        except PtliteError as exc:
+            results.append(OutputCheck(call, bundle.method, "outputs", False, float("inf"), float("inf"), 0.0, 0.0,
+                                       f"raises {type(exc).__name__}: {str(exc)[:300]}"))
+            continue
         if len(got) != len(bundle.outputs):
             results.append(OutputCheck(call, bundle.method, "outputs", False, float("inf"), float("inf"), 0.0, 0.0,
                                        f"ptlite returns {len(got)} output(s), torch gave {len(bundle.outputs)}"))

@@ -20,7 +20,7 @@ from ptlite.ir.graph import BLOCKLIST_KEY, BundledInput, Graph, Program, ValueSp
 from ptlite.ir.memory_plan import MemoryPlanSummary
 from ptlite.ir.verifier import unknown_operators
 from ptlite.ir.weights import seal, widened
-from ptlite.preprocess.spec import LABELS_KEY, PREPROCESSING_KEY, Preprocessing, labels_from_metadata
+from ptlite.preprocess.spec import Preprocessing, stored_labels, stored_preprocessing
 
 from . import bundled
 from .bundled import OutputCheck
@@ -236,11 +236,10 @@ class Module:
     def preprocessing(self) -> Preprocessing | None:
         """How an image becomes forward's input, as the file records it (`ptlite convert --preprocess`), with the
         size taken from the input's shape when the file gives none; None when the file records none."""
-        stored = self.program.metadata.get(PREPROCESSING_KEY)
-        if stored is None:
-            return None
         try:
-            preprocessing = Preprocessing.from_metadata(stored)
+            preprocessing = stored_preprocessing(self.program.metadata)
+            if preprocessing is None:
+                return None
             target = next((s for s in self.input_specs if s.name == preprocessing.input), None) \
                 if preprocessing.input else (self.input_specs[0] if self.input_specs else None)
             return preprocessing.with_input_shape(target.shape if target is not None else None)
@@ -250,11 +249,8 @@ class Module:
     @property
     def labels(self) -> list[str] | None:
         """The class names the file records (`ptlite convert --labels`), index by index; None when it has none."""
-        stored = self.program.metadata.get(LABELS_KEY)
-        if stored is None:
-            return None
         try:
-            return list(labels_from_metadata(stored))
+            return stored_labels(self.program.metadata)
         except ValueError as exc:
             raise FormatError(f"the file's metadata 'labels' is invalid: {exc}") from None
 

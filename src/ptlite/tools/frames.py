@@ -24,7 +24,7 @@ class FrameSpec:
     width: int
     height: int
     rotate: int = 0
-    range: str = "full"
+    range: str | None = None  # YUV: "full" or "video", given (a wrong guess gives plausible wrong colours)
     row_stride: int | None = None
 
     @classmethod
@@ -32,7 +32,8 @@ class FrameSpec:
         """'NV21,640x480[,rotate=90][,range=video][,stride=BYTES]'; ValueError naming the bad part."""
         parts = [p.strip() for p in text.split(",") if p.strip()]
         if len(parts) < 2:
-            raise ValueError(f"{text!r}: expected FORMAT,WIDTHxHEIGHT[,rotate=DEG][,range=full|video][,stride=BYTES]")
+            raise ValueError(f"{text!r}: expected FORMAT,WIDTHxHEIGHT[,rotate=DEG][,range=full|video]"
+                             "[,stride=BYTES]")
         fmt = parts[0].upper()
         if fmt not in FRAME_FORMATS:
             raise ValueError(f"{text!r}: unknown format {parts[0]!r}; formats: {', '.join(FRAME_FORMATS)}")
@@ -54,11 +55,15 @@ class FrameSpec:
                     raise ValueError
             except ValueError:
                 raise ValueError(f"{text!r}: {part!r} is not rotate=DEG, range=full|video or stride=BYTES") from None
+        if fmt in YUV_FORMATS and "range" not in options:
+            raise ValueError(f"{text!r}: a YUV frame needs its range: add range=full (JPEG-style, most phone "
+                             "cameras' YUV_420_888 and iOS's full-range formats) or range=video (16-235)")
         return cls(fmt, width, height, **options)
 
     def read(self, path: str, preprocessing: Preprocessing) -> np.ndarray:
         """The frame in file `path` as the model's input [1, ...], cropped and normalized as `preprocessing` says."""
-        data = open(require_file(path), "rb").read()
+        with open(require_file(path), "rb") as f:
+            data = f.read()
         options = preprocessing.frame_options(self.width, self.height, self.rotate)
         try:
             if self.format in PIXEL_ORDERS:
@@ -78,6 +83,9 @@ def read_frames(paths: list[str], spec: FrameSpec, preprocessing: Preprocessing,
         frames = [spec.read(path, preprocessing) for path in paths]
     except ValueError as exc:
         raise ToolError(f"--frame: {exc}") from None
-    batch = np.concatenate(frames)
-    return batch if input_shape is None or len(input_shape) == 4 else batch[0]
+    if input_shape is not None and len(input_shape) == 3:
+        if len(frames) > 1:
+            raise ToolError(f"the input takes one image [C, H, W]; got {len(frames)} frames")
+        return frames[0][0]
+    return np.concatenate(frames)
 

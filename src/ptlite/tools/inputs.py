@@ -215,17 +215,17 @@ def _npz_value(value: np.ndarray, spec: ptlite.ValueSpec | None, path: str) -> A
 
 
 def inputs_from(files: Sequence[str], shapes: Sequence[tuple[int, ...]], specs: list[ptlite.ValueSpec],
-                method: str = "forward") -> list[Any]:
+                method: str = "forward", preprocessing: Preprocessing | None = None) -> list[Any]:
     """Inputs as `--inputs FILE ...` / `--input-shape SHAPE ...` give them (bench, compare): one .npz file with
-    every input, or one file or number per input as read_inputs takes them; without files, random inputs (seed 0)
-    of the shapes given or recorded."""
+    every input, or one file or number per input as read_inputs takes them (images as `preprocessing`, the file's,
+    says); without files, random inputs (seed 0) of the shapes given or recorded."""
     if not files:
         from .bench import random_inputs
 
         return random_inputs(specs, shapes)
     if len(files) == 1 and files[0].endswith(".npz"):
         return read_npz(files[0], specs)
-    return read_inputs(files, specs, method)
+    return read_inputs(files, specs, method, preprocessing=preprocessing if method == "forward" else None)
 
 
 def calibration_samples(folder: str, specs: list[ptlite.ValueSpec], method: str = "forward",

@@ -97,9 +97,8 @@ def overlay(photo: np.ndarray, mask: np.ndarray, labels: list[str]) -> Any:
 def device_run(model_path: str, image_paths: list[str], out_dir: str, task_name: str) -> dict[str, Any]:
     """What the app does, with ptlite alone: load, preprocess as the file says, run, show; replay the bundled input.
     Returns the report (JSON-able); the outputs go to out_dir/device_outputs.npz."""
-    from PIL import Image
-
     import ptlite
+    from ptlite.preprocess.image import read_image
 
     start = time.perf_counter()
     module = ptlite.load(model_path)
@@ -123,8 +122,7 @@ def device_run(model_path: str, image_paths: list[str], out_dir: str, task_name:
         else:
             logits = np.asarray(result["out"])
             outputs[f"image{i}"] = logits
-            with Image.open(path) as opened:
-                photo = np.asarray(opened.convert("RGB"))
+            photo = read_image(path, lambda image: np.asarray(image.convert("RGB")))  # upright, as preprocessed
             mask = class_mask(logits, *photo.shape[:2])
             png = os.path.join(out_dir, f"{os.path.splitext(os.path.basename(path))[0]}_segmented.png")
             overlay(photo, mask, labels).save(png)
@@ -211,9 +209,7 @@ def torch_outputs(model: Any, model_path: str, images: list[str], task: Task) ->
 
     import ptlite
 
-    preprocessing = ptlite.load_program(model_path).metadata["preprocessing"]
-    spec = ptlite.Preprocessing.from_metadata(preprocessing).with_input_shape((1, 3, task.input_size,
-                                                                                task.input_size))
+    spec = ptlite.load(model_path).preprocessing  # the file's, with the input's size
     outputs = {}
     with torch.no_grad():
         for i, path in enumerate(images):

@@ -18,7 +18,7 @@ from ptlite.errors import PtliteError
 from ptlite.tools.errors import ToolError
 
 from . import bench, check, compare, convert, demo, inspect, run
-from .options import EXIT_ERROR, add_verbosity, configure_logging
+from .options import EXIT_ERROR, add_verbosity, logging_to_stderr
 
 # The commands in the order --help lists them: each module adds its parser (add_parser), whose handler runs it.
 COMMANDS = (convert, run, check, bench, compare, inspect, demo)
@@ -73,9 +73,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return EXIT_ERROR
-    configure_logging(args.quiet, args.verbose)
     try:
-        return args.handler(args)
+        with logging_to_stderr(args.quiet, args.verbose):
+            return args.handler(args)
     except KeyboardInterrupt:
         print("ptlite: interrupted", file=sys.stderr)
         return 130

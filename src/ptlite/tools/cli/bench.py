@@ -8,6 +8,7 @@ import sys
 from typing import Any
 
 import ptlite
+from ptlite.preprocess.spec import stored_preprocessing
 from ptlite.tools import bench
 from ptlite.tools.errors import ToolError, require_file
 from ptlite.tools.inputs import inputs_from
@@ -63,14 +64,21 @@ def run(args: argparse.Namespace) -> int:
         raise ToolError(f"--compare {args.compare!r} must be 'module:function', like ptlite.tools.zoo:mobilenet_v2")
     settings = bench.Settings(warmup=args.warmup, runs=args.runs, threads=args.threads or ptlite.get_num_threads(),
                               profile=args.profile, top=args.top, backends=args.backends)
+    preprocessing = None
+    if args.inputs:  # images are preprocessed as the file says
+        try:
+            preprocessing = stored_preprocessing(load_program(args.model).metadata)
+        except ValueError as exc:
+            raise ToolError(f"{args.model}: the file's metadata is invalid: {exc}") from None
     if args.compare:
         forward = load_program(args.model).methods.get("forward")
         if forward is None:
             raise ToolError(f"{args.model} has no method 'forward'")
-        inputs = inputs_from(args.inputs, args.input_shape, forward.input_specs)
+        inputs = inputs_from(args.inputs, args.input_shape, forward.input_specs, preprocessing=preprocessing)
         result = bench.compare(args.model, inputs, args.compare, settings)
     else:
-        result = bench.measure(args.model, lambda specs: inputs_from(args.inputs, args.input_shape, specs), settings)
+        result = bench.measure(args.model, lambda specs: inputs_from(args.inputs, args.input_shape, specs,
+                                                                     preprocessing=preprocessing), settings)
     result["input_source"] = (f"from {', '.join(args.inputs)}" if args.inputs
                               else f"random, seed {bench.SEED}")
     print(bench.format_report(result))

@@ -86,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
     if args.method not in module.method_names:
         raise ToolError(f"{args.model} has no method '{args.method}'; it has {', '.join(module.method_names)}")
     specs = module.program.methods[args.method].input_specs
-    inputs = inputs_from(args.inputs, args.input_shape, specs, args.method)
+    inputs = inputs_from(args.inputs, args.input_shape, specs, args.method, module.preprocessing)
     ours = module.run_method(args.method, *[np.array(v) if isinstance(v, np.ndarray) else v for v in inputs])
     theirs, title = compare.run_reference(reference, inputs, args.method)
     tolerance = compare.DEFAULT_TOLERANCE if args.tolerance is None else args.tolerance

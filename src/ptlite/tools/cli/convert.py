@@ -12,12 +12,14 @@ from typing import Any, NamedTuple
 import numpy as np
 
 import ptlite
+from ptlite.format.layout import MIN_VERSION_KEY
 from ptlite.format.ptl import is_pytorch_mobile
+from ptlite.preprocess.spec import stored_preprocessing
 from ptlite.quantization import OBSERVERS, SCHEMES, report
 from ptlite.tools import models
 from ptlite.tools.errors import ToolError, require_file
 
-from .options import check_blocklist, human_bytes, input_shape, log
+from .options import check_blocklist, human_bytes, input_shape, log, tolerance
 
 CAPTURE_METHODS = ("auto", "export", "script", "trace")
 CAPTURE_STEPS = {"auto": "torch.export, else torch.jit.script, else torch.jit.trace", "export": "torch.export",
@@ -39,7 +41,8 @@ def add_parser(commands: Any) -> None:
         description=f"Capture a PyTorch model and save it as a .ptlite file. Needs torch ({models.TORCH_INSTALL}), "
                     "except for a PyTorch Mobile .ptl file, which ptlite reads itself.",
         epilog=CONVERT_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("model", metavar="MODEL", help="'module:function' or a TorchScript file")
+    parser.add_argument("model", metavar="MODEL",
+                        help="'module:function', a TorchScript file, or a PyTorch Mobile .ptl file")
     parser.add_argument("-o", "--output", metavar="OUT",
                         help="the .ptlite file to write (default: MODEL's name with .ptlite, here)")
     parser.add_argument("--method", choices=CAPTURE_METHODS, default="auto",
@@ -96,8 +99,9 @@ def add_parser(commands: Any) -> None:
     described.add_argument("--bundle-inputs", metavar="INPUT", nargs="*",
                            help="store example calls with PyTorch's outputs for them, which 'ptlite check' replays "
                                 "on the device: images (preprocessed as --preprocess says), .npy files (one-input "
-                                "models) or .npz files (one call's inputs each); none: the example inputs")
-    described.add_argument("--bundle-tolerance", metavar="T", type=float, default=None,
+                                "models) or .npz files (one call's inputs each); none: the example inputs. It takes "
+                                "every word after it: give it after MODEL")
+    described.add_argument("--bundle-tolerance", metavar="T", type=tolerance, default=None,
                            help="each bundled output may differ from PyTorch's by T x its largest magnitude plus T "
                                 "x |torch| per element (default 1e-3; with --quantize int8_*, 0.1)")
     parser.set_defaults(handler=run)
@@ -118,9 +122,8 @@ def _quantize(program: ptlite.Program, args: argparse.Namespace) -> ptlite.Progr
     forward = program.methods.get("forward")
     if forward is None:
         raise ToolError("int8_static quantizes forward, which the model lacks")
-    stored = program.metadata.get("preprocessing")  # --preprocess, recorded before quantizing
-    samples = calibration_samples(args.calibrate, forward.input_specs,
-                                  preprocessing=ptlite.Preprocessing.from_metadata(stored) if stored else None)
+    samples = calibration_samples(args.calibrate, forward.input_specs,  # as --preprocess says, recorded already
+                                  preprocessing=stored_preprocessing(program.metadata))
     try:
         return ptlite.quantize(program, "int8_static", samples, observer=args.observer,
                                progress=ProgressBar(f"calibrating on {len(samples)} input(s)"))
@@ -186,10 +189,11 @@ def _convert_pytorch_mobile(args: argparse.Namespace) -> int:
         raise ToolError("--input-dtype needs --input-shape")
     reference = None
     if args.bundle_inputs is not None:  # PyTorch's own answers come from its lite interpreter
-        models.import_torch()  # a clear error where torch is missing
+        torch = models.import_torch()  # a clear error where torch is missing
         from torch.jit.mobile import _load_for_lite_interpreter
 
-        reference = Reference(_load_for_lite_interpreter(args.model), None)
+        example = models.example_inputs(args.input_shape, args.input_dtype, torch)  # None without --input-shape
+        reference = Reference(_load_for_lite_interpreter(args.model), example)
     return _optimize_and_save(program, args, f"read {args.model} (PyTorch Mobile, bytecode version "
                                              f"{program.metadata.get('bytecode_version')}) in {read_s:.1f} s",
                               reference)
@@ -238,17 +242,21 @@ class Reference(NamedTuple):
 
 def _optimize_and_save(program: ptlite.Program, args: argparse.Namespace, headline: str,
                        reference: Reference | None = None) -> int:
-    program = _describe(program, args, reference)  # first: a wrong --preprocess fails before the slow steps
+    program = _attach(program, args, reference)  # first: a wrong --preprocess fails before the slow steps
     if args.quantize:  # first: optimizing then keeps the scheme and skips what must not precede it
         program = _quantize(program, args)
     elif args.calibrate:
         raise ToolError("--calibrate is int8_static's calibration data: give --quantize int8_static too")
     if not args.no_optimize:
         log.info(f"optimizing for mobile (backend {args.backend})")
+        start = time.perf_counter()
         program = ptlite.optimize_for_mobile(program, optimization_blocklist=args.blocklist, backend=args.backend)
+        log.debug(f"optimized in {time.perf_counter() - start:.2f} s")
     output = args.output or _default_output(args.model)
     log.info(f"writing {output}")
+    start = time.perf_counter()
     ptlite.save(program, output)
+    log.debug(f"wrote {output} in {time.perf_counter() - start:.2f} s")
     weight_bytes = sum(np.asarray(w).nbytes for w in program.weights.values())
     print(headline)
     if not args.no_optimize:
@@ -260,7 +268,7 @@ def _optimize_and_save(program: ptlite.Program, args: argparse.Namespace, headli
     if args.quantize:
         print(f"quantized: {report(program)}")
     print(f"wrote {output} ({human_bytes(os.path.getsize(output))}; needs ptlite >= "
-          f"{ptlite.load_program(output).metadata.get('min_ptlite_version')})")
+          f"{ptlite.load_program(output).metadata.get(MIN_VERSION_KEY)})")
     if program.bundled_inputs:
         return _check_written(output)
     return 0
@@ -272,7 +280,7 @@ def _check_written(output: str) -> int:
     results = ptlite.load(output).check_bundled()
     failed = [r for r in results if not r.passed]
     calls = len({r.call for r in results})
-    worst = max(results, key=lambda r: r.excess if not r.passed else r.error / max(r.atol, 1e-30))
+    worst = max(results, key=lambda r: (not r.passed, r.excess if not r.passed else r.error / max(r.atol, 1e-30)))
     print(f"bundled: {calls} call(s), {len(results)} output(s); here: {worst.describe()}")
     if failed:
         for result in failed[:10]:
@@ -283,15 +291,15 @@ def _check_written(output: str) -> int:
     return 0
 
 
-def _describe(program: ptlite.Program, args: argparse.Namespace, reference: Reference | None) -> ptlite.Program:
+def _attach(program: ptlite.Program, args: argparse.Namespace, reference: Reference | None) -> ptlite.Program:
     """--preprocess, --labels, --meta and --bundle-inputs recorded on the program."""
     try:
         preprocessing = ptlite.Preprocessing.parse(args.preprocess) if args.preprocess is not None else None
     except ValueError as exc:
-        raise ToolError(f"--preprocess: {exc}") from None
+        raise ToolError(f"--preprocess: {str(exc).removeprefix('preprocessing: ')}") from None
     metadata = dict(_meta_pair(text) for text in args.meta) if args.meta else None
     try:
-        program = ptlite.describe(program, preprocessing=preprocessing, labels=_labels(args.labels),
+        program = ptlite.attach(program, preprocessing=preprocessing, labels=_labels(args.labels),
                                   metadata=metadata)
     except ValueError as exc:
         raise ToolError(str(exc)) from None
@@ -309,7 +317,7 @@ def _describe(program: ptlite.Program, args: argparse.Namespace, reference: Refe
     if not tolerance >= 0:
         raise ToolError(f"--bundle-tolerance must be a non-negative number, not {tolerance}")
     try:
-        return ptlite.describe(program, bundled_inputs=ptlite.bundle_inputs(reference.model, calls,
+        return ptlite.attach(program, bundled_inputs=ptlite.bundle_inputs(reference.model, calls,
                                                                            tolerance=tolerance))
     except ptlite.CaptureError as exc:
         raise ToolError(f"--bundle-inputs: {exc}") from None
@@ -325,8 +333,7 @@ def _bundle_calls(program: ptlite.Program, args: argparse.Namespace, reference: 
     from ptlite.tools.inputs import read_inputs, read_npz
 
     specs = program.methods["forward"].input_specs
-    stored = program.metadata.get("preprocessing")
-    preprocessing = ptlite.Preprocessing.from_metadata(stored) if stored is not None else None
+    preprocessing = stored_preprocessing(program.metadata)
     return [tuple(read_npz(item, specs) if item.endswith(".npz") else
                   read_inputs([item], specs, preprocessing=preprocessing)) for item in args.bundle_inputs]
 

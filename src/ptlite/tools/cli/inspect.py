@@ -173,11 +173,12 @@ def run(args: argparse.Namespace) -> int:
 
 def _print_described(program: ptlite.Program) -> None:
     """What the file carries for the app: the ptlite it needs, preprocessing, labels, user keys, bundled inputs."""
+    from ptlite.format.layout import MIN_VERSION_KEY
     from ptlite.preprocess.spec import LABELS_KEY, PREPROCESSING_KEY
 
     meta = program.metadata
-    if meta.get("min_ptlite_version"):
-        print(f"needs:      ptlite >= {meta['min_ptlite_version']}")
+    if meta.get(MIN_VERSION_KEY):
+        print(f"needs:      ptlite >= {meta[MIN_VERSION_KEY]}")
     if meta.get(PREPROCESSING_KEY) is not None:
         try:
             text = ptlite.Preprocessing.from_metadata(meta[PREPROCESSING_KEY]).describe()

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import ptlite
 from ptlite.tools.errors import ToolError, require_file
@@ -35,16 +37,24 @@ class _Stderr(logging.StreamHandler):
         pass
 
 
-def configure_logging(quiet: bool, verbose: int) -> None:
-    """Show ptlite's log on standard error: progress and notes (INFO) by default, only warnings and errors with
-    -q, debugging detail too with -v."""
+@contextmanager
+def logging_to_stderr(quiet: bool, verbose: int) -> Iterator[None]:
+    """While a command runs, show ptlite's log on standard error: progress and notes (INFO) by default, only
+    warnings and errors with -q, debugging detail too with -v. The logger is left as it was found afterwards (a
+    program or a test calling `main()` keeps its own logging setup)."""
     level = logging.WARNING if quiet else logging.DEBUG if verbose else logging.INFO
-    if not any(isinstance(h, _Stderr) for h in log.handlers):
-        handler = _Stderr()
-        handler.setFormatter(_Lines())
-        log.addHandler(handler)
+    handler = _Stderr()
+    handler.setFormatter(_Lines())
+    saved = log.level, log.propagate
+    log.addHandler(handler)
     log.setLevel(level)
-    log.propagate = False
+    log.propagate = False  # shown once, here, not again by handlers of the root logger
+    try:
+        yield
+    finally:
+        log.removeHandler(handler)
+        log.setLevel(saved[0])
+        log.propagate = saved[1]
 
 
 def add_verbosity(parser: argparse.ArgumentParser, top: bool = False) -> None:

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 import ptlite
+from ptlite.preprocess.spec import stored_labels, stored_preprocessing
 from ptlite.tools import inputs as model_inputs
 from ptlite.tools.errors import ToolError, require_file
 from ptlite.tools.frames import FRAME_FORMATS, FrameSpec, read_frames
@@ -88,16 +89,10 @@ def _read_labels(path: str | None) -> list[str]:
 
 def _described(program: ptlite.Program, path: str) -> tuple[ptlite.Preprocessing | None, list[str]]:
     """The preprocessing and labels a file records (None and [] where it records none)."""
-    from ptlite.preprocess.spec import LABELS_KEY, PREPROCESSING_KEY, labels_from_metadata
-
-    meta = program.metadata
     try:
-        preprocessing = (ptlite.Preprocessing.from_metadata(meta[PREPROCESSING_KEY])
-                         if meta.get(PREPROCESSING_KEY) is not None else None)
-        labels = labels_from_metadata(meta[LABELS_KEY]) if meta.get(LABELS_KEY) is not None else []
+        return stored_preprocessing(program.metadata), stored_labels(program.metadata) or []
     except ValueError as exc:
         raise ToolError(f"{path}: the file's metadata is invalid: {exc}") from None
-    return preprocessing, labels
 
 
 def _softmax(logits: np.ndarray) -> np.ndarray:
