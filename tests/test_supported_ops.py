@@ -35,7 +35,9 @@ def test_the_reference_supports_every_declared_operator_but_the_structural_ones(
     names = ptlite.backends.supported_operators("numpy")
     declared = ops.all_ops()
     assert names == sorted(names)
-    assert set(names) == {k for k, op in declared.items() if not op.structural}
+    table = {k for k, op in declared.items() if not op.structural and op.family != "user"}  # not tests' own ops
+    assert set(names) >= table, f"the reference lacks {sorted(table - set(names))[:10]}"
+    assert all(declared[k].family == "user" for k in set(names) - table)  # extensions given a NumPy kernel
     assert "prim::If" not in names and "prim::Constant" not in names and "aten::conv2d" in names
 
 
