@@ -151,9 +151,22 @@ def _unique_name(hint: str, taken: dict) -> str:
 
 def check_operators(program: Program, how: str) -> None:
     """Raise one CaptureError listing every operator ptlite cannot run, with where each comes from."""
-    from ptlite.ir.verifier import unknown_operators
+    from ptlite.ir.verifier import unknown_operators, unsupported_uses
 
     missing = unknown_operators(program)
+    misused = unsupported_uses(program)
+    if misused and not missing:  # declared operators on arguments the kernels cannot take (the table's limits)
+        lines = []
+        for op, places in sorted(misused.items()):
+            uniq = list(dict.fromkeys(places))
+            more = f"; and {len(uniq) - 4} more" if len(uniq) > 4 else ""
+            lines.append(f"  {op}: at {'; '.join(uniq[:4])}{more}")
+        raise MethodFailure(
+            f"cannot capture the model ({how}): it uses {len(misused)} operator(s) in ways ptlite cannot run "
+            "(it would fail there when run):\n" + "\n".join(lines)
+            + "\nChange these operations in the model, or open an issue asking for them.",
+            reason=f"uses {', '.join(sorted(misused))} in ways ptlite cannot run",
+            relevance=Relevance.OPERATORS)
     if missing:
         lines = []
         for op, places in sorted(missing.items()):

@@ -56,11 +56,8 @@ def _check_node(node: Node, scope: set[int], program: Program, problems: list[st
         elif not op.variadic and len(node.inputs) != len(op.argument_texts):
             problems.append(f"{_where(node)}: {len(node.inputs)} inputs, schema {op.schema} takes "
                             f"{len(op.argument_texts)}")
-        elif op.dtypes is not None:
-            bad = [v for v in node.inputs if v.dtype is not None and v.dtype not in op.dtypes and v.is_tensor]
-            if bad:
-                problems.append(f"{_where(node)}: input {bad[0]!r} is {bad[0].dtype}; the operator takes "
-                                f"{', '.join(sorted(op.dtypes))} tensors")
+        elif check_ops and (problem := argument_problem(node, op)):
+            problems.append(f"{_where(node)}: {problem}")
     for block in node.blocks:
         _check_block(block, set(scope), program, problems, check_ops)
     for out in node.outputs:
@@ -97,6 +94,33 @@ def unknown_operators(program: Program, graphs: list[Graph] | None = None) -> di
             if node.op != "prim::Constant" and ops.lookup(node.op) is None:  # (constants: the most common node)
                 unknown.setdefault(node.op, []).append(node.source or f"method {graph.name}")
     return unknown
+
+
+def argument_problem(node: Node, op: ops.OpDef) -> str | None:
+    """What the operator table says ptlite's kernels cannot take among the node's arguments, as far as they are known
+    before running (a dtype outside its @dtypes, a first tensor argument of a rank outside its @ranks), or None."""
+    if op.dtypes is not None:
+        bad = [v for v in node.inputs if v.dtype is not None and v.dtype not in op.dtypes and v.is_tensor]
+        if bad:
+            return f"input {bad[0]!r} is {bad[0].dtype}; the operator takes {', '.join(sorted(op.dtypes))} tensors"
+    if op.ranks is not None:
+        first = next((v for v in node.inputs if v.is_tensor), None)
+        if first is not None and first.shape is not None and len(first.shape) not in op.ranks:
+            return (f"its input {first!r} has {len(first.shape)} dimensions; ptlite runs {node.op} on "
+                    f"{' or '.join(f'{r}-D' for r in sorted(op.ranks))} inputs")
+    return None
+
+
+def unsupported_uses(program: Program, graphs: list[Graph] | None = None) -> dict[str, list[str]]:
+    """Nodes of declared operators whose arguments ptlite's kernels cannot take (`argument_problem`), by operator:
+    "where: why" for each, in every method (default)."""
+    found: dict[str, list[str]] = {}
+    for graph in graphs if graphs is not None else program.methods.values():
+        for node in graph.walk():
+            if node.op != "prim::Constant" and (op := ops.lookup(node.op)) is not None \
+                    and (problem := argument_problem(node, op)):
+                found.setdefault(node.op, []).append(f"{node.source or f'method {graph.name}'}: {problem}")
+    return found
 
 
 def verify(program: Program) -> None:

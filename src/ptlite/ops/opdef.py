@@ -25,6 +25,9 @@ TRAITS: dict[str, str] = {
     "rank": "`@rank(input)` or `@rank(broadcast)`: its (first) tensor result, when it returns, has as many dimensions "
             "as its first argument, or as the most of its tensor arguments (broadcasting): what the passes' static "
             "facts read to answer a rank check where no shape was recorded",
+    "ranks": "`@ranks(3,4)`: the ranks of its first tensor argument that ptlite's kernels run (PyTorch may take more): "
+             "a node whose argument is known to have another rank is refused at capture and at load, with the "
+             "model's line, instead of failing when it runs",
     "since": "`@since(0.2.0)`: the first ptlite version that runs it (without it, the first release, FIRST_VERSION); "
              "a file records the newest of its operators' as the ptlite version it needs",
 }
@@ -51,10 +54,11 @@ class OpDef:
     """An operator as the table declares it: `key` ("aten::add.Tensor"), the schema text, its traits and the
     family it is declared in (`ptlite/ops/<family>.py`). The schema is parsed when first needed."""
 
-    __slots__ = ("key", "schema_text", "traits", "family", "dtypes", "rank", "since", "__dict__")
+    __slots__ = ("key", "schema_text", "traits", "family", "dtypes", "rank", "ranks", "since", "__dict__")
 
     def __init__(self, schema_text: str, traits: frozenset[str] = frozenset(), family: str = "",
-                 dtypes: frozenset[str] | None = None, rank: str | None = None, since: str = FIRST_VERSION) -> None:
+                 dtypes: frozenset[str] | None = None, rank: str | None = None, since: str = FIRST_VERSION,
+                 ranks: frozenset[int] | None = None) -> None:
         self.key = key_of(schema_text)
         self.schema_text = schema_text
         self.traits = traits
@@ -62,6 +66,7 @@ class OpDef:
         self.dtypes = dtypes  # the tensor dtypes it is defined for, None: any
         self.rank = rank  # its result's rank rule (RANK_RULES), None: not declared
         self.since = since  # the first ptlite version that runs it
+        self.ranks = ranks  # the ranks of its first tensor argument the kernels run, None: any
 
     @classmethod
     def parse(cls, line: str, family: str = "") -> OpDef:
@@ -70,8 +75,16 @@ class OpDef:
         words = trait_text.replace("@", " ").split()
         dtypes = rank = None
         since = FIRST_VERSION
+        ranks = None
         traits = []
         for word in words:
+            if word.startswith("ranks(") and word.endswith(")"):
+                try:
+                    ranks = frozenset(int(r) for r in word[6:-1].split(","))
+                except ValueError:
+                    raise ValueError(f"declaration of {schema_text.partition('(')[0]}: @ranks needs ranks such as "
+                                     f"3,4, not {word[6:-1]!r}") from None
+                word = "ranks"
             if word.startswith("since(") and word.endswith(")"):
                 since = word[6:-1]
                 if not all(part.isdigit() for part in since.split(".")):
@@ -95,7 +108,7 @@ class OpDef:
                 raise ValueError(f"declaration of {schema_text.partition('(')[0]}: unknown trait @{word}; "
                                  f"traits are {', '.join(TRAITS)}")
             traits.append(word)
-        return cls(schema_text.strip(), frozenset(traits), family, dtypes, rank, since)
+        return cls(schema_text.strip(), frozenset(traits), family, dtypes, rank, since, ranks)
 
     # ------------------------------------------------------------------------------------------------ traits
 

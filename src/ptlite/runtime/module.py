@@ -18,7 +18,7 @@ from ptlite.errors import FormatError, InputError, UnsupportedOperatorError
 from ptlite.ir import memory_plan
 from ptlite.ir.graph import BLOCKLIST_KEY, BundledInput, Graph, Program, ValueSpec
 from ptlite.ir.memory_plan import MemoryPlanSummary
-from ptlite.ir.verifier import unknown_operators
+from ptlite.ir.verifier import unknown_operators, unsupported_uses
 from ptlite.ir.weights import seal, widened
 from ptlite.preprocess.spec import Preprocessing, stored_labels, stored_preprocessing
 
@@ -304,13 +304,19 @@ class Module:
 
 
 def _check_operators(program: Program) -> None:
-    """Raise one UnsupportedOperatorError listing every operator the table lacks, in every method."""
+    """Raise one UnsupportedOperatorError listing every operator the table lacks, and every node whose arguments the
+    kernels cannot take (the table's @dtypes and @ranks), in every method."""
     unknown = unknown_operators(program)
-    if unknown:
+    misused = unsupported_uses(program)
+    if unknown or misused:
         lines = [f"  {op}  (used at {', '.join(sorted(set(where))[:5])})" for op, where in sorted(unknown.items())]
-        raise UnsupportedOperatorError(f"the program uses {len(unknown)} operator(s) that this ptlite cannot run:\n"
-                                       + "\n".join(lines) + "\nUpgrade ptlite, or change the model to avoid these "
-                                       "operators.")
+        head = f"the program uses {len(unknown)} operator(s) that this ptlite cannot run:\n" if unknown else ""
+        if misused:
+            head += "\n".join(lines) + ("\n" if lines else "")
+            head += f"the program uses {len(misused)} operator(s) in ways this ptlite cannot run:\n"
+            lines = [f"  {op}: {'; '.join(list(dict.fromkeys(where))[:3])}" for op, where in sorted(misused.items())]
+        raise UnsupportedOperatorError(head + "\n".join(lines) + "\nUpgrade ptlite, or change the model to avoid "
+                                       "these operators.")
 
 
 def _why_absent(name: str) -> str:

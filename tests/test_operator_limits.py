@@ -1,0 +1,61 @@
+"""What the operator table says ptlite's kernels cannot take (@ranks, @dtypes) is refused before running: at capture,
+in the one error that lists every problem with the model's line, and at load (issue 20)."""
+
+from __future__ import annotations
+
+import pytest
+
+import ptlite
+from ptlite import ops
+from ptlite.errors import UnsupportedOperatorError
+from ptlite.ir.graph import Graph, Node, Program, Value, ValueSpec
+from ptlite.ir.verifier import unsupported_uses
+
+
+def one_node_program(op: ops.OpDef, rank: int) -> Program:
+    """forward(x, a1, a2, ...) running `op` once, its first tensor argument `x` of `rank` dimensions (the other
+    arguments are inputs of their schema's types: nothing runs, the checks read the node alone)."""
+    schema = op.schema
+    inputs, first = [], True
+    for arg in schema.arguments:
+        is_tensor = arg.type.startswith("Tensor") and not arg.type.startswith("Tensor[")
+        shape = (2,) * rank if is_tensor and first else None
+        inputs.append(Value(arg.name, "Tensor" if is_tensor else "Any", "float32" if is_tensor else None, shape))
+        first = first and not is_tensor
+    outputs = [Value(f"out{i}", "Tensor") for i in range(max(1, len(schema.returns)))]
+    graph = Graph("forward", inputs, [Node(op.key, list(inputs), outputs, source="model.py:7 `y = layer(x)`")],
+                  outputs)
+    graph.input_specs = [ValueSpec(v.name, v.type, v.dtype, v.shape) for v in inputs]
+    graph.output_specs = [ValueSpec(v.name, "Tensor") for v in outputs]
+    return Program(methods={"forward": graph})
+
+
+@pytest.fixture(scope="module")
+def limited() -> list[ops.OpDef]:
+    """Every declared operator with a rank limit, and one of the tests' own (so that the walk is never empty)."""
+    ops.declare("test::rank_limited(Tensor x, int k=1) -> Tensor", ("ranks(3,4)",))
+    return [op for op in ops.all_ops().values() if op.ranks]
+
+
+def test_every_declared_rank_limit_is_refused_at_load_naming_the_models_line(limited):
+    for op in limited:
+        bad = max(op.ranks) + 1
+        program = one_node_program(op, bad)
+        found = unsupported_uses(program)
+        assert op.key in found, f"{op.key} @ranks({sorted(op.ranks)}): a {bad}-D argument was not flagged"
+        assert f"has {bad} dimensions" in found[op.key][0] and "model.py:7" in found[op.key][0], found[op.key]
+        with pytest.raises(UnsupportedOperatorError, match=rf"in ways this ptlite cannot run:\n  {op.key}: model"):
+            ptlite.Module(program)
+        for good in op.ranks:  # the ranks it declares pass the check
+            assert op.key not in unsupported_uses(one_node_program(op, good)), f"{op.key} refused {good}-D"
+
+
+def test_unknown_ranks_are_not_refused(limited):
+    program = one_node_program(limited[0], 4)
+    program.forward.inputs[0].shape = None
+    assert not unsupported_uses(program)
+
+
+def test_a_rank_declaration_must_name_ranks():
+    with pytest.raises(ValueError, match="@ranks needs ranks such as 3,4"):
+        ops.OpDef.parse("aten::relu(Tensor self) -> Tensor @ranks(four)")
