@@ -59,3 +59,23 @@ def test_unknown_ranks_are_not_refused(limited):
 def test_a_rank_declaration_must_name_ranks():
     with pytest.raises(ValueError, match="@ranks needs ranks such as 3,4"):
         ops.OpDef.parse("aten::relu(Tensor self) -> Tensor @ranks(four)")
+
+
+@pytest.mark.parametrize("method", ["export", "trace"])
+def test_capture_refuses_a_declared_limit_naming_the_models_line(method):
+    """grid_sample on a 5-D volume: PyTorch runs it, ptlite's kernel takes 4-D (@ranks(4)); capture says so, with
+    the line, instead of handing back a program that fails at its first call."""
+    torch = pytest.importorskip("torch")
+    import torch.nn.functional as F
+
+    class Volume(torch.nn.Module):
+        def forward(self, x, grid):
+            return F.grid_sample(x, grid, align_corners=False)
+
+    x, grid = torch.randn(1, 2, 3, 4, 4), torch.rand(1, 3, 4, 4, 3) * 2 - 1
+    with pytest.raises(ptlite.CaptureError) as caught:
+        ptlite.capture(Volume(), (x, grid), method=method)
+    text = str(caught.value)
+    assert "in ways ptlite cannot run" in text, text
+    assert "aten::grid_sampler" in text and "has 5 dimensions; ptlite runs aten::grid_sampler on 4-D inputs" in text
+    assert "test_operator_limits.py:" in text, f"the model's line is not named: {text}"

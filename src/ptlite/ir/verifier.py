@@ -96,17 +96,19 @@ def unknown_operators(program: Program, graphs: list[Graph] | None = None) -> di
     return unknown
 
 
-def argument_problem(node: Node, op: ops.OpDef) -> str | None:
+def argument_problem(node: Node, op: ops.OpDef, ranks: dict[int, int] | None = None) -> str | None:
     """What the operator table says ptlite's kernels cannot take among the node's arguments, as far as they are known
-    before running (a dtype outside its @dtypes, a first tensor argument of a rank outside its @ranks), or None."""
+    before running (a dtype outside its @dtypes, a first tensor argument of a rank outside its @ranks), or None.
+    `ranks`: ranks known for values whose shape is not recorded (a method's inputs, from their specs), by value id."""
     if op.dtypes is not None:
         bad = [v for v in node.inputs if v.dtype is not None and v.dtype not in op.dtypes and v.is_tensor]
         if bad:
             return f"input {bad[0]!r} is {bad[0].dtype}; the operator takes {', '.join(sorted(op.dtypes))} tensors"
     if op.ranks is not None:
         first = next((v for v in node.inputs if v.is_tensor), None)
-        if first is not None and first.shape is not None and len(first.shape) not in op.ranks:
-            return (f"its input {first!r} has {len(first.shape)} dimensions; ptlite runs {node.op} on "
+        rank = None if first is None else len(first.shape) if first.shape is not None else (ranks or {}).get(first.id)
+        if rank is not None and rank not in op.ranks:
+            return (f"its input {first!r} has {rank} dimensions; ptlite runs {node.op} on "
                     f"{' or '.join(f'{r}-D' for r in sorted(op.ranks))} inputs")
     return None
 
@@ -116,9 +118,11 @@ def unsupported_uses(program: Program, graphs: list[Graph] | None = None) -> dic
     "where: why" for each, in every method (default)."""
     found: dict[str, list[str]] = {}
     for graph in graphs if graphs is not None else program.methods.values():
+        ranks = {v.id: len(spec.shape) for v, spec in zip(graph.inputs, graph.input_specs)
+                 if spec.type == "Tensor" and spec.shape is not None}
         for node in graph.walk():
             if node.op != "prim::Constant" and (op := ops.lookup(node.op)) is not None \
-                    and (problem := argument_problem(node, op)):
+                    and (problem := argument_problem(node, op, ranks)):
                 found.setdefault(node.op, []).append(f"{node.source or f'method {graph.name}'}: {problem}")
     return found
 

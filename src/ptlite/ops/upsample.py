@@ -1,4 +1,4 @@
-"""Upsampling (bilinear and nearest, 2-D)."""
+"""Upsampling (bilinear and nearest, 2-D) and sampling at a grid of points (grid_sample, 2-D)."""
 
 DECLARATIONS = r"""
 aten::upsample_bilinear2d.vec(Tensor input, SymInt[]? output_size, bool align_corners,
@@ -7,4 +7,8 @@ aten::upsample_bilinear2d(Tensor self, SymInt[2] output_size, bool align_corners
     float? scales_w=None) -> Tensor
 aten::upsample_nearest2d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor
 aten::upsample_nearest2d(Tensor self, SymInt[2] output_size, float? scales_h=None, float? scales_w=None) -> Tensor
+aten::grid_sampler(Tensor input, Tensor grid, int interpolation_mode, int padding_mode,
+    bool align_corners) -> Tensor  @ranks(4)
+aten::grid_sampler_2d(Tensor input, Tensor grid, int interpolation_mode, int padding_mode,
+    bool align_corners) -> Tensor  @ranks(4)
 """

@@ -1,4 +1,6 @@
-"""Upsampling kernels (bilinear and nearest, 2-D, NCHW or channels-last) with PyTorch's source-index arithmetic."""
+"""Upsampling kernels (bilinear and nearest, 2-D, NCHW or channels-last) with PyTorch's source-index arithmetic, and
+grid sampling (grid_sample: bilinear, nearest, bicubic; zeros, border, reflection padding) as PyTorch's CPU kernel
+computes it."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ import numpy as np
 
 from ptlite.backends.numpy import kernel
 
-from ._layout import from_nhwc, spatial_view
+from ._layout import from_nhwc, is_channels_last, spatial_view, to_nhwc
 
 F32 = np.float32
 
@@ -165,3 +167,169 @@ def upsample_nearest2d_vec(input, output_size, scale_factors):
 @kernel("aten::upsample_nearest2d")
 def upsample_nearest2d(self, output_size, scales_h=None, scales_w=None):
     return nearest2d(self, (int(output_size[0]), int(output_size[1])), (scales_h, scales_w))
+
+
+# ------------------------------------------------------------------------------------------------ grid sampling
+# PyTorch's grid_sampler_2d as its CPU kernel computes it (aten/src/ATen/native/cpu/GridSamplerKernel.cpp), in the
+# input's float dtype and in the same order of operations: output[n, c, h, w] samples input[n, c] at the point
+# grid[n, h, w] = (x, y), -1..1 spanning the input's width and height (pixel centres, or corners with align_corners).
+
+BILINEAR, NEAREST, BICUBIC = 0, 1, 2  # interpolation_mode, as F.grid_sample numbers them
+ZEROS, BORDER, REFLECTION = 0, 1, 2  # padding_mode
+_CUBIC_A = -0.75  # the cubic convolution constant, as PyTorch's bicubic upsampling uses
+
+
+class _Axis:
+    """Source coordinates along one input axis of `size` pixels: grid values un-normalized to pixels, and the
+    padding mode's rule for points outside (zeros: as they are, masked later; border: clipped; reflection:
+    reflected about the edges, then clipped)."""
+
+    def __init__(self, size: int, padding: int, align_corners: bool, dtype: np.dtype) -> None:
+        t = dtype.type
+        self.padding, self.dtype = padding, dtype
+        self.max = t(size - 1)
+        if align_corners:  # -1 and 1 are the centres of the first and last pixels
+            self.scale, self.shift, self.low = t(size - 1) / t(2), None, t(0)
+            self.twice_span, self.empty = t(size - 1) * t(2), size <= 1
+        else:  # -1 and 1 are the outer edges of the first and last pixels
+            self.scale, self.shift, self.low = t(size) / t(2), t(0.5), t(-0.5)
+            self.twice_span, self.empty = t(size) * t(2), size <= 0
+
+    def unnormalize(self, g: np.ndarray) -> np.ndarray:
+        x = (g + self.dtype.type(1)) * self.scale
+        return x - self.shift if self.shift is not None else x
+
+    def clip(self, x: np.ndarray) -> np.ndarray:
+        """Into [0, size - 1]; NaN becomes 0 (fmax), as PyTorch's operand order makes it."""
+        return np.fmin(np.fmax(x, self.dtype.type(0)), self.max)
+
+    def reflect(self, x: np.ndarray) -> np.ndarray:
+        if self.empty:
+            return np.zeros_like(x)
+        distance = np.abs(x - self.low)
+        extra = distance - np.trunc(distance / self.twice_span) * self.twice_span
+        return np.minimum(extra, self.twice_span - extra) + self.low
+
+    def pad(self, x: np.ndarray) -> np.ndarray:
+        """Where a point (in pixels) reads, by the padding mode."""
+        if self.padding == BORDER:
+            return self.clip(x)
+        if self.padding == REFLECTION:
+            return self.clip(self.reflect(x))
+        return x
+
+    def source(self, g: np.ndarray) -> np.ndarray:
+        """Grid values to the pixel coordinates bilinear and nearest sampling read around."""
+        return self.pad(self.unnormalize(g))
+
+
+class _Pixels:
+    """The input as rows of channels, (N, H * W, C), and gathers of the pixels at integral coordinates: a pixel
+    outside the input reads 0 (the zeros padding; the other modes only read inside)."""
+
+    def __init__(self, input: np.ndarray) -> None:
+        n, c, h, w = input.shape
+        self.h, self.w = h, w
+        nhwc = input.reshape(n, 1, h, w).transpose(0, 2, 3, 1) if c == 1 else to_nhwc(input)
+        self.rows = nhwc.reshape(n, h * w, c)
+        self.batch = np.arange(n).reshape(n, 1)
+
+    def at(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        """(N, P, C): the pixels at (x, y), each (N, P) of whole numbers as floats (any value, NaN included)."""
+        inside = (x >= 0) & (x <= self.w - 1) & (y >= 0) & (y <= self.h - 1)
+        everywhere = bool(inside.all())
+        if not everywhere:
+            x, y = np.where(inside, x, 0), np.where(inside, y, 0)
+        index = y.astype(np.intp) * self.w + x.astype(np.intp)
+        values = self.rows[self.batch, index]
+        if not everywhere:
+            values[~inside] = 0
+        return values
+
+
+def _cubic_coefficients(t: np.ndarray) -> list[np.ndarray]:
+    """The weights of the 4 taps at -1, 0, 1, 2 for a point t in [0, 1) past the second, PyTorch's expressions."""
+    a = t.dtype.type(_CUBIC_A)
+    one, two = t.dtype.type(1), t.dtype.type(2)
+
+    def near(x):  # |x| <= 1
+        return ((a + two) * x - (a + t.dtype.type(3))) * x * x + one
+
+    def far(x):  # 1 < |x| < 2
+        return ((a * x - t.dtype.type(5) * a) * x + t.dtype.type(8) * a) * x - t.dtype.type(4) * a
+
+    return [far(t + one), near(t), near(one - t), far(two - t)]
+
+
+def _bilinear(pixels: _Pixels, ax: _Axis, ay: _Axis, gx: np.ndarray, gy: np.ndarray) -> np.ndarray:
+    x, y = ax.source(gx), ay.source(gy)
+    x_w, y_n = np.floor(x), np.floor(y)
+    w = x - x_w
+    n = y - y_n
+    e, s = 1 - w, 1 - n
+    x_e, y_s = x_w + 1, y_n + 1
+    out = pixels.at(x_w, y_n)
+    out *= (s * e)[..., None]
+    for cx, cy, weight in ((x_e, y_n, s * w), (x_w, y_s, n * e), (x_e, y_s, n * w)):
+        corner = pixels.at(cx, cy)
+        corner *= weight[..., None]
+        out += corner
+    return out
+
+
+def _nearest(pixels: _Pixels, ax: _Axis, ay: _Axis, gx: np.ndarray, gy: np.ndarray) -> np.ndarray:
+    return pixels.at(np.rint(ax.source(gx)), np.rint(ay.source(gy)))  # rint: halves to even, as PyTorch rounds
+
+
+def _bicubic(pixels: _Pixels, ax: _Axis, ay: _Axis, gx: np.ndarray, gy: np.ndarray) -> np.ndarray:
+    x, y = ax.unnormalize(gx), ay.unnormalize(gy)
+    x0, y0 = np.floor(x), np.floor(y)
+    wx, wy = _cubic_coefficients(x - x0), _cubic_coefficients(y - y0)
+    xs = [ax.pad(x0 + x0.dtype.type(k)) for k in (-1, 0, 1, 2)]  # each tap padded on its own
+    out = None
+    for i, k in enumerate((-1, 0, 1, 2)):
+        yk = ay.pad(y0 + y0.dtype.type(k))
+        row = None
+        for xk, weight in zip(xs, wx, strict=True):
+            tap = pixels.at(xk, yk)
+            tap *= weight[..., None]
+            row = tap if row is None else np.add(row, tap, out=row)
+        row *= wy[i][..., None]
+        out = row if out is None else np.add(out, row, out=out)
+    return out
+
+
+_SAMPLERS = {BILINEAR: _bilinear, NEAREST: _nearest, BICUBIC: _bicubic}
+
+
+def grid_sample2d(input: np.ndarray, grid: np.ndarray, mode: int, padding: int, align_corners: bool) -> np.ndarray:
+    """input (N, C, H, W) sampled at grid (N, Ho, Wo, 2) -> (N, C, Ho, Wo); channels-last in, channels-last out."""
+    if input.ndim != 4 or grid.ndim != 4 or grid.shape[-1] != 2:
+        raise ValueError(f"grid_sampler: ptlite samples 4-D input at a 4-D grid of (x, y) points, got input "
+                         f"{input.shape} and grid {grid.shape}")
+    if grid.shape[0] != input.shape[0]:
+        raise ValueError(f"grid_sampler: grid and input have different batch sizes ({grid.shape[0]} and "
+                         f"{input.shape[0]})")
+    if input.dtype != grid.dtype or input.dtype.kind != "f":
+        raise TypeError(f"grid_sampler: input and grid must have the same floating dtype, got {input.dtype} and "
+                        f"{grid.dtype}")
+    if mode not in _SAMPLERS or padding not in (ZEROS, BORDER, REFLECTION):
+        raise ValueError(f"grid_sampler: unknown interpolation mode {mode} or padding mode {padding} (modes: 0 "
+                         "bilinear, 1 nearest, 2 bicubic; padding: 0 zeros, 1 border, 2 reflection)")
+    n, c, h, w = input.shape
+    if h == 0 or w == 0:
+        raise ValueError(f"grid_sampler: the input {input.shape} has empty spatial dimensions")
+    ho, wo = grid.shape[1:3]
+    points = grid.reshape(n, ho * wo, 2)
+    pixels = _Pixels(input)
+    ax, ay = (_Axis(size, padding, align_corners, input.dtype) for size in (w, h))
+    with np.errstate(invalid="ignore", over="ignore"):  # inf and NaN points give what PyTorch's give
+        out = _SAMPLERS[mode](pixels, ax, ay, points[..., 0], points[..., 1]).reshape(n, ho, wo, c)
+    if c > 1 and is_channels_last(input):
+        return from_nhwc(out)
+    return np.ascontiguousarray(out.transpose(0, 3, 1, 2))
+
+
+@kernel("aten::grid_sampler", "aten::grid_sampler_2d")
+def grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners):
+    return grid_sample2d(input, grid, int(interpolation_mode), int(padding_mode), bool(align_corners))
