@@ -1,4 +1,5 @@
-"""Convolution kernels against PyTorch: 1-D/2-D, grouped, depthwise, dilated, 'same', transposed, generic."""
+"""Convolution kernels against PyTorch: 1-D/2-D, grouped, depthwise, dilated, 'same', transposed, generic (3-D:
+test_conv3d.py)."""
 
 from __future__ import annotations
 
@@ -130,12 +131,6 @@ def test_convolution_generic_forms(transposed, rng):
 def test_convolution_1d_through_generic_op(rng):
     x, w = randn(rng, 2, 3, 12), randn(rng, 5, 3, 3)
     check("aten::_convolution", x, w, None, [1], [1], [1], False, [0], 1, False, False, True, True)
-
-
-def test_conv3d_is_reported_unsupported(rng):
-    with pytest.raises(NotImplementedError, match="3-D"):
-        op("aten::convolution")(randn(rng, 1, 2, 3, 3, 3), randn(rng, 2, 2, 1, 1, 1), None, [1], [0],
-                                      [1], False, [0], 1)
 
 
 def test_schemas_are_torchs():

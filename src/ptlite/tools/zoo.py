@@ -46,6 +46,39 @@ def sample_images(batch: int, size: int, offset: int = 0) -> torch.Tensor:
     return torch.from_numpy(np.ascontiguousarray(np.stack(out), dtype=np.float32))
 
 
+# torchvision's normalisation for its video classifiers (Kinetics-400)
+VIDEO_MEAN, VIDEO_STD = (0.43216, 0.394666, 0.37645), (0.22803, 0.22145, 0.216989)
+CLIP_FRAMES, CLIP_SIZE = 8, 112
+
+
+def sample_clips(batch: int, size: int = CLIP_SIZE, offset: int = 0, frames: int = CLIP_FRAMES) -> torch.Tensor:
+    """Video clips (batch, 3, frames, size, size) float32, normalised as torchvision's video models expect: a camera
+    panning over scikit-learn's sample photographs, each frame a square crop a few pixels right of (and below) the
+    previous one. Clip i starts at a place that depends on i + offset. Without scikit-learn, smooth random clips."""
+    try:
+        from sklearn.datasets import load_sample_image
+    except ImportError:
+        gen = torch.Generator().manual_seed(offset)
+        coarse = torch.randn(batch, 3, 4, 8, 8, generator=gen)
+        return torch.nn.functional.interpolate(coarse, size=(frames, size, size), mode="trilinear",
+                                               align_corners=False)
+    photos = [np.asarray(load_sample_image(n), dtype=np.float32) / 255.0 for n in ("china.jpg", "flower.jpg")]
+    mean, std = np.array(VIDEO_MEAN, np.float32), np.array(VIDEO_STD, np.float32)
+    out = np.empty((batch, 3, frames, size, size), np.float32)
+    for b, i in enumerate(range(offset, offset + batch)):
+        img = photos[i % 2]  # 427 x 640 x 3
+        side = 200 + 40 * ((i // 2) % 3)
+        top, left = 15 * ((i // 2) % 5), 30 + 50 * ((i // 2) % 4)
+        idx = np.arange(size) * side // size
+        steps = max(1, frames - 1)  # the pan: up to 8 pixels right and 3 down a frame, inside the photograph
+        dy, dx = min(3, (img.shape[0] - side - top) // steps), min(8, (img.shape[1] - side - left) // steps)
+        for t in range(frames):
+            y, x = top + dy * t, left + dx * t
+            crop = img[y:y + side, x:x + side][idx][:, idx]
+            out[b, :, t] = ((crop - mean) / std).transpose(2, 0, 1)
+    return torch.from_numpy(out)
+
+
 def varied_crops(count: int, size: int, seed: int = 0) -> np.ndarray:
     """`count` varied crops of scikit-learn's two sample photographs as ImageNet-normalised (count, 3, size, size)
     float32: each a random square of 30-100 % of a photograph's shorter side at a random place, mirrored half the
@@ -71,18 +104,19 @@ def varied_crops(count: int, size: int, seed: int = 0) -> np.ndarray:
     return out
 
 
-def calibrate(model: nn.Module, seed: int = 0, sizes: tuple[int, ...] = (224, 160), batch: int = 4) -> nn.Module:
-    """Re-draw weights so outputs are O(1), re-estimate batch-norm statistics on photographs, and return the
-    model in eval mode."""
+def calibrate(model: nn.Module, seed: int = 0, sizes: tuple[int, ...] = (224, 160), batch: int = 4,
+              sample: Callable[..., torch.Tensor] = sample_images) -> nn.Module:
+    """Re-draw weights so outputs are O(1), re-estimate batch-norm statistics on `sample(batch, size, offset=...)`
+    inputs (photographs; `sample_clips` for video models), and return the model in eval mode."""
     gen = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for m in model.modules():
-            if isinstance(m, (nn.Conv2d, nn.Linear, nn.Conv1d)):
+            if isinstance(m, (nn.Conv2d, nn.Linear, nn.Conv1d, nn.Conv3d)):
                 fan_in = m.weight[0].numel()
                 m.weight.normal_(0.0, math.sqrt(2.0 / fan_in), generator=gen)
                 if m.bias is not None:
                     m.bias.uniform_(-0.1, 0.1, generator=gen)
-            elif isinstance(m, (nn.BatchNorm2d, nn.BatchNorm1d)):
+            elif isinstance(m, (nn.BatchNorm2d, nn.BatchNorm1d, nn.BatchNorm3d)):
                 m.weight.uniform_(0.5, 1.5, generator=gen)
                 m.bias.uniform_(-0.2, 0.2, generator=gen)
                 m.reset_running_stats()
@@ -90,7 +124,7 @@ def calibrate(model: nn.Module, seed: int = 0, sizes: tuple[int, ...] = (224, 16
         if any(isinstance(m, nn.modules.batchnorm._BatchNorm) for m in model.modules()):
             model.train()
             for k, size in enumerate(sizes):
-                model(sample_images(batch, size, offset=100 + k * batch))
+                model(sample(batch, size, offset=100 + k * batch))
     return model.eval()
 
 
@@ -148,6 +182,30 @@ def deeplabv3_mobilenet_v3_large() -> nn.Module:
 
 def lraspp_mobilenet_v3_large() -> nn.Module:
     return _tv("lraspp_mobilenet_v3_large", weights_backbone=None)
+
+
+def _video(name: str) -> nn.Module:
+    """A torchvision video classifier (Kinetics-400 head), calibrated on panning clips of 8 frames at 112."""
+    import torchvision.models.video
+
+    torch.manual_seed(0)
+    model = getattr(torchvision.models.video, name)(weights=None)
+    return calibrate(model, sizes=(CLIP_SIZE,), batch=2, sample=sample_clips)
+
+
+def r3d_18() -> nn.Module:
+    """ResNet-18 with 3x3x3 convolutions throughout (3x7x7 stem)."""
+    return _video("r3d_18")
+
+
+def mc3_18() -> nn.Module:
+    """ResNet-18 with 3x3x3 convolutions in its first stage (and 3x7x7 stem), 1x3x3 (no temporal extent) after."""
+    return _video("mc3_18")
+
+
+def r2plus1d_18() -> nn.Module:
+    """ResNet-18 whose 3-D convolutions are each a 1x3x3 spatial one then a 3x1x1 temporal one."""
+    return _video("r2plus1d_18")
 
 
 class TransformerClassifier(nn.Module):
@@ -258,6 +316,14 @@ VISION: dict[str, Callable[[], nn.Module]] = {
 }
 
 
+# Video classifiers: input (N, 3, frames, H, W), `sample_clips`.
+VIDEO: dict[str, Callable[[], nn.Module]] = {
+    "r3d_18": r3d_18,
+    "mc3_18": mc3_18,
+    "r2plus1d_18": r2plus1d_18,
+}
+
+
 SEQUENCE: dict[str, Callable[[], nn.Module]] = {
     "transformer_encoder": transformer_encoder,
     "lstm_classifier": lstm_classifier,
@@ -266,11 +332,15 @@ SEQUENCE: dict[str, Callable[[], nn.Module]] = {
 
 
 def example_inputs(name: str, batch: int = 1, size: int = IMAGE_SIZE, seed: int = 0) -> tuple[torch.Tensor, ...]:
-    """Inputs for a zoo model: an image batch for vision models; tokens and a padding mask (last two positions
-    padded) for the transformer; a feature sequence for the recurrent classifiers."""
+    """Inputs for a zoo model: an image batch for vision models; a clip of CLIP_FRAMES frames for video models (at
+    CLIP_SIZE unless a size other than IMAGE_SIZE is given); tokens and a padding mask (last two positions padded)
+    for the transformer; a feature sequence for the recurrent classifiers."""
     gen = torch.Generator().manual_seed(seed)
     if name in VISION:
         return (torch.randn(batch, 3, size, size, generator=gen),)
+    if name in VIDEO:
+        side = CLIP_SIZE if size == IMAGE_SIZE else size
+        return (torch.randn(batch, 3, CLIP_FRAMES, side, side, generator=gen),)
     if name == "transformer_encoder":
         tokens = torch.randint(0, 100, (batch, 12), generator=gen)
         mask = torch.zeros(batch, 12, dtype=torch.bool)

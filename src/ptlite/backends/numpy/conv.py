@@ -1,7 +1,9 @@
-"""Convolution kernels (1-D and 2-D, grouped, depthwise, transposed) on NCHW arrays, as NumPy + BLAS."""
+"""Convolution kernels (1-D, 2-D and 3-D, grouped, depthwise, transposed) on NCHW / NCDHW arrays, as NumPy + BLAS."""
 
 from __future__ import annotations
 
+import itertools
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -224,34 +226,91 @@ def conv2d_nchw(x: np.ndarray, weight: np.ndarray, bias: np.ndarray | None, stri
     return _add_bias(_conv_im2col(xp, weight, groups, stride, dilation, (ho, wo)), bias)
 
 
-def conv_transpose2d_nchw(x: np.ndarray, weight: np.ndarray, bias: np.ndarray | None, stride: Sequence[int],
-                          padding: Sequence[int], output_padding: Sequence[int], groups: int,
-                          dilation: Sequence[int]) -> np.ndarray:
-    """Transposed 2-D convolution: one matmul to per-tap columns, then a strided scatter-add per tap."""
-    n, c, h, w = x.shape
-    cin, og, kh, kw = weight.shape
-    if cin != c or c % groups:
-        raise ValueError(f"conv_transpose2d: input has {c} channels, weight {tuple(weight.shape)}, "
-                         f"groups={groups}")
-    sh, sw = stride
-    dh, dw = dilation
-    ph, pw = padding
-    oph, opw = output_padding
+def conv_transpose_nchw(x: np.ndarray, weight: np.ndarray, bias: np.ndarray | None, stride: Sequence[int],
+                        padding: Sequence[int], output_padding: Sequence[int], groups: int,
+                        dilation: Sequence[int]) -> np.ndarray:
+    """Transposed convolution over the spatial axes of x (N, C, *spatial), 2-D or 3-D: one matmul to per-tap
+    columns, then a strided scatter-add per kernel tap."""
+    n, c, *sizes = x.shape
+    cin, og, *kernel = weight.shape
+    if cin != c or c % groups or len(kernel) != len(sizes):
+        raise ValueError(f"conv_transpose{len(sizes)}d: input of shape {tuple(x.shape)}, weight "
+                         f"{tuple(weight.shape)}, groups={groups}")
     o, cg = og * groups, c // groups
-    hf, wf = (h - 1) * sh + dh * (kh - 1) + 1, (w - 1) * sw + dw * (kw - 1) + 1
-    ho, wo = hf - 2 * ph + oph, wf - 2 * pw + opw
-    if ho <= 0 or wo <= 0:
-        raise ValueError(f"conv_transpose2d: output size {(ho, wo)} is not positive")
+    full = [(i - 1) * s + d * (k - 1) + 1 for i, k, s, d in zip(sizes, kernel, stride, dilation, strict=True)]
+    outs = [f - 2 * p + op for f, p, op in zip(full, padding, output_padding, strict=True)]
+    if any(size <= 0 for size in outs):
+        raise ValueError(f"conv_transpose{len(sizes)}d: output size {tuple(outs)} is not positive")
     dtype = np.result_type(x.dtype, weight.dtype)
-    w_t = weight.reshape(groups, cg, og * kh * kw).transpose(0, 2, 1)
-    cols = np.matmul(w_t, x.reshape(n, groups, cg, h * w))  # (n, groups, og*kh*kw, h*w)
-    cols = cols.reshape(n, o, kh, kw, h, w)
-    full = np.zeros((n, o, max(hf + oph, ph + ho), max(wf + opw, pw + wo)), dtype=dtype)
-    for i in range(kh):
-        for j in range(kw):
-            dst = full[:, :, i * dh:i * dh + sh * (h - 1) + 1:sh, j * dw:j * dw + sw * (w - 1) + 1:sw]
-            np.add(dst, cols[:, :, i, j], out=dst)
-    out = np.ascontiguousarray(full[:, :, ph:ph + ho, pw:pw + wo])
+    taps = math.prod(kernel)
+    w_t = weight.reshape(groups, cg, og * taps).transpose(0, 2, 1)
+    cols = np.matmul(w_t, x.reshape(n, groups, cg, math.prod(sizes)))  # (n, groups, og * taps, pixels)
+    cols = cols.reshape(n, o, *kernel, *sizes)
+    canvas = [max(f + op, p + size) for f, op, p, size in zip(full, output_padding, padding, outs, strict=True)]
+    acc = np.zeros((n, o, *canvas), dtype=dtype)
+    for tap in itertools.product(*(range(k) for k in kernel)):
+        where = tuple(slice(t * d, t * d + s * (i - 1) + 1, s)
+                      for t, d, s, i in zip(tap, dilation, stride, sizes, strict=True))
+        dst = acc[(slice(None), slice(None), *where)]
+        np.add(dst, cols[(slice(None), slice(None), *tap)], out=dst)
+    crop = tuple(slice(p, p + size) for p, size in zip(padding, outs, strict=True))
+    return _add_bias(np.ascontiguousarray(acc[(slice(None), slice(None), *crop)]), bias)
+
+
+# Elements of im2col columns a 3-D convolution builds at once: it fills them a slab of output frames at a time, so
+# that a video's columns (kernel taps x input channels x every output voxel) never take gigabytes.
+_COLUMNS_BUDGET = 1 << 24
+
+
+def _zero_pad(x: np.ndarray, pads: Sequence[tuple[int, int]]) -> np.ndarray:
+    """x in a new zero-bordered buffer, (before, after) >= 0 per trailing axis; x itself when nothing is padded."""
+    if not any(before or after for before, after in pads):
+        return x
+    lead = x.ndim - len(pads)
+    out = np.zeros(x.shape[:lead] + tuple(size + b + a for size, (b, a) in zip(x.shape[lead:], pads)),
+                   dtype=x.dtype)
+    out[(Ellipsis, *(slice(b, b + size) for size, (b, _) in zip(x.shape[lead:], pads)))] = x
+    return out
+
+
+def conv3d_ncdhw(x: np.ndarray, weight: np.ndarray, bias: np.ndarray | None, stride: Sequence[int],
+                 pads: Sequence[tuple[int, int]], dilation: Sequence[int], groups: int) -> np.ndarray:
+    """3-D convolution of x (N, C, D, H, W) by weight (O, C/groups, kd, kh, kw); pads: (before, after) per axis.
+
+    1x1x1 unpadded: one matmul over the channels. Otherwise im2col, a slab of output frames at a time (at most
+    _COLUMNS_BUDGET elements of columns): one strided copy of the slab's patches, then one matmul per group (a
+    batched one)."""
+    n, c = x.shape[:2]
+    o, cg, *kernel = weight.shape
+    if c != cg * groups or o % groups:
+        raise ValueError(f"conv3d: input has {c} channels, weight {tuple(weight.shape)} with groups={groups}")
+    outs = [_out_size(size, k, s, b + a, d)
+            for size, k, s, (b, a), d in zip(x.shape[2:], kernel, stride, pads, dilation, strict=True)]
+    dtype = np.result_type(x.dtype, weight.dtype)
+    if kernel == [1, 1, 1] and not any(b or a for b, a in pads):
+        picked = x[:, :, ::stride[0], ::stride[1], ::stride[2]]
+        out = _gemm_columns(weight, picked.reshape(n, c, math.prod(outs)), groups, dtype)
+        return _add_bias(out.reshape(n, o, *outs), bias)
+    xp = _zero_pad(x, pads)
+    (do, ho, wo), (kd, kh, kw), (sd, sh, sw), (dd, dh, dw) = outs, kernel, stride, dilation
+    k = cg * kd * kh * kw
+    frames = max(1, min(do, _COLUMNS_BUDGET // (groups * k * ho * wo)))
+    w3 = weight.reshape(groups, o // groups, k)
+    out = np.empty((n, o, do, ho, wo), dtype=dtype)
+    columns = np.empty(groups * k * frames * ho * wo, dtype=x.dtype)  # reused by every slab: no new pages each time
+    _, s_c, s_d, s_h, s_w = xp.strides
+    for b in range(n):
+        by_frame = out[b].reshape(groups, o // groups, do, ho * wo)
+        for f0 in range(0, do, frames):
+            f1 = min(do, f0 + frames)
+            patches = as_strided(xp[b, :, f0 * sd:], shape=(groups, cg, kd, kh, kw, f1 - f0, ho, wo),
+                                 strides=(s_c * cg, s_c, s_d * dd, s_h * dh, s_w * dw, s_d * sd, s_h * sh, s_w * sw),
+                                 writeable=False)
+            cols = columns[:patches.size].reshape(patches.shape)
+            np.copyto(cols, patches)
+            # the slab's output frames, a (groups, O / groups, frames * Ho * Wo) view with rows BLAS can write
+            target = by_frame[:, :, f0:f1].reshape(groups, o // groups, (f1 - f0) * ho * wo)
+            np.matmul(w3, cols.reshape(groups, k, (f1 - f0) * ho * wo), out=target)
     return _add_bias(out, bias)
 
 
@@ -275,10 +334,11 @@ def _string_pads(padding: str, kernel_shape, dilation, stride) -> list[int]:
 
 
 def _convolution_nd(x, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
-    """Any 1-D/2-D convolution, batched or not; padding is per axis (ints) or a string."""
+    """Any 1-D/2-D/3-D convolution, batched or not; padding is per axis (ints) or a string."""
     spatial = weight.ndim - 2
-    if spatial not in (1, 2):
-        raise NotImplementedError(f"ptlite supports 1-D and 2-D convolutions, not {spatial}-D")
+    if spatial not in (1, 2, 3):
+        raise NotImplementedError(f"ptlite supports 1-D, 2-D and 3-D convolutions, not {spatial}-D (weight of "
+                                  f"shape {tuple(weight.shape)})")
     unbatched = x.ndim == spatial + 1
     if unbatched:
         x = x[None]
@@ -287,6 +347,9 @@ def _convolution_nd(x, weight, bias, stride, padding, dilation, transposed, outp
     stride = expand(stride, spatial, "stride")
     dilation = expand(dilation, spatial, "dilation")
     groups = int(groups)
+    if spatial == 3:
+        out = _convolution_3d(x, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
+        return out[0] if unbatched else out
     if spatial == 1:  # as 2-D with H = 1
         x, weight = x[:, :, None, :], weight[:, :, None, :]
         stride, dilation = (1,) + stride, (1,) + dilation
@@ -295,7 +358,7 @@ def _convolution_nd(x, weight, bias, stride, padding, dilation, transposed, outp
             raise ValueError("transposed convolution takes integer padding")
         pad = (0,) * (2 - spatial) + expand(padding, spatial, "padding")
         opad = (0,) * (2 - spatial) + expand(output_padding, spatial, "output_padding")
-        out = conv_transpose2d_nchw(x, weight, bias, stride, pad, opad, groups, dilation)
+        out = conv_transpose_nchw(x, weight, bias, stride, pad, opad, groups, dilation)
     else:
         if isinstance(padding, str):
             pads = _string_pads(padding, weight.shape[2:], dilation, stride)
@@ -307,10 +370,27 @@ def _convolution_nd(x, weight, bias, stride, padding, dilation, transposed, outp
     return out[0] if unbatched else out
 
 
+def _convolution_3d(x, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
+    """A batched 3-D convolution (N, C, D, H, W), transposed or not."""
+    if transposed:
+        if isinstance(padding, str):
+            raise ValueError("transposed convolution takes integer padding")
+        return conv_transpose_nchw(x, weight, bias, stride, expand(padding, 3, "padding"),
+                                   expand(output_padding, 3, "output_padding"), groups, dilation)
+    if isinstance(padding, str):
+        flat = _string_pads(padding, weight.shape[2:], dilation, stride)
+        pads = list(zip(flat[::2], flat[1::2]))
+    else:
+        pads = [(p, p) for p in expand(padding, 3, "padding")]
+    return conv3d_ncdhw(x, weight, bias, stride, pads, dilation, groups)
+
+
 @kernel("aten::conv2d",
         "aten::conv2d.padding",
         "aten::conv1d",
-        "aten::conv1d.padding")
+        "aten::conv1d.padding",
+        "aten::conv3d",
+        "aten::conv3d.padding")
 def conv(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     return _convolution_nd(input, weight, bias, stride, padding, dilation, False, 0, groups)
 
@@ -322,7 +402,8 @@ def _convolution_mode(input, weight, bias, stride, padding, dilation, groups):
 
 
 @kernel("aten::conv_transpose2d.input",
-        "aten::conv_transpose1d")
+        "aten::conv_transpose1d",
+        "aten::conv_transpose3d.input")
 def conv_transpose(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
     return _convolution_nd(input, weight, bias, stride, padding, dilation, True, output_padding, groups)
 

@@ -1,6 +1,10 @@
-"""Pooling kernels (max, average, adaptive; 1-D and 2-D) over the spatial axes of NCHW or channels-last arrays."""
+"""Pooling kernels (max, average, adaptive; 1-D, 2-D and 3-D) over the spatial axes of NCHW or channels-last arrays
+(NCDHW for 3-D)."""
 
 from __future__ import annotations
+
+import math
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -334,3 +338,168 @@ def adaptive_max_pool2d(self, output_size):
 def adaptive_max_pool1d(self, output_size):
     values, index = adaptive_max_pool2d(self[..., None, :], [1, expand(output_size, 1)[0]])
     return values[..., 0, :], index[..., 0, :]
+
+
+# ------------------------------------------------------------------------------------------------ 3-D
+# Pooling over the last three axes (D, H, W) of (N, C, D, H, W) or (C, D, H, W) arrays, in whatever memory order
+# they come (3-D tensors are never channels-last here: no kernel makes them so).
+
+def _pool3d_args(kernel_size, stride, padding, dilation):
+    k = expand(kernel_size, 3, "kernel_size")
+    s = expand(stride, 3, "stride") if _given(stride) else k
+    return k, s, expand(padding, 3, "padding"), expand(dilation, 3, "dilation")
+
+
+def _spatial3d(x: np.ndarray, what: str) -> int:
+    """The D axis of a 4-D or 5-D input; ValueError naming the operator for other ranks."""
+    if x.ndim not in (4, 5):
+        raise ValueError(f"{what} expects a 4-D (C, D, H, W) or 5-D (N, C, D, H, W) input, got shape "
+                         f"{tuple(x.shape)}")
+    return x.ndim - 3
+
+
+def _pad_axes(x: np.ndarray, ax: int, before: Sequence[int], after: Sequence[int], value) -> np.ndarray:
+    """x in a new buffer grown by before / after (>= 0) along axes ax, ax + 1, ..., the border set to value; x
+    itself when nothing is added."""
+    if not any(before) and not any(after):
+        return x
+    sizes = x.shape[ax:ax + len(before)]
+    padded = tuple(size + b + a for size, b, a in zip(sizes, before, after, strict=True))
+    out = np.full(x.shape[:ax] + padded + x.shape[ax + len(before):], value, dtype=x.dtype)
+    out[(slice(None),) * ax + tuple(slice(b, b + size) for size, b in zip(sizes, before, strict=True))] = x
+    return out
+
+
+def _pool3d_geometry(x, ax, k, s, p, d, ceil_mode):
+    """Output sizes, and the padding after the input's end that the last windows (ceil mode) reach into."""
+    outs = tuple(pool_out_size(x.shape[ax + i], k[i], s[i], p[i], d[i], ceil_mode) for i in range(3))
+    need = [(outs[i] - 1) * s[i] + d[i] * (k[i] - 1) + 1 for i in range(3)]
+    return outs, [max(0, need[i] - x.shape[ax + i] - p[i]) for i in range(3)]
+
+
+def _reduce3d(buf, ax, k, s, d, outs, ufunc):
+    """Windows reduced along D, then H, then W (each pass over views whose inner axes stay contiguous longest)."""
+    out = buf
+    for i in range(3):
+        out = _reduce_views(_taps(out, ax + i, k[i], s[i], d[i], outs[i]), ufunc)
+    return out
+
+
+@kernel("aten::max_pool3d")
+def max_pool3d(self, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
+    """Max over kernel taps, axis by axis (max of a box is the max of its rows' maxima), on a -inf padded copy."""
+    ax = _spatial3d(self, "max_pool3d")
+    k, s, p, d = _pool3d_args(kernel_size, stride, padding, dilation)
+    outs, after = _pool3d_geometry(self, ax, k, s, p, d, ceil_mode)
+    buf = _pad_axes(self, ax, p, after, _lowest(self.dtype))
+    return _reduce3d(buf, ax, k, s, d, outs, np.maximum)
+
+
+@kernel("aten::max_pool3d_with_indices")
+def max_pool3d_with_indices(self, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
+    """Max pooling that also returns, per output, the flat index (d * H + h) * W + w of the maximum in its volume:
+    the first maximum in window order (a NaN wins, as in PyTorch); a window of -inf points at its first input."""
+    ax = _spatial3d(self, "max_pool3d_with_indices")
+    k, s, p, d = _pool3d_args(kernel_size, stride, padding, dilation)
+    outs, after = _pool3d_geometry(self, ax, k, s, p, d, ceil_mode)
+    sizes = self.shape[ax:]
+    buf = _pad_axes(self, ax, p, after, _lowest(self.dtype))
+    best = np.full(self.shape[:ax] + outs, _lowest(self.dtype), dtype=self.dtype)
+    starts = [np.arange(outs[i]) * s[i] - p[i] for i in range(3)]
+
+    def flat(per_axis):  # per-axis input positions -> flat indices over the (Do, Ho, Wo) grid
+        return (per_axis[0][:, None, None] * sizes[1] + per_axis[1][None, :, None]) * sizes[2] \
+            + per_axis[2][None, None, :]
+
+    index = np.broadcast_to(flat([_first_valid(outs[i], s[i], p[i], d[i]) for i in range(3)]), best.shape).copy()
+    floating = np.issubdtype(self.dtype, np.floating)
+    lead = (slice(None),) * ax
+    for tap in np.ndindex(*k):
+        view = buf[lead + tuple(slice(t * d[i], t * d[i] + s[i] * (outs[i] - 1) + 1, s[i])
+                                for i, t in enumerate(tap))]
+        take = view > best
+        if floating:
+            take |= np.isnan(view)
+        np.copyto(best, view, where=take)
+        np.copyto(index, np.broadcast_to(flat([starts[i] + t * d[i] for i, t in enumerate(tap)]), best.shape),
+                  where=take)
+    return best, index.astype(np.int64, copy=False)
+
+
+@kernel("aten::avg_pool3d")
+def avg_pool3d(self, kernel_size, stride=(), padding=0, ceil_mode=False, count_include_pad=True,
+               divisor_override=None):
+    """Window sums axis by axis on a zero-padded copy, divided by the window's size (PyTorch's: padding counted up
+    to the padded input's end, or not at all; or divisor_override)."""
+    ax = _spatial3d(self, "avg_pool3d")
+    k, s, p, _ = _pool3d_args(kernel_size, stride, padding, 1)
+    d = (1, 1, 1)
+    outs, after = _pool3d_geometry(self, ax, k, s, p, d, ceil_mode)
+    out = _reduce3d(_pad_axes(self, ax, p, after, 0), ax, k, s, d, outs, np.add)
+    if divisor_override:
+        divisor = np.asarray(divisor_override, dtype=out.dtype)
+    else:
+        per_axis = [_avg_divisors(self.shape[ax + i], k[i], s[i], p[i], outs[i], count_include_pad)
+                    for i in range(3)]
+        divisor = (per_axis[0][:, None, None] * per_axis[1][None, :, None] * per_axis[2][None, None, :])
+        divisor = divisor.astype(out.dtype)
+    if np.issubdtype(out.dtype, np.floating):
+        np.divide(out, divisor, out=out)
+        return out
+    return (out // divisor).astype(self.dtype)
+
+
+def _output3d(x: np.ndarray, output_size) -> tuple[int, int, int]:
+    """Adaptive output size; None entries (allowed by F.adaptive_*) keep the input size."""
+    size = list(output_size) if isinstance(output_size, (list, tuple)) else [output_size]
+    if len(size) == 1:
+        size = size * 3
+    if len(size) != 3:
+        raise ValueError(f"output_size must have 1 or 3 values, got {list(size)}")
+    return tuple(x.shape[x.ndim - 3 + i] if v is None else int(v) for i, v in enumerate(size))
+
+
+@kernel("aten::adaptive_avg_pool3d",
+        "aten::_adaptive_avg_pool3d")
+def adaptive_avg_pool3d(self, output_size):
+    """Global pooling as one sum per plane; evenly dividing sizes as a blocked mean; others by one averaging matrix
+    per axis (PyTorch's windows: floor(i * size / n) to ceil((i + 1) * size / n))."""
+    ax = _spatial3d(self, "adaptive_avg_pool3d")
+    outs = _output3d(self, output_size)
+    x = self if np.issubdtype(self.dtype, np.floating) else self.astype(np.float32)
+    lead, sizes = x.shape[:ax], x.shape[ax:]
+    if outs == (1, 1, 1):
+        total = np.add.reduce(x.reshape(lead + (-1,)), axis=-1, dtype=x.dtype)
+        return np.true_divide(total, x.dtype.type(math.prod(sizes)), out=total)[..., None, None, None]
+    if all(size % n == 0 for size, n in zip(sizes, outs)):
+        blocks = x.reshape(lead + tuple(v for size, n in zip(sizes, outs) for v in (n, size // n)))
+        return blocks.mean(axis=tuple(range(ax + 1, ax + 6, 2)), dtype=x.dtype)
+    out = x
+    for i, (size, n) in enumerate(zip(sizes, outs)):  # out = A_d, A_h, A_w each applied along its axis
+        moved = np.moveaxis(out, ax + i, -2)
+        out = np.moveaxis(np.matmul(_averaging_matrix(size, n, x.dtype), moved), -2, ax + i)
+    return np.ascontiguousarray(out)
+
+
+@kernel("aten::adaptive_max_pool3d")
+def adaptive_max_pool3d(self, output_size):
+    """Every adaptive window gathered (short ones padded by repeating an index, harmless to max) and reduced; the
+    indices are flat (d * H + h) * W + w in the input's volume, the first maximum's."""
+    ax = _spatial3d(self, "adaptive_max_pool3d")
+    outs = _output3d(self, output_size)
+    lead, sizes = self.shape[:ax], self.shape[ax:]
+    windows = [_window_index(size, n) for size, n in zip(sizes, outs)]  # (n_out, longest) each
+    win = self
+    for i, idx in enumerate(windows):
+        win = win.take(idx.ravel(), axis=ax + i)
+    (do, ld), (ho, lh), (wo, lw) = (w.shape for w in windows)
+    win = win.reshape(lead + (do, ld, ho, lh, wo, lw))
+    order = tuple(range(ax)) + tuple(ax + i for i in (0, 2, 4, 1, 3, 5))
+    win = win.transpose(order).reshape(lead + (do, ho, wo, ld * lh * lw))
+    flat = (windows[0][:, None, None, :, None, None] * sizes[1] + windows[1][None, :, None, None, :, None]) \
+        * sizes[2] + windows[2][None, None, :, None, None, :]
+    flat = flat.reshape(do, ho, wo, ld * lh * lw)
+    arg = np.argmax(win, axis=-1)[..., None]
+    values = np.take_along_axis(win, arg, axis=-1)[..., 0]
+    index = np.take_along_axis(np.broadcast_to(flat, win.shape), arg, axis=-1)[..., 0].astype(np.int64)
+    return values, index
