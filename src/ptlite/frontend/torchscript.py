@@ -14,6 +14,8 @@ import torch
 from ptlite.errors import CaptureError
 from ptlite.ir.dtypes import normalize_dtype_name
 from ptlite.ir.graph import Block, Graph, Node, Program, Value, ValueSpec
+from ptlite.ir.types import check_type
+from ptlite.ops import CREATE_OBJECT, GET_ATTR, ISINSTANCE, MODULE_STATE, SET_ATTR
 
 from .common import WeightStore, module_path, python_constant, tensor_spec
 from .torch_quantized import QuantizedGraph, summary
@@ -22,10 +24,12 @@ from .torch_quantized import QuantizedGraph, summary
 _TS_DTYPES = {"Float": "float32", "Double": "float64", "Half": "float16", "Long": "int64", "Int": "int32",
               "Short": "int16", "Char": "int8", "Byte": "uint8", "Bool": "bool", "BFloat16": "bfloat16"}
 
+# isinstance() candidates as TorchScript prints them -> the IR's type strings that ptlite::isinstance checks
+_RUNTIME_TYPES = {"list": "List[Any]", "dict": "Dict[Any, Any]"}
+
 # Nodes that survive freezing only when the model does something ptlite cannot express.
 _EXPLAIN = {
     "prim::GetAttr": "reads a module attribute that freezing could not turn into a constant (is it mutated?)",
-    "prim::SetAttr": "mutates a module attribute",
     "prim::CallMethod": "calls a method that could not be inlined",
     "prim::CallFunction": "calls a function that could not be inlined",
 }
@@ -106,6 +110,9 @@ class _Translator:
         self.weights = weights
         self.values: dict[int, Value] = {}
         self.objects: dict[int, Any] = {}  # module-typed TorchScript values, resolved at capture time
+        self.paths: dict[int, str] = {}  # their attribute paths from the root module ("" for the root)
+        self.state: set[str] = set()  # paths of module attributes the method sets: module state (_state_paths)
+        self.state_value: Value | None = None  # the method's ptlite::module_state value, made when first needed
         self.unsupported: list[tuple[str, str]] = []
         self.quantized = QuantizedGraph(lambda array, hint: weights.add(torch.from_numpy(array), hint))
 
@@ -130,13 +137,90 @@ class _Translator:
         name = tn.s("name")
         value = owner.getattr(name)
         out = tn.output()
+        path = _join(self.paths[tn.input().unique()], name)
         if isinstance(value, torch._C.ScriptModule):
             self.objects[out.unique()] = value
+            self.paths[out.unique()] = path
             return []
+        if path in self.state:  # an attribute the model sets while running: read from the module's state
+            initial = Value(name=f"{out.debugName()}.initial", type=str(out.type()))
+            nodes = self.constant_nodes(value, initial, path, tn)
+            read = Node(GET_ATTR, [self.module_state(), self.string(nodes, path), initial], [self.define(out)],
+                        source=_source(tn))
+            return [*nodes, read]
         if self.quantized.constant(out, value, _source(tn)):  # a quantized layer's packed weights
             self.define(out)
             return []
         return self.constant_nodes(value, self.define(out), out.debugName(), tn)
+
+    def module_state(self) -> Value:
+        """The method's ptlite::module_state value (its node is put first in the method when translated)."""
+        if self.state_value is None:
+            self.state_value = Value(name="module_state", type="Any")
+        return self.state_value
+
+    @staticmethod
+    def string(nodes: list[Node], text: str) -> Value:
+        """A str constant, its node appended to `nodes`."""
+        v = Value(type="str")
+        nodes.append(Node("prim::Constant", [], [v], {"value": text}))
+        return v
+
+    def set_attr(self, tn: torch._C.Node) -> list[Node]:
+        """prim::SetAttr: on a module, of an attribute of its state; on an object the model created, of it."""
+        target, value = tn.inputs()
+        name, nodes = tn.s("name"), []
+        if target.unique() in self.objects:
+            path = _join(self.paths[target.unique()], name)
+            if value.unique() in self.objects:
+                self.unsupported.append(("prim::SetAttr", f"{_source(tn)}: the model sets {path} to a module, "
+                                                          "which ptlite resolves at capture and cannot change"))
+                return []
+            write = Node(SET_ATTR, [self.module_state(), self.string(nodes, path), self.use(value)], [],
+                         source=_source(tn))
+        else:
+            write = Node(SET_ATTR, [self.use(target), self.string(nodes, name), self.use(value)], [],
+                         source=_source(tn))
+        return [*nodes, write]
+
+    def object_attr(self, tn: torch._C.Node) -> list[Node]:
+        """prim::GetAttr on an object the model created while running (not a module)."""
+        nodes: list[Node] = []
+        missing = Value(type="NoneType")
+        nodes.append(Node("prim::Constant", [], [missing], {"value": None}))
+        read = Node(GET_ATTR, [self.use(tn.input()), self.string(nodes, tn.s("name")), missing],
+                    [self.define(tn.output())], source=_source(tn))
+        return [*nodes, read]
+
+    def create_object(self, tn: torch._C.Node) -> list[Node]:
+        nodes: list[Node] = []
+        ty = tn.output().type()
+        name = ty.qualified_name() if hasattr(ty, "qualified_name") else str(ty)
+        create = Node(CREATE_OBJECT, [self.string(nodes, name.removeprefix("__torch__."))],
+                      [self.define(tn.output())], source=_source(tn))
+        return [*nodes, create]
+
+    def isinstance_(self, tn: torch._C.Node) -> list[Node]:
+        """prim::isinstance: decided now from the value's static type, or, for an Optional, Union or Any value, at
+        run time (ptlite::isinstance) where ptlite can check the types."""
+        ty, candidates = tn.input().type(), tn.tys("types")
+        if not isinstance(ty, (torch._C.UnionType, torch._C.OptionalType, torch._C.AnyType)):
+            value = any(ty.isSubtypeOf(c) for c in candidates)
+            return [Node("prim::Constant", [], [self.define(tn.output())], {"value": value})]
+        names = [_RUNTIME_TYPES.get(str(c), str(c)) for c in candidates]
+        try:
+            for name in names:
+                check_type(name)
+        except ValueError:
+            self.unsupported.append(("prim::isinstance", f"{_source(tn)}: isinstance() of a value of type {ty} "
+                                                         f"against {', '.join(map(str, candidates))}, which ptlite "
+                                                         "cannot check at run time"))
+            return [Node(tn.kind(), [self.use(tn.input())], [self.define(tn.output())], source=_source(tn))]
+        nodes: list[Node] = []
+        types = Value(type="List[str]")
+        nodes.append(Node("prim::Constant", [], [types], {"value": names}))
+        check = Node(ISINSTANCE, [self.use(tn.input()), types], [self.define(tn.output())], source=_source(tn))
+        return [*nodes, check]
 
     def block(self, tb: Any, params: list[Value] | None = None) -> Block:
         inputs = params if params is not None else [self.define(i) for i in tb.inputs()]
@@ -159,6 +243,18 @@ class _Translator:
                 items.append(item)
             op = "prim::ListConstruct" if isinstance(value, list) else "prim::TupleConstruct"
             return [*nodes, Node(op, items, [v])]
+        script_class = torch.jit._state._get_script_class(type(value))
+        if script_class is not None:  # an object of a TorchScript class (made by running the model before capture)
+            nodes: list[Node] = []
+            create = Node(CREATE_OBJECT, [self.string(nodes, script_class.qualified_name().removeprefix(
+                "__torch__."))], [v])
+            nodes.append(create)
+            for name, item in vars(value).items():
+                attr = Value(type="Any")
+                nodes.extend(self.constant_nodes(item, attr, f"{hint}.{name}", where))
+                write = Node(SET_ATTR, [v, self.string(nodes, name), attr], [])
+                nodes.append(write)
+            return nodes
         value = python_constant(value)
         if isinstance(value, (torch._C.ScriptObject, torch._C.ScriptFunction)) or callable(value):
             self.unsupported.append(("prim::Constant", f"{_source(where)}: constant of type {type(value).__name__}"))
@@ -178,6 +274,14 @@ class _Translator:
             return self.constant(tn)
         if kind == "prim::GetAttr" and tn.input().unique() in self.objects:
             return self.get_attr(tn)
+        if kind == "prim::GetAttr" and isinstance(tn.input().type(), torch._C.ClassType):
+            return self.object_attr(tn)
+        if kind == "prim::SetAttr":
+            return self.set_attr(tn)
+        if kind == "prim::CreateObject":
+            return self.create_object(tn)
+        if kind == "prim::isinstance":
+            return self.isinstance_(tn)
         inputs = [self.use(i) for i in tn.inputs()]
         if kind == "prim::If":
             blocks = [self.block(b) for b in tn.blocks()]
@@ -197,6 +301,32 @@ class _Translator:
         if kind in _EXPLAIN:
             self.unsupported.append((kind, f"{_source(tn)}: the model {_EXPLAIN[kind]}"))
         return [Node(_op_key(tn), inputs, outputs, source=_source(tn))]
+
+
+def _join(path: str, name: str) -> str:
+    return f"{path}.{name}" if path else name
+
+
+def _state_paths(graph: torch._C.Graph, root: torch._C.ScriptModule) -> set[str]:
+    """Attribute paths ("rpn.anchor_generator.cell_anchors") of the module attributes the method sets
+    (prim::SetAttr): freezing leaves them attributes, and ptlite keeps them as the loaded module's state."""
+    modules = {next(graph.inputs()).unique(): (root, "")}
+    found: set[str] = set()
+
+    def walk(block: Any) -> None:
+        for tn in block.nodes():
+            target = next(tn.inputs(), None)
+            owner = modules.get(target.unique()) if target is not None else None
+            if owner is not None and tn.kind() == "prim::GetAttr":
+                value = owner[0].getattr(tn.s("name"))
+                if isinstance(value, torch._C.ScriptModule):
+                    modules[tn.output().unique()] = (value, _join(owner[1], tn.s("name")))
+            elif owner is not None and tn.kind() == "prim::SetAttr":
+                found.add(_join(owner[1], tn.s("name")))
+            for inner in tn.blocks():
+                walk(inner)
+    walk(graph)
+    return found
 
 
 def _prepare_graph(frozen: torch._C.ScriptModule, name: str) -> torch._C.Graph:
@@ -255,13 +385,18 @@ def translate_script_module(sm: torch.jit.ScriptModule, example_inputs: tuple | 
     program = Program(metadata={"capture": how})
     weights = WeightStore(program)
     unsupported: list[tuple[str, str]] = []
-    for name in methods:
-        tgraph = _prepare_graph(frozen, name)
+    graphs = {name: _prepare_graph(frozen, name) for name in methods}
+    state = set().union(*(_state_paths(tgraph, frozen) for tgraph in graphs.values()))  # shared by the methods
+    for name, tgraph in graphs.items():
         tr = _Translator(program, weights)
         tinputs = list(tgraph.inputs())
         tr.objects[tinputs[0].unique()] = frozen
+        tr.paths[tinputs[0].unique()] = ""
+        tr.state = state
         params = [tr.define(i) for i in tinputs[1:]]
         body = tr.block(tgraph, params=params)
+        if tr.state_value is not None:
+            body.nodes.insert(0, Node(MODULE_STATE, [], [tr.state_value]))
         tail, results = tr.quantized.outputs(body.outputs)  # a quantized result is returned dequantized
         graph = Graph(name, body.inputs, body.nodes + tail, results)
         graph.input_specs = _method_specs(sm, name, graph, example_inputs if name == "forward" else None)

@@ -44,6 +44,7 @@ LINEAR_DYNAMIC_INT8 = "ptlite::linear_dynamic_int8"  # ops/quantized.py
 LSTM_DYNAMIC_INT8 = "ptlite::lstm_dynamic_int8"  # ops/quantized.py
 EMBEDDING_INT8 = "ptlite::embedding_int8"  # ops/quantized.py
 GRU_DYNAMIC_INT8 = "ptlite::gru_dynamic_int8"  # ops/quantized.py
+CREATE_OBJECT = "ptlite::create_object"  # ops/objects.py
 ISINSTANCE = "ptlite::isinstance"  # ops/script_types.py
 SQUEEZE_EXCITE = "ptlite::squeeze_excite"  # ops/squeeze_excite.py
 GET_ATTR = "ptlite::get_attr"  # ops/state.py

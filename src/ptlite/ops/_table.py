@@ -232,6 +232,10 @@ aten::pop.Dict_default_str(Dict(str, t)(a!) self, str key, t default_value) -> t
 aten::pop.Dict_default_int(Dict(int, t)(a!) self, int key, t default_value) -> t(*)
 aten::pop.Dict_default_bool(Dict(bool, t)(a!) self, bool key, t default_value) -> t(*)
 aten::pop.Dict_default_float(Dict(float, t)(a!) self, float key, t default_value) -> t(*)
+aten::update.str(Dict(str, t)(a!) self, Dict(str, t)(a!) to_add) -> ()
+aten::update.int(Dict(int, t)(a!) self, Dict(int, t)(a!) to_add) -> ()
+aten::update.bool(Dict(bool, t)(a!) self, Dict(bool, t)(a!) to_add) -> ()
+aten::update.float(Dict(float, t)(a!) self, Dict(float, t)(a!) to_add) -> ()
 """,
     "control": r"""
 prim::Constant(...) -> ...  @structural
@@ -310,6 +314,10 @@ aten::fill.Tensor(Tensor self, Tensor value) -> Tensor
 aten::fill_.Scalar(Tensor(a!) self, Scalar value) -> Tensor(a!)
 aten::fill_.Tensor(Tensor(a!) self, Tensor value) -> Tensor(a!)
 aten::zero_(Tensor(a!) self) -> Tensor(a!)
+""",
+    "detection": r"""
+torchvision::nms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor  @dtypes(float32,float64)
+torchvision::roi_align(Tensor input, Tensor rois, float spatial_scale, SymInt pooled_height, SymInt pooled_width, int sampling_ratio, bool aligned) -> Tensor  @dtypes(float32,float64) @ranks(4)
 """,
     "elementwise": r"""
 aten::add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor  @out
@@ -398,6 +406,12 @@ aten::addmv(Tensor self, Tensor mat, Tensor vec, *, Scalar beta=1, Scalar alpha=
 aten::t(Tensor(a) self) -> Tensor(a)
 aten::einsum(str equation, Tensor[] tensors, *, int[]? path=None) -> Tensor
 """,
+    "nearest": r"""
+aten::upsample_nearest1d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor
+aten::upsample_nearest1d(Tensor self, SymInt[1] output_size, float? scales=None) -> Tensor
+aten::upsample_nearest3d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor
+aten::upsample_nearest3d(Tensor self, SymInt[3] output_size, float? scales_d=None, float? scales_h=None, float? scales_w=None) -> Tensor
+""",
     "norm": r"""
 aten::batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps, bool cudnn_enabled) -> Tensor
 aten::native_batch_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool training, float momentum, float eps) -> (Tensor, Tensor, Tensor)
@@ -409,6 +423,9 @@ aten::native_layer_norm(Tensor input, SymInt[] normalized_shape, Tensor? weight,
 aten::group_norm(Tensor input, int num_groups, Tensor? weight=None, Tensor? bias=None, float eps=1.0000000000000001e-05, bool cudnn_enabled=True) -> Tensor
 aten::native_group_norm(Tensor input, Tensor? weight, Tensor? bias, SymInt N, SymInt C, SymInt HxW, int group, float eps) -> (Tensor, Tensor, Tensor)
 aten::instance_norm(Tensor input, Tensor? weight, Tensor? bias, Tensor? running_mean, Tensor? running_var, bool use_input_stats, float momentum, float eps, bool cudnn_enabled) -> Tensor
+""",
+    "objects": r"""
+ptlite::create_object(str type) -> Any
 """,
     "packed": r"""
 ptlite::conv2d_packed(Tensor input, Tensor weight, Tensor? bias, int[2] kernel_size, int[2] stride, int[4] padding, int[2] dilation, int out_channels, str activation="none", float[] activation_args=[]) -> Tensor @out @dtypes(float32)
@@ -515,6 +532,12 @@ aten::linalg_vector_norm(Tensor self, Scalar ord=2, int[1]? dim=None, bool keepd
 aten::logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor
 aten::cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor
 aten::cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor
+aten::sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)
+aten::sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)
+aten::argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor
+aten::argsort.stable(Tensor self, *, bool stable, int dim=-1, bool descending=False) -> Tensor
+aten::topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)
+aten::_unique2(Tensor self, bool sorted=True, bool return_inverse=False, bool return_counts=False) -> (Tensor, Tensor, Tensor)
 """,
     "reshape": r"""
 aten::view(Tensor(a) self, SymInt[] size) -> Tensor(a)
@@ -733,6 +756,8 @@ aten::expand(Tensor(a) self, SymInt[] size, *, bool implicit=False) -> Tensor(a)
 aten::broadcast_to(Tensor(a) self, SymInt[] size) -> Tensor(a)
 aten::expand_as(Tensor(a) self, Tensor other) -> Tensor(a)
 aten::broadcast_tensors(Tensor[] tensors) -> Tensor[]
+aten::meshgrid(Tensor[] tensors) -> Tensor[]
+aten::meshgrid.indexing(Tensor[] tensors, *, str indexing) -> Tensor[]
 aten::repeat(Tensor self, SymInt[] repeats) -> Tensor
 aten::tile(Tensor self, SymInt[] dims) -> Tensor
 aten::repeat_interleave.self_int(Tensor self, SymInt repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor
@@ -779,6 +804,7 @@ aten::size.int(Tensor self, int dim) -> int
 aten::sym_size.int(Tensor self, int dim) -> SymInt
 aten::dim(Tensor self) -> int
 aten::numel(Tensor self) -> int
+aten::_shape_as_tensor(Tensor self) -> Tensor
 aten::sym_numel(Tensor self) -> SymInt
 aten::len.Tensor(Tensor t) -> int
 aten::stride(Tensor self) -> int[]
@@ -820,6 +846,7 @@ aten::item(Tensor self) -> Scalar
 aten::ScalarImplicit(Tensor a) -> Scalar
 aten::_local_scalar_dense(Tensor self) -> Scalar
 aten::Int.Tensor(Tensor a) -> int
+aten::IntImplicit(Tensor a) -> int
 aten::Float.Tensor(Tensor a) -> float
 aten::Bool.Tensor(Tensor a) -> bool
 prim::NumToTensor.Scalar(Scalar a) -> Tensor

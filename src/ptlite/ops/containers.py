@@ -120,4 +120,8 @@ aten::pop.Dict_default_str(Dict(str, t)(a!) self, str key, t default_value) -> t
 aten::pop.Dict_default_int(Dict(int, t)(a!) self, int key, t default_value) -> t(*)
 aten::pop.Dict_default_bool(Dict(bool, t)(a!) self, bool key, t default_value) -> t(*)
 aten::pop.Dict_default_float(Dict(float, t)(a!) self, float key, t default_value) -> t(*)
+aten::update.str(Dict(str, t)(a!) self, Dict(str, t)(a!) to_add) -> ()
+aten::update.int(Dict(int, t)(a!) self, Dict(int, t)(a!) to_add) -> ()
+aten::update.bool(Dict(bool, t)(a!) self, Dict(bool, t)(a!) to_add) -> ()
+aten::update.float(Dict(float, t)(a!) self, Dict(float, t)(a!) to_add) -> ()
 """

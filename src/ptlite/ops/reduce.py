@@ -1,4 +1,4 @@
-"""Reductions: sum, mean, max/min (and indices), argmax, all/any, prod, var/std, norm, cumsum."""
+"""Reductions: sum, mean, max/min (and indices), argmax, all/any, prod, var/std, norm, cumsum; sorting, topk, unique."""
 
 DECLARATIONS = r"""
 aten::sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor
@@ -46,4 +46,11 @@ aten::linalg_vector_norm(Tensor self, Scalar ord=2, int[1]? dim=None, bool keepd
 aten::logsumexp(Tensor self, int[1] dim, bool keepdim=False) -> Tensor
 aten::cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor
 aten::cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor
+aten::sort(Tensor self, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)
+aten::sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> (Tensor values, Tensor indices)
+aten::argsort(Tensor self, int dim=-1, bool descending=False) -> Tensor
+aten::argsort.stable(Tensor self, *, bool stable, int dim=-1, bool descending=False) -> Tensor
+aten::topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, Tensor indices)
+aten::_unique2(Tensor self, bool sorted=True, bool return_inverse=False, bool return_counts=False)
+    -> (Tensor, Tensor, Tensor)
 """

@@ -26,6 +26,8 @@ aten::expand(Tensor(a) self, SymInt[] size, *, bool implicit=False) -> Tensor(a)
 aten::broadcast_to(Tensor(a) self, SymInt[] size) -> Tensor(a)
 aten::expand_as(Tensor(a) self, Tensor other) -> Tensor(a)
 aten::broadcast_tensors(Tensor[] tensors) -> Tensor[]
+aten::meshgrid(Tensor[] tensors) -> Tensor[]
+aten::meshgrid.indexing(Tensor[] tensors, *, str indexing) -> Tensor[]
 aten::repeat(Tensor self, SymInt[] repeats) -> Tensor
 aten::tile(Tensor self, SymInt[] dims) -> Tensor
 aten::repeat_interleave.self_int(Tensor self, SymInt repeats, int? dim=None, *, SymInt? output_size=None) -> Tensor

@@ -7,6 +7,7 @@ aten::size.int(Tensor self, int dim) -> int
 aten::sym_size.int(Tensor self, int dim) -> SymInt
 aten::dim(Tensor self) -> int
 aten::numel(Tensor self) -> int
+aten::_shape_as_tensor(Tensor self) -> Tensor
 aten::sym_numel(Tensor self) -> SymInt
 aten::len.Tensor(Tensor t) -> int
 aten::stride(Tensor self) -> int[]
@@ -48,6 +49,7 @@ aten::item(Tensor self) -> Scalar
 aten::ScalarImplicit(Tensor a) -> Scalar
 aten::_local_scalar_dense(Tensor self) -> Scalar
 aten::Int.Tensor(Tensor a) -> int
+aten::IntImplicit(Tensor a) -> int
 aten::Float.Tensor(Tensor a) -> float
 aten::Bool.Tensor(Tensor a) -> bool
 prim::NumToTensor.Scalar(Scalar a) -> Tensor

@@ -57,6 +57,22 @@ def _check_union(spec: ValueSpec, value: Any, method: str) -> Any:
     return value
 
 
+def _check_tensor_list(spec: ValueSpec, value: Any, method: str) -> list[np.ndarray]:
+    """A List[Tensor] input (a detector's images): a list or tuple of arrays (other libraries' arrays become NumPy
+    arrays)."""
+    if not isinstance(value, (list, tuple)):
+        raise InputError(f"{method}: input '{spec.name}' must be a list of arrays, got {type(value).__name__}")
+    items = []
+    for i, item in enumerate(value):
+        if not isinstance(item, np.ndarray):
+            if not hasattr(item, "__array__"):
+                raise InputError(f"{method}: input '{spec.name}' must be a list of arrays; item {i} is a "
+                                 f"{type(item).__name__}")
+            item = np.asarray(item)
+        items.append(item)
+    return items
+
+
 def _check_scalar(spec: ValueSpec, value: Any, method: str) -> Any:
     kinds = _SCALAR_TYPES.get(spec.type)
     if kinds is not None and not isinstance(value, kinds):
@@ -90,6 +106,8 @@ def check_args(specs: list[ValueSpec], args: tuple[Any, ...], kwargs: dict[str, 
             checked.append(_check_tensor(spec, value, name))
         elif spec.type in _SCALAR_TYPES:
             checked.append(_check_scalar(spec, value, name))
+        elif spec.type.replace(" ", "") == "List[Tensor]":
+            checked.append(_check_tensor_list(spec, value, name))
         elif spec.type.startswith(("Optional[", "Union[")):
             checked.append(_check_union(spec, value, name))
         else:

@@ -250,6 +250,14 @@ def dict_setitem(d: dict, key: Any, value: Any) -> None:
     d[key] = value
 
 
+@kernel("aten::update.str",
+        "aten::update.int",
+        "aten::update.bool",
+        "aten::update.float")
+def dict_update(self: dict, to_add: dict) -> None:
+    self.update(to_add)
+
+
 @kernel("aten::keys.str",
         "aten::keys.int",
         "aten::keys.bool",

@@ -368,3 +368,76 @@ def cumsum(self: np.ndarray, dim: int, dtype: int | None = None) -> np.ndarray:
 @kernel("aten::cumprod")
 def cumprod(self: np.ndarray, dim: int, dtype: int | None = None) -> np.ndarray:
     return _cumulative(np.cumprod, self, dim, dtype)
+
+
+# ----------------------------------------------------------------------------------------------------
+# sorting, topk, unique
+# ----------------------------------------------------------------------------------------------------
+# NaN sorts above every number, as in torch. Equal values keep their index order (a stable sort): torch's CPU sort
+# and topk leave the order of ties unspecified (small inputs come out stable, large ones need not), so a model
+# whose result depends on the order of exactly equal values may differ there.
+
+def descending_order(x: np.ndarray, axis: int = 0) -> np.ndarray:
+    """Indices sorting x along `axis` from the largest (NaN first) down, equal values in index order."""
+    flipped = np.argsort(np.flip(x, axis), axis=axis, kind="stable")
+    return x.shape[axis] - 1 - np.flip(flipped, axis)
+
+
+def _order(x: np.ndarray, axis: int, descending: bool) -> np.ndarray:
+    return descending_order(x, axis) if descending else np.argsort(x, axis=axis, kind="stable")
+
+
+def _sort(self: np.ndarray, dim: int, descending: bool) -> tuple[np.ndarray, np.ndarray]:
+    x = self.reshape(1) if self.ndim == 0 else self
+    (axis,) = axes(dim, self.ndim) or (0,)
+    index = _order(x, axis, descending)
+    values = np.take_along_axis(x, index, axis=axis)
+    return values.reshape(self.shape), index.reshape(self.shape).astype(np.int64)
+
+
+@kernel("aten::sort")
+def sort(self: np.ndarray, dim: int = -1, descending: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    return _sort(self, dim, descending)
+
+
+@kernel("aten::sort.stable")
+def sort_stable(self: np.ndarray, stable: bool | None, dim: int = -1,
+                descending: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    return _sort(self, dim, descending)
+
+
+@kernel("aten::argsort")
+def argsort(self: np.ndarray, dim: int = -1, descending: bool = False) -> np.ndarray:
+    return _sort(self, dim, descending)[1]
+
+
+@kernel("aten::argsort.stable")
+def argsort_stable(self: np.ndarray, stable: bool, dim: int = -1, descending: bool = False) -> np.ndarray:
+    return _sort(self, dim, descending)[1]
+
+
+@kernel("aten::topk")
+def topk(self: np.ndarray, k: int, dim: int = -1, largest: bool = True,
+         sorted: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """The k largest (smallest) values along dim and their indices, best first (also for sorted=False, where torch
+    gives them in an unspecified order)."""
+    x = self.reshape(1) if self.ndim == 0 else self
+    (axis,) = axes(dim, self.ndim) or (0,)
+    if not 0 <= k <= x.shape[axis]:
+        raise IndexError(f"topk: k ({k}) is out of range for dimension {dim} of size {x.shape[axis]}")
+    index = np.take(_order(x, axis, largest), np.arange(k), axis=axis)
+    values = np.take_along_axis(x, index, axis=axis)
+    if self.ndim == 0:
+        return values.reshape(()), index.reshape(()).astype(np.int64)
+    return values, index.astype(np.int64)
+
+
+@kernel("aten::_unique2")
+def unique2(self: np.ndarray, sorted: bool = True, return_inverse: bool = False,
+            return_counts: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """torch.unique: the distinct values (always sorted; each NaN is distinct), the index of each element's value
+    in them (input's shape) and how often each occurs; those not asked for are empty int64 tensors."""
+    values, inverse, counts = np.unique(self.reshape(-1), return_inverse=True, return_counts=True, equal_nan=False)
+    empty = np.empty(0, np.int64)
+    return (values, inverse.reshape(self.shape).astype(np.int64) if return_inverse else empty,
+            counts.astype(np.int64) if return_counts else empty)

@@ -197,6 +197,25 @@ def broadcast_tensors(tensors: list[np.ndarray]) -> list[np.ndarray]:
     return list(np.broadcast_arrays(*tensors))
 
 
+@kernel("aten::meshgrid")
+def meshgrid(tensors: list[np.ndarray]) -> list[np.ndarray]:
+    return meshgrid_indexing(tensors, "ij")
+
+
+@kernel("aten::meshgrid.indexing")
+def meshgrid_indexing(tensors: list[np.ndarray], indexing: str) -> list[np.ndarray]:
+    """Grids from 0-d or 1-d tensors of one dtype: "ij" indexes them by the tensors' order, "xy" swaps the first
+    two axes (as NumPy's meshgrid). Copies, not views: the result may be written in place."""
+    if indexing not in ("ij", "xy"):
+        raise ValueError(f'meshgrid: indexing must be "ij" or "xy", got "{indexing}"')
+    if not tensors:
+        raise ValueError("meshgrid expects a non-empty list of tensors")
+    if any(t.ndim > 1 for t in tensors) or len({t.dtype for t in tensors}) > 1:
+        raise ValueError("meshgrid expects 0-d or 1-d tensors of one dtype, got "
+                         + ", ".join(f"{t.dtype} of shape {t.shape}" for t in tensors))
+    return [np.array(g) for g in np.meshgrid(*[t.reshape(-1) for t in tensors], indexing=indexing)]
+
+
 @kernel("aten::repeat")
 def repeat(self: np.ndarray, repeats: list[int]) -> np.ndarray:
     if len(repeats) < self.ndim:

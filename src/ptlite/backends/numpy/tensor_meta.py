@@ -52,6 +52,11 @@ def numel(self: np.ndarray) -> int:
     return int(self.size)
 
 
+@kernel("aten::_shape_as_tensor")
+def shape_as_tensor(self: np.ndarray) -> np.ndarray:
+    return np.asarray(self.shape, dtype=np.int64)
+
+
 @kernel("aten::len.Tensor")
 def len_tensor(t: np.ndarray) -> int:
     if t.ndim == 0:
@@ -209,6 +214,16 @@ def item(self: np.ndarray) -> int | float | bool:
 @kernel("aten::Int.Tensor")
 def int_tensor(a: np.ndarray) -> int:
     return int(_single(a, "int"))
+
+
+@kernel("aten::IntImplicit")
+def int_implicit(a: np.ndarray) -> int:
+    """A 0-d integer tensor where TorchScript wants an int (an argument typed int given a tensor)."""
+    if a.ndim != 0:
+        raise ValueError("Cannot input a tensor of dimension other than 0 as a scalar argument")
+    if a.dtype.kind not in "iu":
+        raise TypeError(f"Cannot input a tensor of type {a.dtype} as an integral argument")
+    return int(a)
 
 
 @kernel("aten::Float.Tensor")

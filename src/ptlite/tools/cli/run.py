@@ -1,5 +1,5 @@
 """`ptlite run`: run a method of a .ptlite file on files or numbers and print its outputs (the top classes of a
-classifier's)."""
+classifier's, the best boxes of a detector's, drawn on the image with --draw)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import numpy as np
 
 import ptlite
 from ptlite.preprocess.spec import stored_labels, stored_preprocessing
+from ptlite.tools import detections as detector
 from ptlite.tools import inputs as model_inputs
 from ptlite.tools.errors import ToolError, require_file
 from ptlite.tools.frames import FRAME_FORMATS, FrameSpec, read_frames
@@ -32,7 +33,11 @@ shape the model was captured with (224 when unknown), scaled to [0, 1] and norma
 std. Several images for a one-input model are stacked into a batch. Classes are named by the file's labels
 (ptlite convert --labels) unless --labels gives others.
 
-example: ptlite run resnet18.ptlite cat.jpg"""
+A detector taking a list of images (torchvision's, scripted: List[Tensor]) is given the images as they are, RGB
+in [0, 1] at their own size; its best boxes are printed (--top-k), and --draw writes the image with them drawn.
+
+examples: ptlite run resnet18.ptlite cat.jpg
+          ptlite run ssdlite.ptlite street.jpg --top-k 10 --draw boxes.png"""
 
 
 def add_parser(commands: Any) -> None:
@@ -49,7 +54,8 @@ def add_parser(commands: Any) -> None:
     parser.add_argument("--method", metavar="NAME", default="forward",
                         help="the method to run (default forward)")
     parser.add_argument("--top-k", metavar="K", type=non_negative_int, default=5,
-                        help="classes to show for classifier outputs (default 5; 0 turns this off)")
+                        help="classes to show for classifier outputs, boxes for a detector's (default 5; 0 "
+                             "turns classes off and shows every box)")
     parser.add_argument("--labels", metavar="FILE",
                         help="a text file with one class name a line (default: the labels the file records)")
     parser.add_argument("--image-size", metavar="SIZE", type=image_size,
@@ -63,6 +69,9 @@ def add_parser(commands: Any) -> None:
                         help="feed images scaled to their value range ([0, 1] unless the file says otherwise), "
                              "without mean/std normalization")
     parser.add_argument("--save-outputs", metavar="OUT.npz", help="save every output array to an .npz file")
+    parser.add_argument("--draw", metavar="OUT.png",
+                        help="a detector's image with the boxes shown (--top-k) drawn, as a PNG (OUT-i.png for "
+                             "several images)")
     parser.add_argument("--no-limits", action="store_true",
                         help="lift the run-time limits on memory, loop iterations and time (ptlite.Limits; for "
                              "trusted files that need more than the defaults)")
@@ -154,7 +163,15 @@ def run(args: argparse.Namespace) -> int:
     specs = program.methods[args.method].input_specs
     preprocessing, file_labels = _described(program, args.model)
     labels = _read_labels(args.labels) if args.labels else file_labels
-    if args.frame is not None:
+    if args.draw and (args.frame is not None or not detector.takes_image_list(specs)):
+        raise ToolError(f"--draw draws on the images given to a detector that takes a list of them (List[Tensor], "
+                        f"as torchvision's scripted ones); '{args.method}' of {args.model} takes "
+                        f"{', '.join(s.describe() for s in specs) or 'nothing'}")
+    images = None
+    if args.frame is None and detector.takes_image_list(specs):
+        images = detector.read_image_list(args.inputs, args.image_size)
+        inputs = [images]
+    elif args.frame is not None:
         if len(specs) != 1:
             raise ToolError(f"--frame feeds a method of one image input; '{args.method}' takes {len(specs)}")
         inputs = [read_frames(args.inputs, args.frame, preprocessing or ptlite.Preprocessing(), specs[0].shape)]
@@ -172,8 +189,27 @@ def run(args: argparse.Namespace) -> int:
     stacked_names = list(args.inputs) if len(args.inputs) > 1 and len(specs) == 1 else []
     for name, value in leaves:
         print(_describe_value(name, value))
-        if args.top_k and _is_classifier(value):
+        if args.top_k and _is_classifier(value) and detector.find_detections(result) is None:
             _print_top_k(value, args.top_k, labels, stacked_names)
+    _show_detections(args, result, labels, images)
     if args.save_outputs:
         print(f"saved outputs to {_save_outputs(args.save_outputs, leaves)}")
     return 0
+
+
+def _show_detections(args: argparse.Namespace, result: Any, labels: list[str], images: list | None) -> None:
+    """A detector's best boxes, printed and, with --draw, drawn on its images."""
+    found = detector.find_detections(result)
+    if found is None:
+        if args.draw:
+            raise ToolError(f"--draw needs a detector's output (a list of dicts of boxes, scores and labels); "
+                            f"'{args.method}' of {args.model} returns none")
+        return
+    detector.print_detections(found, args.top_k, labels, list(args.inputs))
+    if args.draw:
+        if images is None or len(images) != len(found):
+            raise ToolError(f"--draw: the detector returned detections for {len(found)} images, given "
+                            f"{len(images or [])}")
+        for image, detections, path in zip(images, found, detector.draw_paths(args.draw, len(found)), strict=True):
+            shown = detector.best(detections, args.top_k)
+            print(f"drew {len(shown)} boxes on {detector.draw(image, detections, shown, labels, path)}")
