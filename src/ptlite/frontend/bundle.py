@@ -42,7 +42,8 @@ def bundle_inputs(model: Any, calls: Any, method: str = "forward", tolerance: fl
         except Exception as exc:
             raise CaptureError(f"bundled input {i}: the PyTorch model fails on it ({type(exc).__name__}: "
                                f"{str(exc)[:300]})") from None
-        outputs = [_to_numpy(value, f"bundled input {i} {name}") for name, value in leaves(_plain(result))]
+        # (leaves flattens named tuples as the tuples they are, as ptlite returns them)
+        outputs = [_to_numpy(value, f"bundled input {i} {name}") for name, value in leaves(result)]
         scale = [_magnitude(o) for o in outputs]
         bundled.append(BundledInput(
             method, [_to_numpy(a, f"bundled input {i} argument {j}") for j, a in enumerate(call)], outputs,
@@ -69,17 +70,6 @@ def _calls(calls: Any, torch: Any) -> list[tuple[Any, ...]]:
     if not isinstance(calls, Sequence) or not calls:
         raise TypeError("calls must be a non-empty list of input tuples (or one tensor, or one tuple)")
     return [c if isinstance(c, tuple) else (c,) for c in calls]
-
-
-def _plain(result: Any) -> Any:
-    """Named tuples and other tuple subclasses as tuples (ptlite returns plain ones)."""
-    if isinstance(result, tuple):
-        return tuple(_plain(v) for v in result)
-    if isinstance(result, list):
-        return [_plain(v) for v in result]
-    if isinstance(result, dict):
-        return {k: _plain(v) for k, v in result.items()}
-    return result
 
 
 def _to_numpy(value: Any, what: str) -> Any:

@@ -154,31 +154,31 @@ def check_operators(program: Program, how: str) -> None:
     from ptlite.ir.verifier import unknown_operators, unsupported_uses
 
     missing = unknown_operators(program)
-    misused = unsupported_uses(program)
-    if misused and not missing:  # declared operators on arguments the kernels cannot take (the table's limits)
-        lines = []
-        for op, places in sorted(misused.items()):
-            uniq = list(dict.fromkeys(places))
-            more = f"; and {len(uniq) - 4} more" if len(uniq) > 4 else ""
-            lines.append(f"  {op}: at {'; '.join(uniq[:4])}{more}")
-        raise MethodFailure(
-            f"cannot capture the model ({how}): it uses {len(misused)} operator(s) in ways ptlite cannot run "
-            "(it would fail there when run):\n" + "\n".join(lines)
-            + "\nChange these operations in the model, or open an issue asking for them.",
-            reason=f"uses {', '.join(sorted(misused))} in ways ptlite cannot run",
-            relevance=Relevance.OPERATORS)
     if missing:
-        lines = []
-        for op, places in sorted(missing.items()):
-            uniq = list(dict.fromkeys(places))
-            more = f" and {len(uniq) - 4} more" if len(uniq) > 4 else ""
-            lines.append(f"  {op}: used at {'; '.join(uniq[:4])}{more}")
         raise MethodFailure(
             f"cannot capture the model ({how}): it uses {len(missing)} operator(s) that ptlite cannot run:\n"
-            + "\n".join(lines)
+            + _places(missing, "used at ")
             + "\nReplace these operations in the model, or open an issue asking for the operators.",
             reason=f"uses {len(missing)} operator(s) that ptlite cannot run: {', '.join(sorted(missing))}",
             relevance=Relevance.OPERATORS)
+    misused = unsupported_uses(program)  # declared operators on arguments the kernels cannot take (their limits)
+    if misused:
+        raise MethodFailure(
+            f"cannot capture the model ({how}): it uses {len(misused)} operator(s) in ways ptlite cannot run "
+            "(it would fail there when run):\n" + _places(misused, "at ")
+            + "\nChange these operations in the model, or open an issue asking for them.",
+            reason=f"uses {', '.join(sorted(misused))} in ways ptlite cannot run",
+            relevance=Relevance.OPERATORS)
+
+
+def _places(found: dict[str, list[str]], lead: str) -> str:
+    """One line per operator: the first four distinct places it is found, and how many more."""
+    lines = []
+    for op, places in sorted(found.items()):
+        uniq = list(dict.fromkeys(places))
+        more = f" and {len(uniq) - 4} more" if len(uniq) > 4 else ""
+        lines.append(f"  {op}: {lead}{'; '.join(uniq[:4])}{more}")
+    return "\n".join(lines)
 
 
 def tensor_spec(name: str, example: Any, static_shape: bool) -> ValueSpec:

@@ -287,14 +287,11 @@ def stored_preprocessing(metadata: Mapping[str, Any]) -> Preprocessing | None:
 def stored_labels(metadata: Mapping[str, Any]) -> list[str] | None:
     """The class labels a program's metadata records, or None; ValueError when they are not a list of strings."""
     stored = metadata.get(LABELS_KEY)
-    return None if stored is None else list(labels_from_metadata(stored))
-
-
-def labels_from_metadata(value: Any) -> list[str]:
-    """A file's class labels (metadata["labels"]); ValueError when it is not a list of strings."""
-    if type(value) is not list or len(value) > MAX_LABELS or not all(type(v) is str for v in value):
-        raise ValueError(f"labels must be a list of strings, not {str(value)[:60]}")
-    return value
+    if stored is None:
+        return None
+    if type(stored) is not list or len(stored) > MAX_LABELS or not all(type(v) is str for v in stored):
+        raise ValueError(f"labels must be a list of strings, not {str(stored)[:60]}")
+    return list(stored)
 
 
 _DEFAULTS = asdict(Preprocessing())

@@ -236,16 +236,21 @@ def run_without_torch(model_path: str, data: Digits, out_dir: str) -> dict[str, 
     """Run `torch_free_check` in a fresh Python in which importing torch fails; returns its report."""
     data_path = os.path.join(out_dir, "digits_test.npz")
     np.savez(data_path, x=data.x_test, y=data.y_test)
-    package_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    return json.loads(run_torch_free(_CHECK, [model_path, data_path], timeout=300)[-1])
+
+
+def run_torch_free(code: str, args: list[str], timeout: float) -> list[str]:
+    """Run Python `code` (with sys.argv[1:] = args) in a fresh process in which importing torch fails, this ptlite
+    first on its path; returns its standard output's lines, or raises RuntimeError with its last error line."""
+    package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # .../src
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([package_root] + [p for p in [env.get("PYTHONPATH")] if p])
-    code = BLOCK_TORCH + _CHECK
-    proc = subprocess.run([sys.executable, "-c", code, model_path, data_path], env=env, capture_output=True,
-                          text=True, timeout=300)
+    proc = subprocess.run([sys.executable, "-c", BLOCK_TORCH + code, *args], env=env, capture_output=True,
+                          text=True, timeout=timeout)
     if proc.returncode != 0:
         last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
         raise RuntimeError(f"the torch-free subprocess failed: {last}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return proc.stdout.strip().splitlines()
 
 
 def _cell(value: float | None, fmt: str, unit: str = "", star: str = "") -> str:

@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import tempfile
 import time
 from dataclasses import dataclass
@@ -183,21 +181,12 @@ def convert(task: Task, photo: str, path: str) -> tuple[Any, dict[str, Any]]:
 
 def run_device_side(model_path: str, images: list[str], out_dir: str, task: str) -> dict[str, Any]:
     """device_run in a fresh Python in which importing torch fails; returns its report."""
-    from .demo import BLOCK_TORCH
+    from .demo import run_torch_free
 
-    code = BLOCK_TORCH + ("import json, sys\nfrom ptlite.tools.vision_demo import device_run\n"
-                          "print(json.dumps(device_run(sys.argv[1], json.loads(sys.argv[2]), sys.argv[3], "
-                          "sys.argv[4])))\n"
-                          "print(json.dumps({'torch_loaded': 'torch' in sys.modules}))\n")
-    package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([package_root] + [p for p in [env.get("PYTHONPATH")] if p])
-    proc = subprocess.run([sys.executable, "-c", code, model_path, json.dumps(images), out_dir, task], env=env,
-                          capture_output=True, text=True, timeout=600)
-    if proc.returncode != 0:
-        last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-        raise RuntimeError(f"the torch-free device process failed: {last}")
-    lines = proc.stdout.strip().splitlines()
+    code = ("import json, sys\nfrom ptlite.tools.vision_demo import device_run\n"
+            "print(json.dumps(device_run(sys.argv[1], json.loads(sys.argv[2]), sys.argv[3], sys.argv[4])))\n"
+            "print(json.dumps({'torch_loaded': 'torch' in sys.modules}))\n")
+    lines = run_torch_free(code, [model_path, json.dumps(images), out_dir, task], timeout=600)
     report = json.loads(lines[-2])
     report["torch_loaded"] = json.loads(lines[-1])["torch_loaded"]
     return report
