@@ -137,7 +137,9 @@ class Method:
             try:
                 if not backend.specialize(program, self.name, context):
                     return
-                compiled = CompiledGraph(graph, program, state=self._state, dispatcher=self._dispatcher)
+                # the method's graph as specialized (Winograd's error budget may have replaced it: winograd_budget.py)
+                compiled = CompiledGraph(program.methods[self.name], program, state=self._state,
+                                         dispatcher=self._dispatcher)
             except Exception:  # no plan rather than a failed call: the call itself runs as it would have
                 return
             self._compiled, self.program = compiled, program

@@ -16,6 +16,7 @@ from ptlite.backends.numpy.lower.fuse_activations import FuseActivations
 from ptlite.backends.numpy.lower.plan_memory import PlanMemory
 from ptlite.backends.numpy.lower.prepack import Prepack
 from ptlite.backends.numpy.lower.winograd import Observed, Winograd
+from ptlite.backends.numpy.lower.winograd_budget import within_budget
 from ptlite.ir.graph import Program
 from ptlite.passes import run_to_fixpoint
 from ptlite.passes.base import Pass
@@ -39,6 +40,12 @@ PASSES: dict[str, type[Pass]] = {
 
 
 def lower(program: Program, context: LoweringContext) -> list[str]:
+    """The passes, then the memory plan, with Winograd kept within its error budget (the reference's
+    winograd_budget.py); the names of the passes that changed the program."""
+    return within_budget(program, context.run, _blocked(context), lambda p: _lower_once(p, context))
+
+
+def _lower_once(program: Program, context: LoweringContext) -> list[str]:
     blocked = _blocked(context)
     observed: Observed = Observed()  # the Winograd passes share one run on zeros
     passes: list[Pass] = [_make(cls, context, observed) for name, cls in PASSES.items()

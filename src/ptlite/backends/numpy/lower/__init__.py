@@ -4,7 +4,9 @@ ones (ptlite.passes).
 Convolution and linear weights are prepacked into the layouts the kernels read (prepack), large 3x3 convolutions
 go to Winograd (winograd), activations join the convolution producing them (fuse_activations), and MobileNet's and
 EfficientNet's blocks become single operators (fuse_pointwise_depthwise, fuse_squeeze_excite); dead code goes after
-them, and the memory plan (plan_memory) comes last: a plan holds only for the graph it was made for.
+them, and the memory plan (plan_memory) comes last: a plan holds only for the graph it was made for. Where Winograd
+takes the outputs too far from exact arithmetic, the lowering is done again with fewer Winograd layers
+(winograd_budget).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from .fuse_squeeze_excite import FuseSqueezeExcite
 from .plan_memory import PlanMemory, plan_method
 from .prepack import Prepack
 from .winograd import Winograd
+from .winograd_budget import within_budget
 
 # The lowering passes in order, keyed by the name a blocklist uses to skip each.
 PASSES: dict[str, type[Pass]] = {
@@ -38,7 +41,12 @@ PASSES: dict[str, type[Pass]] = {
 
 def lower(program: Program, context: LoweringContext) -> list[str]:
     """Run the lowering passes (without the blocked ones; dead code too, unless DEAD_CODE is blocked) until none
-    changes the program, then plan memory; the names of the passes that changed it."""
+    changes the program, then plan memory, keeping Winograd within its error budget (winograd_budget.py); the names
+    of the passes that changed it."""
+    return within_budget(program, context.run, context.blocklist, lambda p: _lower_once(p, context))
+
+
+def _lower_once(program: Program, context: LoweringContext) -> list[str]:
     blocked = context.blocklist
     passes = [_make(cls, context) for name, cls in PASSES.items() if name not in blocked and cls is not PlanMemory]
     if "DEAD_CODE" not in blocked:
@@ -54,14 +62,19 @@ def specialize(program: Program, method: str, context: LoweringContext,
     """At a first call (the method's input specs hold its shapes): run the passes that needed them, if this backend
     lowered the program (`shape_passes`, by blocklist name; default: Winograd where the shapes say it wins), then
     plan the method's memory. Whether it made a plan (without one, the method runs as loaded)."""
-    graph = program.methods[method]
-    changed = False
-    if context.lowered:
+    def choose(program: Program) -> bool:
+        graph = program.methods[method]
+        changed = False
         for name, make in (shape_passes or {"WINOGRAD": Winograd}).items():
             if name not in context.blocklist:
                 changed = make(_runner(context)).run(graph, program) or changed
-    if changed:
-        DeadCode().run(graph, program)
+        if changed:
+            DeadCode().run(graph, program)
+        return changed
+
+    if context.lowered:  # Winograd within its error budget, as at lowering
+        within_budget(program, context.run, context.blocklist, choose)
+    graph = program.methods[method]
     plan = plan_method(graph, program, _runner(context))
     if plan is None:
         return False

@@ -10,7 +10,8 @@ shape, so a shape that depends on the data can only make the choice slower, neve
 
 The price is a 4x larger weight (36 instead of 9 values per channel pair) and a larger rounding error, so the
 thresholds take it where the time saved is large and the weight small: large images (docs/decisions.md, Winograd,
-has the measurements; `python benchmarks/bench_winograd.py` repeats them).
+has the measurements; `python benchmarks/bench_winograd.py` repeats them); and the error budget
+(winograd_budget.py) keeps the convolutions named in metadata["exact_convolutions"] on im2col.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from ptlite.ops.layouts import unpack_dense_conv2d_weight
 from ptlite.passes.base import ConstantPool, Pass, blocks, constant_value, weight_constant, weight_of
 
 from .observe import observed_shapes
+from .winograd_budget import base_weight_name, exact_convolutions
 
 MIN_SIZE = 20  # output height and width (pixels) from which Winograd is used
 MIN_CHANNELS = 16
@@ -47,12 +49,14 @@ class Winograd(Pass):
     def run(self, graph: Graph, program: Program) -> bool:
         changed = False
         refreshed = False
+        exact = exact_convolutions(program)  # those the error budget keeps on im2col (winograd_budget.py)
         for block in list(blocks(graph)):
             pool = ConstantPool(block)
             rewritten: list[Node] = []
             for node in block.nodes:
                 new = None
-                if node.op in (CONV2D_PREPACKED, CONV2D_PACKED) and _candidate(node, program):
+                if node.op in (CONV2D_PREPACKED, CONV2D_PACKED) and _candidate(node, program) \
+                        and base_weight_name(node.inputs[1].node.attrs["weight"]) not in exact:
                     shape = node.outputs[0].shape
                     if shape is None:
                         hints = self._observed.get(graph)
@@ -89,7 +93,7 @@ class Winograd(Pass):
             weight = unpack_panels(weight, constant_value(node.inputs[7]))
         padding = constant_value(node.inputs[5])
         dense = unpack_dense_conv2d_weight(weight, (3, 3))
-        name = node.inputs[1].node.attrs["weight"].removesuffix(".panels").removesuffix(".packed")
+        name = base_weight_name(node.inputs[1].node.attrs["weight"])
         const = weight_constant(program, f"{name}.{suffix}", pack_winograd_weight(dense, g), node.source)
         inputs = [node.inputs[0], const.outputs[0], node.inputs[2], pool.get(list(padding), "List[int]"),
                   node.inputs[8], node.inputs[9]]
