@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import sys
+from concurrent.futures import ThreadPoolExecutor
 
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
@@ -35,6 +36,8 @@ class OptionalBuildExt(build_ext):
                 self._record(ext, exc)
 
     def build_extension(self, ext: Extension) -> None:
+        serial = self.compiler.compile
+        self.compiler.compile = lambda sources, *args, **kwargs: _in_parallel(serial, sources, *args, **kwargs)
         try:
             super().build_extension(ext)
         except Exception as exc:
@@ -43,6 +46,8 @@ class OptionalBuildExt(build_ext):
             stale = self._failure_path(ext)
             if os.path.exists(stale):
                 os.remove(stale)
+        finally:
+            self.compiler.compile = serial
 
     def _failure_path(self, ext: Extension) -> str:
         return os.path.join(os.path.dirname(self.get_ext_fullpath(ext.name)), FAILURE_FILE)
@@ -57,6 +62,16 @@ class OptionalBuildExt(build_ext):
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path, "w", encoding="utf-8") as f:
             f.write(reason.splitlines()[0][:500] + "\n")
+
+
+def _in_parallel(compile, sources: list[str], *args, **kwargs) -> list[str]:  # noqa: ANN001
+    """The compiler's compile, one source per call, as many at once as there are cores (the instruction-set files
+    take most of the time, one each); the object files in the order of the sources."""
+    if len(sources) < 2:
+        return compile(sources, *args, **kwargs)
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        objects = pool.map(lambda source: compile([source], *args, **kwargs), sources)
+        return [obj for objs in objects for obj in objs]
 
 
 def _compile_args() -> list[str]:

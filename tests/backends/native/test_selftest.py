@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -26,7 +27,9 @@ KERNELS = ["conv.c", "winograd.c", "rows.c", "attention.c", "copy.c", "broadcast
            "qdepthwise.c", "qelementwise.c", "qpool.c", "recurrent.c", "params.c", "threads.c", "isa.c",
            "isa_generic.c", "isa_avx2.c", "isa_avx512.c"]
 FLAGS = ["-std=c11", "-ffp-contract=fast", "-fno-math-errno", "-pthread", "-Wall", "-Wno-psabi", f"-I{CSRC}"]
-SANITIZE = ["-O1", "-g", "-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-fno-sanitize-recover=all"]
+# -O0: the sanitizers check every access the source makes (an optimizer may remove some), and the build is 4-7x
+# faster than at -O1 (isa_avx512.c alone: 46 s against 185 s under ASan and UBSan), the run still seconds
+SANITIZE = ["-O0", "-g", "-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-fno-sanitize-recover=all"]
 X86 = platform.machine() in ("x86_64", "AMD64")
 
 
@@ -37,9 +40,22 @@ def _need(*tools: str) -> None:
                     "them)")
 
 
-def _build(compiler: str, out: Path, flags: list[str], sources: list[str]) -> None:
-    done = subprocess.run([compiler, *flags, *[str(CSRC / s) for s in sources], "-lm", "-o", str(out)],
-                          capture_output=True, text=True, timeout=300)
+def _build(compiler: str, out: Path, flags: list[str], sources: list[str], link: list[str] = ()) -> None:
+    """Compile each source on its own (as many at once as there are cores), then link them into `out`."""
+    objects = out.parent / f"{out.name}.objects"
+    objects.mkdir(exist_ok=True)
+
+    def compile_one(source: str) -> str:
+        obj = objects / (Path(source).stem + ".o")
+        done = subprocess.run([compiler, *flags, "-c", str(CSRC / source), "-o", str(obj)], capture_output=True,
+                              text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        return str(obj)
+
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        built = list(pool.map(compile_one, sources))
+    done = subprocess.run([compiler, *flags, *link, *built, "-lm", "-o", str(out)], capture_output=True, text=True,
+                          timeout=300)
     assert done.returncode == 0, done.stderr
 
 
@@ -61,7 +77,7 @@ def test_selftest_under_address_and_undefined_behaviour_sanitizers(tmp_path):
 def test_selftest_under_thread_sanitizer(tmp_path):
     _need("gcc")
     exe = tmp_path / "selftest-tsan"
-    _build("gcc", exe, ["-O1", "-g", "-fsanitize=thread", *FLAGS, *(["-DPL_AVX512_AS_AVX2"] if X86 else [])],
+    _build("gcc", exe, ["-O0", "-g", "-fsanitize=thread", *FLAGS, *(["-DPL_AVX512_AS_AVX2"] if X86 else [])],
            ["selftest.c", *KERNELS])
     out = _run([str(exe)], TSAN_OPTIONS="halt_on_error=1")
     assert out.strip().splitlines()[-1].startswith("ok:"), out
@@ -83,8 +99,9 @@ def test_the_binding_under_the_sanitizers(tmp_path):
     package = tmp_path / "site" / "ptlite"
     shutil.copytree(ROOT / "src" / "ptlite", package, ignore=shutil.ignore_patterns("*.so", "__pycache__", "csrc"))
     extension = package / "backends" / "native" / ("_native" + sysconfig.get_config_var("EXT_SUFFIX"))
-    _build("gcc", extension, [*SANITIZE, *FLAGS, "-fPIC", "-shared", f"-I{sysconfig.get_paths()['include']}",
-                              *(["-DPL_AVX512_AS_AVX2"] if X86 else [])], ["module.c", "plan.c", *KERNELS])
+    _build("gcc", extension, [*SANITIZE, *FLAGS, "-fPIC", f"-I{sysconfig.get_paths()['include']}",
+                              *(["-DPL_AVX512_AS_AVX2"] if X86 else [])], ["module.c", "plan.c", *KERNELS],
+           link=["-shared"])
     runtimes = " ".join(subprocess.run(["gcc", f"-print-file-name={lib}"], capture_output=True, text=True,
                                        check=True).stdout.strip() for lib in ("libasan.so", "libubsan.so"))
     tests = [str(ROOT / "tests" / p) for p in ("backends/native/test_kernels.py", "backends/native/test_validation.py",
