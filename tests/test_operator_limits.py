@@ -65,19 +65,66 @@ def test_a_rank_declaration_must_name_ranks():
 
 @pytest.mark.parametrize("method", ["export", "trace"])
 def test_capture_refuses_a_declared_limit_naming_the_models_line(method):
-    """grid_sample on a 5-D volume: PyTorch runs it, ptlite's kernel takes 4-D (@ranks(4)); capture says so, with
-    the line, instead of handing back a program that fails at its first call."""
+    """roi_align on a 5-D tensor: torchvision's kernel runs it (it reads the first four sizes and strides), ptlite's
+    takes 4-D (@ranks(4)); capture says so, with the line, instead of handing back a program that fails at its first
+    call."""
     torch = pytest.importorskip("torch")
+    pytest.importorskip("torchvision")  # registers torchvision's operators with torch
+
+    class Pool(torch.nn.Module):
+        def forward(self, x, boxes):
+            return torch.ops.torchvision.roi_align(x, boxes, 1.0, 2, 2, 2, False)
+
+    x, boxes = torch.randn(1, 2, 3, 8, 8), torch.tensor([[0.0, 1.0, 1.0, 5.0, 5.0]])
+    torch.ops.torchvision.roi_align(x, boxes, 1.0, 2, 2, 2, False)  # torch itself runs it
+    with pytest.raises(ptlite.CaptureError) as caught:
+        ptlite.capture(Pool(), (x, boxes), method=method)
+    text = str(caught.value)
+    assert "in ways ptlite cannot run" in text, text
+    assert "torchvision::roi_align" in text, text
+    assert "has 5 dimensions; ptlite runs torchvision::roi_align on 4-D inputs" in text, text
+    assert "test_operator_limits.py:" in text, f"the model's line is not named: {text}"
+
+
+@pytest.mark.filterwarnings("ignore:`create_unbacked_symint` is deprecated:FutureWarning")  # torchvision's nms
+def test_export_refuses_a_declared_dtype_limit_naming_the_models_line():
+    """nms on float16 boxes: export runs torchvision's shape function only, which takes any dtype; ptlite's kernel
+    takes float32 and float64 (@dtypes), as torchvision's CPU kernel does (a trace fails in torchvision itself)."""
+    torch = pytest.importorskip("torch")
+    torchvision = pytest.importorskip("torchvision")
+
+    class Keep(torch.nn.Module):
+        def forward(self, boxes, scores):
+            return torchvision.ops.nms(boxes, scores, 0.5)
+
+    boxes = torch.tensor([[0.0, 0.0, 10.0, 10.0], [1.0, 1.0, 11.0, 11.0], [20.0, 20.0, 30.0, 30.0]]).half()
+    with pytest.raises(ptlite.CaptureError) as caught:
+        ptlite.capture(Keep(), (boxes, torch.tensor([0.9, 0.8, 0.7]).half()), method="export")
+    text = str(caught.value)
+    assert "torchvision::nms" in text and "is float16; the operator takes float32, float64 tensors" in text, text
+    assert "test_operator_limits.py:" in text, f"the model's line is not named: {text}"
+
+
+@pytest.mark.parametrize("method", ["export", "trace"])
+@pytest.mark.parametrize("mode,padding,align_corners", [("bilinear", "zeros", False), ("nearest", "reflection", True),
+                                                        ("bilinear", "border", True)])
+def test_a_volume_grid_sample_converts_and_matches_torch(method, mode, padding, align_corners):
+    """F.grid_sample on a 5-D volume (aten::grid_sampler, @ranks(4,5)) is no longer refused: captured by export
+    and by trace, it runs and gives torch's result."""
+    torch = pytest.importorskip("torch")
+    import numpy as np
     import torch.nn.functional as F
 
     class Volume(torch.nn.Module):
         def forward(self, x, grid):
-            return F.grid_sample(x, grid, align_corners=False)
+            return F.grid_sample(x, grid, mode=mode, padding_mode=padding, align_corners=align_corners) * 2
 
-    x, grid = torch.randn(1, 2, 3, 4, 4), torch.rand(1, 3, 4, 4, 3) * 2 - 1
-    with pytest.raises(ptlite.CaptureError) as caught:
-        ptlite.capture(Volume(), (x, grid), method=method)
-    text = str(caught.value)
-    assert "in ways ptlite cannot run" in text, text
-    assert "aten::grid_sampler" in text and "has 5 dimensions; ptlite runs aten::grid_sampler on 4-D inputs" in text
-    assert "test_operator_limits.py:" in text, f"the model's line is not named: {text}"
+    generator = torch.Generator().manual_seed(5)
+    x = torch.randn(2, 3, 3, 5, 4, generator=generator)
+    grid = torch.rand(2, 4, 3, 6, 3, generator=generator) * 2.6 - 1.3  # inside and outside the volume
+    program = ptlite.capture(Volume(), (x, grid), method=method)
+    assert any(node.op == "aten::grid_sampler" for node in program.forward.walk())
+    ours = ptlite.Module(program)(x.numpy(), grid.numpy())
+    want = Volume()(x, grid).numpy()
+    assert ours.shape == want.shape == (2, 3, 4, 3, 6)
+    np.testing.assert_allclose(ours, want, rtol=1e-6, atol=1e-6)

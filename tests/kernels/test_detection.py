@@ -92,11 +92,11 @@ def test_nms_refuses_mismatched_arguments() -> None:
 # roi_align
 # ------------------------------------------------------------------------------------------------------------
 
-def rois(k: int, batch: int, size: float, spill: float = 0.2) -> np.ndarray:
+def rois(k: int, batch: int, size: float, spill: float = 0.2, rng: np.random.Generator = RNG) -> np.ndarray:
     """k boxes (batch index, x1, y1, x2, y2) over a size x size input, partly outside by up to spill * size."""
-    corner = RNG.uniform(-spill * size, size * 0.9, (k, 2))
-    extent = RNG.uniform(0.1, size * 0.6, (k, 2))
-    index = RNG.integers(0, batch, (k, 1))
+    corner = rng.uniform(-spill * size, size * 0.9, (k, 2))
+    extent = rng.uniform(0.1, size * 0.6, (k, 2))
+    index = rng.integers(0, batch, (k, 1))
     return np.concatenate([index, corner, corner + extent], axis=1).astype(np.float32)
 
 
@@ -121,6 +121,41 @@ def test_roi_align_as_faster_rcnn_pools() -> None:
     """MultiScaleRoIAlign's call: 7x7, two samples per bin, aligned=False, many boxes over a stride-16 map."""
     x = rand(1, 32, 20, 20)
     check("torchvision::roi_align", x, rois(150, 1, 320), 1 / 16, 7, 7, 2, False, tol=1e-6)
+
+
+@pytest.mark.parametrize("aligned", [False, True])
+@pytest.mark.parametrize("sampling_ratio", [-1, 0, 2])
+@pytest.mark.parametrize("scale", [1.0, 0.25, 1 / 32])
+def test_roi_align_float16(aligned: bool, sampling_ratio: int, scale: float) -> None:
+    """torchvision's CPU kernel computes half (each operation rounded to half, the box sizes and grid counts too),
+    and so does ptlite's; a float16 tolerance (1e-3 of the largest value) leaves room for the rounding."""
+    rng = np.random.default_rng(16)  # its own numbers: the tests after these draw what they drew before
+    x = oracle.rand(rng, 2, 5, 16, 20, dtype=np.float16)
+    ours, _ = check("torchvision::roi_align", x, rois(12, 2, 20 / scale, rng=rng).astype(np.float16), scale, 7, 5,
+                    sampling_ratio, aligned, tol=1e-3)
+    assert ours.dtype == np.float16
+
+
+def test_roi_align_float16_as_faster_rcnn_pools_and_outside() -> None:
+    rng = np.random.default_rng(17)
+    half = functools.partial(oracle.rand, rng, dtype=np.float16)
+    check("torchvision::roi_align", half(1, 32, 20, 20), rois(150, 1, 320, rng=rng).astype(np.float16), 1 / 16, 7,
+          7, 2, False, tol=1e-3)
+    far = np.array([[0, -50, -50, -20, -20], [0, 30, 30, 60, 70], [0, -2, -2, 14, 14], [0, 3, 4, 3, 4]], np.float16)
+    check("torchvision::roi_align", half(1, 4, 12, 12), far, 1.0, 3, 3, -1, True, tol=1e-3)
+    check("torchvision::roi_align", half(1, 3, 8, 8), np.zeros((0, 5), np.float16), 1.0, 2, 2, 2, False)
+
+
+def test_roi_align_float16_is_declared_and_other_dtypes_refused() -> None:
+    from ptlite import ops
+
+    assert ops.get("torchvision::roi_align").dtypes == {"float16", "float32", "float64"}
+    assert ops.get("torchvision::nms").dtypes == {"float32", "float64"}, "torchvision's CPU nms refuses half"
+    roi, x = op("torchvision::roi_align"), np.zeros((1, 2, 8, 8), np.float16)
+    with pytest.raises(ValueError, match="float16, float32 or float64"):
+        roi(x, np.array([[0, 0, 0, 4, 4]], np.float32), 1.0, 2, 2, 2, False)
+    with pytest.raises(ValueError, match="float16, float32 or float64"):
+        roi(x.astype(np.int32), np.array([[0, 0, 0, 4, 4]], np.int32), 1.0, 2, 2, 2, False)
 
 
 def test_roi_align_empty() -> None:

@@ -317,7 +317,7 @@ aten::zero_(Tensor(a!) self) -> Tensor(a!)
 """,
     "detection": r"""
 torchvision::nms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor  @dtypes(float32,float64)
-torchvision::roi_align(Tensor input, Tensor rois, float spatial_scale, SymInt pooled_height, SymInt pooled_width, int sampling_ratio, bool aligned) -> Tensor  @dtypes(float32,float64) @ranks(4)
+torchvision::roi_align(Tensor input, Tensor rois, float spatial_scale, SymInt pooled_height, SymInt pooled_width, int sampling_ratio, bool aligned) -> Tensor  @dtypes(float16,float32,float64) @ranks(4)
 """,
     "elementwise": r"""
 aten::add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1) -> Tensor  @out
@@ -903,7 +903,7 @@ aten::upsample_bilinear2d.vec(Tensor input, SymInt[]? output_size, bool align_co
 aten::upsample_bilinear2d(Tensor self, SymInt[2] output_size, bool align_corners, float? scales_h=None, float? scales_w=None) -> Tensor
 aten::upsample_nearest2d.vec(Tensor input, SymInt[]? output_size, float[]? scale_factors) -> Tensor
 aten::upsample_nearest2d(Tensor self, SymInt[2] output_size, float? scales_h=None, float? scales_w=None) -> Tensor
-aten::grid_sampler(Tensor input, Tensor grid, int interpolation_mode, int padding_mode, bool align_corners) -> Tensor  @ranks(4)
+aten::grid_sampler(Tensor input, Tensor grid, int interpolation_mode, int padding_mode, bool align_corners) -> Tensor  @ranks(4,5)
 aten::grid_sampler_2d(Tensor input, Tensor grid, int interpolation_mode, int padding_mode, bool align_corners) -> Tensor  @ranks(4)
 """,
     "winograd": r"""

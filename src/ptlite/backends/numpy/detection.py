@@ -11,6 +11,7 @@ from ptlite.errors import KernelArgumentError
 from .reduce import descending_order
 
 _FLOATS = (np.float32, np.float64)
+_ROI_ALIGN_FLOATS = (np.float16, np.float32, np.float64)  # torchvision's CPU roi_align takes half; its nms does not
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -67,21 +68,27 @@ def roi_align(input: np.ndarray, rois: np.ndarray, spatial_scale: float, pooled_
 
     Each bin takes sampling_ratio x sampling_ratio samples (sampling_ratio <= 0: ceil(box size / pooled size) per
     axis, per box), evenly spaced; aligned=True shifts boxes by half a pixel, aligned=False makes boxes at least
-    1x1. A sample more than one pixel outside the map counts as 0; one less than a pixel outside reads the edge."""
+    1x1. A sample more than one pixel outside the map counts as 0; one less than a pixel outside reads the edge.
+
+    float16 is computed in float16 as torchvision's CPU kernel computes it (c10::Half: each operation in float32,
+    rounded to half), not in float32 throughout: the box sizes, sample positions and grid counts rounded to half
+    are part of its result (a box's grid count computed in float32 can differ by one, changing every bin)."""
     if input.ndim != 4:
         raise KernelArgumentError(f"roi_align: input should be a 4-D tensor [N, C, H, W], got shape {input.shape}")
     if rois.ndim != 2 or rois.shape[1] != 5:
         raise KernelArgumentError(f"roi_align: rois should have shape [K, 5], got {rois.shape}")
-    if input.dtype != rois.dtype or input.dtype.type not in _FLOATS:
-        raise KernelArgumentError(f"roi_align: input and rois should both be float32 or float64, got {input.dtype} "
-                                  f"and {rois.dtype}")
+    if input.dtype != rois.dtype or input.dtype.type not in _ROI_ALIGN_FLOATS:
+        raise KernelArgumentError(f"roi_align: input and rois should both be float16, float32 or float64, got "
+                                  f"{input.dtype} and {rois.dtype}")
     ph, pw = int(pooled_height), int(pooled_width)
     n, c, height, width = input.shape
     out = np.zeros((rois.shape[0], c, ph, pw), input.dtype)
     if out.size == 0:
         return out
     t = input.dtype.type
-    boxes = _boxes(rois, t(spatial_scale), t(0.5 if aligned else 0.0), aligned)
+    # the double spatial_scale becomes the kernel's T: for half through float (c10::Half has no double constructor)
+    scale = t(np.float32(spatial_scale)) if t is np.float16 else t(spatial_scale)
+    boxes = _boxes(rois, scale, t(0.5 if aligned else 0.0), aligned)
     batch = rois[:, 0].astype(np.int64)  # C's (int): towards zero
     if np.any((batch < 0) | (batch >= n)):
         raise KernelArgumentError(f"roi_align: a box's batch index is outside the input's batch of {n}")

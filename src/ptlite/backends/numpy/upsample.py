@@ -1,6 +1,6 @@
 """Upsampling kernels (bilinear and nearest, 2-D, NCHW or channels-last) with PyTorch's source-index arithmetic, and
-grid sampling (grid_sample: bilinear, nearest, bicubic; zeros, border, reflection padding) as PyTorch's CPU kernel
-computes it."""
+grid sampling (grid_sample: 2-D bilinear, nearest, bicubic; 3-D (volumes) trilinear and nearest; zeros, border,
+reflection padding) as PyTorch's CPU kernels compute it."""
 
 from __future__ import annotations
 
@@ -302,11 +302,119 @@ def _bicubic(pixels: _Pixels, ax: _Axis, ay: _Axis, gx: np.ndarray, gy: np.ndarr
 _SAMPLERS = {BILINEAR: _bilinear, NEAREST: _nearest, BICUBIC: _bicubic}
 
 
-def grid_sample2d(input: np.ndarray, grid: np.ndarray, mode: int, padding: int, align_corners: bool) -> np.ndarray:
-    """input (N, C, H, W) sampled at grid (N, Ho, Wo, 2) -> (N, C, Ho, Wo); channels-last in, channels-last out."""
-    if input.ndim != 4 or grid.ndim != 4 or grid.shape[-1] != 2:
-        raise ValueError(f"grid_sampler: ptlite samples 4-D input at a 4-D grid of (x, y) points, got input "
-                         f"{input.shape} and grid {grid.shape}")
+# -------------------------------------------------------------------------------------------- 3-D grid sampling
+# PyTorch's grid_sampler_3d (F.grid_sample on a 5-D volume) as its CPU kernel computes it: the scalar loop of
+# aten/src/ATen/native/GridSampler.cpp (grid_sampler_3d_cpu_impl) with the coordinate helpers of GridSampler.h, whose
+# expressions round differently from the vectorized 2-D kernel's. output[n, c, d, h, w] samples input[n, c] at the
+# point grid[n, d, h, w] = (x, y, z): x along the width, y the height, z the depth. Trilinear and nearest only.
+
+class _ScalarAxis(_Axis):
+    """_Axis with GridSampler.h's scalar expressions: un-normalizing as ((g + 1) / 2) * (size - 1) or
+    ((g + 1) * size - 1) / 2, clipping as std::min(size - 1, std::max(x, 0)) (NaN becomes size - 1), reflecting
+    with fmod and the parity of the number of flips."""
+
+    def __init__(self, size: int, padding: int, align_corners: bool, dtype: np.dtype) -> None:
+        super().__init__(size, padding, align_corners, dtype)
+        t = dtype.type
+        self.align_corners, self.size = align_corners, t(size)
+        self.span = self.twice_span / t(2)  # (twice_high - twice_low) / 2: size - 1 or size
+
+    def unnormalize(self, g: np.ndarray) -> np.ndarray:
+        t = self.dtype.type
+        if self.align_corners:
+            return (g + t(1)) / t(2) * (self.size - t(1))
+        return ((g + t(1)) * self.size - t(1)) / t(2)
+
+    def clip(self, x: np.ndarray) -> np.ndarray:
+        x = np.where(x < 0, self.dtype.type(0), x)  # std::max(x, 0) keeps NaN ...
+        return np.where(x < self.max, x, self.max)  # ... which std::min(size - 1, x) turns into size - 1
+
+    def reflect(self, x: np.ndarray) -> np.ndarray:
+        if self.empty:
+            return np.zeros_like(x)
+        distance = np.abs(x - self.low)
+        extra = np.fmod(distance, self.span)
+        even = np.fmod(np.floor(distance / self.span), 2) == 0
+        return np.where(even, extra + self.low, self.span - extra + self.low)
+
+
+class _Voxels(_Pixels):
+    """The input volume as rows of channels, (N, D * H * W, C), and gathers of the voxels at integral coordinates: a
+    voxel outside the input (or at a coordinate that is not finite) reads 0."""
+
+    def __init__(self, input: np.ndarray) -> None:  # noqa: A002
+        n, c, d, h, w = input.shape
+        self.d, self.h, self.w = d, h, w
+        self.rows = (input.reshape(n, d * h * w, 1) if c == 1
+                     else np.ascontiguousarray(np.moveaxis(input, 1, -1)).reshape(n, d * h * w, c))
+        self.batch = np.arange(n).reshape(n, 1)
+
+    def at(self, x: np.ndarray, y: np.ndarray, z: np.ndarray) -> np.ndarray:  # type: ignore[override]
+        """(N, P, C): the voxels at (x, y, z), each (N, P) of whole numbers as floats (any value, NaN included)."""
+        inside = (x >= 0) & (x <= self.w - 1) & (y >= 0) & (y <= self.h - 1) & (z >= 0) & (z <= self.d - 1)
+        everywhere = bool(inside.all())
+        if not everywhere:
+            x, y, z = np.where(inside, x, 0), np.where(inside, y, 0), np.where(inside, z, 0)
+        index = (z.astype(np.intp) * self.h + y.astype(np.intp)) * self.w + x.astype(np.intp)
+        values = self.rows[self.batch, index]
+        if not everywhere:
+            values[~inside] = 0
+        return values
+
+
+def _trilinear(voxels: _Voxels, axes: tuple[_ScalarAxis, ...], points: np.ndarray) -> np.ndarray:
+    """The 8 corners around each point, weighted by the products of the distances to the opposite corner (tnw: top
+    (low z), north (low y), west (low x), ..., bse), summed in PyTorch's order tnw, tne, tsw, tse, bnw, bne, bsw,
+    bse; a corner outside the input adds nothing."""
+    x, y, z = (axis.source(points[..., k]) for k, axis in enumerate(axes))
+    if axes[0].padding == ZEROS:  # a coordinate that is not finite reads outside: every corner 0, weights finite
+        x, y, z = (np.where(np.isfinite(v), v, v.dtype.type(-2)) for v in (x, y, z))
+    x_w, y_n, z_t = np.floor(x), np.floor(y), np.floor(z)
+    one = x.dtype.type(1)
+    x_e, y_s, z_b = x_w + one, y_n + one, z_t + one
+    west, east = x_e - x, x - x_w  # the weights of the west corner (the distance to the east one) and the east's
+    north, south = y_s - y, y - y_n
+    top, bottom = z_b - z, z - z_t
+    out = None
+    for cz, dz in ((z_t, top), (z_b, bottom)):
+        for cy, cx, weight in ((y_n, x_w, west * north), (y_n, x_e, east * north), (y_s, x_w, west * south),
+                               (y_s, x_e, east * south)):
+            corner = voxels.at(cx, cy, cz)
+            corner *= (weight * dz)[..., None]
+            out = corner if out is None else np.add(out, corner, out=out)
+    return out
+
+
+def _nearest3d(voxels: _Voxels, axes: tuple[_ScalarAxis, ...], points: np.ndarray) -> np.ndarray:
+    return voxels.at(*(np.rint(axis.source(points[..., k])) for k, axis in enumerate(axes)))  # halves to even
+
+
+_SAMPLERS_3D = {BILINEAR: _trilinear, NEAREST: _nearest3d}
+
+
+def grid_sample3d(input: np.ndarray, grid: np.ndarray, mode: int, padding: int,  # noqa: A002
+                  align_corners: bool) -> np.ndarray:
+    """input (N, C, D, H, W) sampled at grid (N, Do, Ho, Wo, 3) -> (N, C, Do, Ho, Wo), C-contiguous."""
+    _check_grid_arguments(input, grid, mode, padding, 5)
+    if mode == BICUBIC:
+        raise ValueError(f"grid_sampler: bicubic interpolation only supports 4-D input (as in PyTorch), got 5-D "
+                         f"input {input.shape}; use mode 'bilinear' or 'nearest' for a volume")
+    n, c = input.shape[:2]
+    do, ho, wo = grid.shape[1:4]
+    points = grid.reshape(n, do * ho * wo, 3)
+    axes = tuple(_ScalarAxis(size, padding, align_corners, input.dtype) for size in input.shape[:1:-1])  # W, H, D
+    with np.errstate(invalid="ignore", over="ignore"):  # inf and NaN points give what PyTorch's give
+        out = _SAMPLERS_3D[mode](_Voxels(input), axes, points).reshape(n, do, ho, wo, c)
+    return np.ascontiguousarray(np.moveaxis(out, -1, 1))
+
+
+def _check_grid_arguments(input: np.ndarray, grid: np.ndarray, mode: int, padding: int,  # noqa: A002
+                          rank: int) -> None:
+    """PyTorch's checks of grid_sampler's arguments, for a `rank`-D input (4 or 5)."""
+    if input.ndim != rank or grid.ndim != rank or grid.shape[-1] != rank - 2:
+        what = "4-D input at a 4-D grid of (x, y) points" if rank == 4 else \
+            "5-D input at a 5-D grid of (x, y, z) points"
+        raise ValueError(f"grid_sampler: ptlite samples {what}, got input {input.shape} and grid {grid.shape}")
     if grid.shape[0] != input.shape[0]:
         raise ValueError(f"grid_sampler: grid and input have different batch sizes ({grid.shape[0]} and "
                          f"{input.shape[0]})")
@@ -316,9 +424,14 @@ def grid_sample2d(input: np.ndarray, grid: np.ndarray, mode: int, padding: int, 
     if mode not in _SAMPLERS or padding not in (ZEROS, BORDER, REFLECTION):
         raise ValueError(f"grid_sampler: unknown interpolation mode {mode} or padding mode {padding} (modes: 0 "
                          "bilinear, 1 nearest, 2 bicubic; padding: 0 zeros, 1 border, 2 reflection)")
-    n, c, h, w = input.shape
-    if h == 0 or w == 0:
+    if 0 in input.shape[2:]:
         raise ValueError(f"grid_sampler: the input {input.shape} has empty spatial dimensions")
+
+
+def grid_sample2d(input: np.ndarray, grid: np.ndarray, mode: int, padding: int, align_corners: bool) -> np.ndarray:
+    """input (N, C, H, W) sampled at grid (N, Ho, Wo, 2) -> (N, C, Ho, Wo); channels-last in, channels-last out."""
+    _check_grid_arguments(input, grid, mode, padding, 4)
+    n, c, h, w = input.shape
     ho, wo = grid.shape[1:3]
     points = grid.reshape(n, ho * wo, 2)
     pixels = _Pixels(input)
@@ -330,6 +443,17 @@ def grid_sample2d(input: np.ndarray, grid: np.ndarray, mode: int, padding: int, 
     return np.ascontiguousarray(out.transpose(0, 3, 1, 2))
 
 
-@kernel("aten::grid_sampler", "aten::grid_sampler_2d")
+@kernel("aten::grid_sampler")
 def grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners):
+    """grid_sample: a 4-D input (N, C, H, W) by grid_sampler_2d, a 5-D volume (N, C, D, H, W) by grid_sampler_3d."""
+    if input.ndim not in (4, 5) or grid.ndim != input.ndim or grid.shape[-1] != input.ndim - 2:
+        raise ValueError(f"grid_sampler: ptlite samples 4-D input (N, C, H, W) at a grid (N, Ho, Wo, 2) of (x, y) "
+                         f"points or 5-D input (N, C, D, H, W) at a grid (N, Do, Ho, Wo, 3) of (x, y, z) points, got "
+                         f"input {input.shape} and grid {grid.shape}")
+    sample = grid_sample3d if input.ndim == 5 else grid_sample2d
+    return sample(input, grid, int(interpolation_mode), int(padding_mode), bool(align_corners))
+
+
+@kernel("aten::grid_sampler_2d")
+def grid_sampler_2d(input, grid, interpolation_mode, padding_mode, align_corners):
     return grid_sample2d(input, grid, int(interpolation_mode), int(padding_mode), bool(align_corners))
