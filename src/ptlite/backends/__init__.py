@@ -22,8 +22,13 @@ if TYPE_CHECKING:
 # Built-in backends, in the order they are asked for a node (the reference last): name -> module with create().
 BUILTIN: dict[str, str] = {
     "native": "ptlite.backends.native",
+    "gpu": "ptlite.backends.gpu",
     "numpy": "ptlite.backends.numpy",
 }
+# Opt-in backends: asked only when selected by name (`backends=("gpu",)`), never by the default selection
+# (resolve(None)), and not set up by the listing (`ptlite.backends()`, available()) until selected once: the GPU
+# backend's device takes a second to start, and a software driver runs models far slower than the CPU backends.
+OPT_IN: frozenset[str] = frozenset({"gpu"})
 REFERENCE = "numpy"
 # Other names get() takes -> the backends they stand for, the first available one: "cpu" is the CPU backend a
 # program is lowered for by default (optimize_for_mobile's), the native one where its library was built.
@@ -62,9 +67,14 @@ _CREATED: dict[str, Any] = {}  # name -> the Backend, or the BackendUnavailable 
 
 
 def available() -> list[BackendInfo]:
-    """Every built-in backend, in dispatch order, available or not (and why not)."""
+    """Every built-in backend, in dispatch order, available or not (and why not); an opt-in one (OPT_IN) not yet
+    selected in this process is listed as not set up, without starting it."""
     infos = []
     for name in BUILTIN:
+        if name in OPT_IN and name not in _CREATED:
+            infos.append(BackendInfo(name, False, f"opt-in, not set up: select it by name (backends=({name!r},)) "
+                                                  f"or ptlite.backends.get({name!r}) to use it"))
+            continue
         made = _create(name)
         if isinstance(made, BackendUnavailable):
             infos.append(BackendInfo(name, False, str(made)))
@@ -98,7 +108,8 @@ def resolve(selection: Iterable[str | Backend] | str | None = None) -> list[Back
     from .base import Backend
 
     if selection is None:
-        chosen = [made for name in BUILTIN if not isinstance(made := _create(name), BackendUnavailable)]
+        chosen = [made for name in BUILTIN
+                  if name not in OPT_IN and not isinstance(made := _create(name), BackendUnavailable)]
     else:
         items = [selection] if isinstance(selection, str) else list(selection)
         chosen = []
@@ -135,6 +146,8 @@ def lowering_passes(target: Backend) -> dict[str, str]:
     whichever backend a program is lowered for."""
     passes = dict(target.lowering_passes())
     for name in BUILTIN:
+        if name in OPT_IN and name not in _CREATED:
+            continue
         other = _create(name)
         if name == target.name or isinstance(other, BackendUnavailable):
             continue
