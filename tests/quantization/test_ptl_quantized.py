@@ -94,13 +94,36 @@ def test_small_model_runs_as_the_lite_interpreter_in_every_bytecode_version(engi
                                         f"{np.abs(got - loaded).max() / step:.2f} steps"
 
 
+def _bias_on_int32_grid(model: nn.Module, example: torch.Tensor) -> None:
+    """Round each quantized layer's float bias to a multiple of its input scale x weight scale, the int32 bias
+    ptlite's kernels add (fbgemm adds the float one to the integer sum). The activations are 7-bit (reduce_range, in
+    get_default_qconfig('x86')), so fbgemm's AVX2 int16 pair sums do not saturate: it then computes ptlite's sums."""
+    scales: dict[nn.Module, float] = {}
+    hooks = [m.register_forward_pre_hook(lambda m, args: scales.__setitem__(m, args[0].q_scale()))
+             for m in model.modules() if hasattr(m, "set_weight_bias")]
+    with torch.no_grad():
+        model(example)
+    for hook in hooks:
+        hook.remove()
+    assert len(scales) == 53, f"{len(scales)} quantized layers ran"  # 52 convolutions and the classifier
+    for layer, input_scale in scales.items():
+        weight, bias = layer.weight(), layer.bias()
+        if bias is None:
+            continue
+        per_channel = weight.qscheme() in (torch.per_channel_affine, torch.per_channel_symmetric)
+        weight_scale = weight.q_per_channel_scales() if per_channel else torch.tensor([weight.q_scale()])
+        scale = np.float32(input_scale) * weight_scale.numpy().astype(np.float32)
+        layer.set_weight_bias(weight, torch.from_numpy(np.rint(bias.detach().numpy() / scale) * scale))
+
+
 def test_mobilenet_v2_file_matches_torch_and_ptlites_capture(engine, tmp_path):
     """torchvision's quantizable MobileNetV2 (weights re-drawn, batch norm re-estimated on photographs, calibrated on
     photographs), quantized by PyTorch and saved for the lite interpreter: ptlite's result is the one it gives when
-    capturing the scripted model. With qnnpack, whose requantization ptlite's kernels follow, every logit is within
-    one step of torch's; the x86 engine (fbgemm) rounds some requantizations the other way (one step per layer,
-    tests/quantization/test_int8_static.py checks it on the digits CNN), which over 50 layers moves logits by a few
-    steps, so there the top-1 class is compared."""
+    capturing the scripted model, and every logit is within one step of torch's. With the x86 engine the biases are
+    first put on the int32 grid ptlite's kernels (and qnnpack) round them to: fbgemm adds the float bias after the
+    integer sum, which rounds some requantizations the other way (one step per layer, test_int8_static.py checks it
+    on the digits CNN) and over 52 layers of these random weights moves the logits by 20-30 steps and the top-1 class
+    of half the images, differently on each CPU (the model's own float construction depends on it)."""
     float_model = zoo.mobilenet_v2()
     torch.backends.quantized.engine = engine
     twin = torchvision.models.quantization.mobilenet_v2(weights=None, quantize=False)
@@ -112,6 +135,8 @@ def test_mobilenet_v2_file_matches_torch_and_ptlites_capture(engine, tmp_path):
         twin(torch.from_numpy(zoo.varied_crops(8, 96, seed=1)))
     tq.convert(twin, inplace=True)
     images = zoo.varied_crops(4, 96, seed=2)
+    if engine == "x86":
+        _bias_on_int32_grid(twin, torch.from_numpy(images[:1]))
     with torch.no_grad():
         want = twin(torch.from_numpy(images)).numpy()
     scripted = torch.jit.script(twin)
@@ -125,12 +150,7 @@ def test_mobilenet_v2_file_matches_torch_and_ptlites_capture(engine, tmp_path):
     assert module.program.metadata["quantization"]["int8"][CONV2D_INT8] == 52, module.program.metadata
     step = twin.classifier[1].scale
     diff = np.abs(got - want).max() / step
-    if engine == "qnnpack":
-        assert diff <= 1.001, f"mobilenet_v2 (qnnpack): logits {diff:.2f} steps from torch's"
-    else:
-        agree = (got.argmax(1) == want.argmax(1)).mean()
-        assert diff <= 40 and agree >= 0.75, f"mobilenet_v2 (x86): logits {diff:.1f} steps from torch's, top-1 " \
-                                             f"agreement {agree:.0%}"
+    assert diff <= 1.001, f"mobilenet_v2 ({engine}): logits {diff:.2f} steps from torch's"
 
 
 def test_dynamic_quantized_linear_file(engine, tmp_path):
