@@ -18,7 +18,7 @@ from ptlite.backends import native
 def test_listed_with_its_instruction_set(lib):
     info = {b.name: b for b in ptlite.backends()}
     assert info["native"].available and lib.isa() in info["native"].detail
-    assert [b.name for b in ptlite.backends()] == ["native", "numpy"]
+    assert [b.name for b in ptlite.backends()] == ["native", "gpu", "numpy"]  # gpu: opt-in, listed all the same
 
 
 def _python(code: str, **env: str) -> str:
