@@ -128,3 +128,20 @@ def test_blocking_winograd_measures_nothing(chain, no_floor, monkeypatch):
     program = ptlite.optimize_for_mobile(ptlite.capture(model, (photo,)), backend="numpy",
                                          optimization_blocklist=("WINOGRAD",))
     assert not winograd_layers(program) and EXACT_KEY not in program.metadata
+
+
+def test_a_later_lowering_measures_only_the_layers_it_adds(chain, monkeypatch):
+    """A first call's specialization of a program whose Winograd layers an earlier lowering chose (and measured)
+    adds none: nothing to measure again."""
+    from ptlite.backends import get
+    from ptlite.runtime.interpreter import runner
+
+    made = []
+    make = winograd_budget._Probe.make
+    monkeypatch.setattr(winograd_budget._Probe, "make", classmethod(lambda cls, *a: made.append(1) or make(*a)))
+    model, photo, _ = chain
+    program = ptlite.optimize_for_mobile(ptlite.capture(model, (photo,)), backend="numpy")
+    assert len(made) == 1 and winograd_layers(program)
+    assert winograd_budget.within_budget(program, runner(get("numpy")), frozenset(), lambda p: "unchanged") \
+        == "unchanged"
+    assert len(made) == 1

@@ -52,7 +52,9 @@ def within_budget(program: Program, run: Runner | None, blocklist: frozenset[str
         return apply(program)
     before = copy_program(program)
     result = apply(program)
-    layers = [name for name in winograd_layers(program) if name not in exact_convolutions(before)]
+    # the layers this lowering made Winograd (a first call's: not those an earlier lowering chose and measured)
+    earlier = set(winograd_layers(before)) | exact_convolutions(before)
+    layers = [name for name in winograd_layers(program) if name not in earlier]
     if not layers:
         return result
     probe = _Probe.make(before, run)
